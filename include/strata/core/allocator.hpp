@@ -1,0 +1,54 @@
+#pragma once
+// The allocator contract every strata allocator models (see DESIGN.md, "The allocator contract").
+#include <concepts>
+#include <cstddef>
+
+#include "strata/core/stats.hpp"
+
+namespace strata {
+
+/// One block as a walker reports it: offset from the allocator's base, size, used or free.
+struct block_info {
+    std::size_t offset;
+    std::size_t size;
+    bool used;
+};
+
+/// The core contract.
+///  - `allocate(size, align)` returns memory aligned to `align`, or nullptr on exhaustion or an
+///    invalid request (size 0, non-power-of-two align, size that overflows once aligned). noexcept.
+///  - `deallocate(p, size, align)` releases what `allocate(size, align)` returned. noexcept.
+///  - `stats()` reports the accounting.
+template <class A>
+concept allocator = requires(A& a, const A& ca, void* p, std::size_t n) {
+    { a.allocate(n, n) } noexcept -> std::same_as<void*>;
+    { a.deallocate(p, n, n) } noexcept;
+    { ca.stats() } noexcept -> std::same_as<strata::stats>;
+};
+
+/// An allocator that can tell its own pointers from others cheaply.
+template <class A>
+concept owning_allocator = allocator<A> && requires(const A& a, const void* p) {
+    { a.owns(p) } noexcept -> std::same_as<bool>;
+};
+
+/// An allocator that knows its block sizes and so can free without being told.
+template <class A>
+concept unsized_deallocator = allocator<A> && requires(A& a, void* p) {
+    { a.deallocate(p) } noexcept;
+};
+
+/// An allocator whose every allocation is released at once by `reset()`.
+template <class A>
+concept resettable_allocator = allocator<A> && requires(A& a) {
+    { a.reset() } noexcept;
+};
+
+/// An allocator with LIFO markers: `rewind(mark())` releases everything allocated after the mark.
+template <class A>
+concept marking_allocator = allocator<A> && requires(A& a) {
+    { a.mark() } noexcept;
+    { a.rewind(a.mark()) } noexcept;
+};
+
+} // namespace strata

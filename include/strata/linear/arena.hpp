@@ -1,0 +1,219 @@
+#pragma once
+// arena: a bump allocator. Allocation moves one pointer; everything is released at once by
+// reset() or back to a marker by rewind(). Optionally grows by chaining blocks from a memory source.
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <span>
+
+#include "strata/core/align.hpp"
+#include "strata/core/config.hpp"
+#include "strata/core/poison.hpp"
+#include "strata/core/stats.hpp"
+#include "strata/source/memory_source.hpp"
+
+namespace strata {
+
+/// What reset() does with blocks the arena obtained from its source.
+enum class arena_reset {
+    keep_blocks,   ///< keep every block for reuse: steady-state frames never call the source
+    release_extra, ///< return every source block but the first one to the source
+};
+
+/// Growth settings for an arena that owns a memory source.
+struct arena_options {
+    std::size_t block_size = std::size_t{64} << 10;     ///< first block requested from the source
+    std::size_t max_block_size = std::size_t{64} << 20; ///< geometric growth (x2) stops here
+    std::size_t max_capacity = std::numeric_limits<std::size_t>::max(); ///< total bytes from the source
+    arena_reset on_reset = arena_reset::keep_blocks;
+};
+
+/// A bump (linear) allocator.
+///
+/// Hot path: one aligned bump and a bounds check, inline. Blocks from the source carry a 32-byte
+/// header at their front; the caller's initial buffer carries none. Not thread-safe: one arena per
+/// job or per thread. Bad input answers (all `nullptr` with no state change): size 0, a
+/// non-power-of-two alignment, a size that does not fit even in a fresh block.
+class arena {
+    struct block_header;
+
+public:
+    /// A saved position. Valid for `rewind()` while everything it marks is still allocated.
+    struct marker {
+        const arena* owner = nullptr;
+        block_header* block = nullptr; // nullptr: the initial buffer (or nothing yet)
+        std::byte* cur = nullptr;
+        std::size_t position = 0;      // in_use() when marked
+        std::size_t count = 0;         // live_allocations when marked
+    };
+
+    /// Effects: an arena over `buffer` that never grows. Requires: `buffer` outlives the arena.
+    explicit arena(std::span<std::byte> buffer) noexcept : arena(buffer, source_ref{}, arena_options{}) {}
+
+    /// Effects: an arena that takes blocks from `source` as it fills (the first on first use).
+    explicit arena(source_ref source, arena_options options = {}) noexcept : arena({}, source, options) {}
+
+    /// Effects: an arena that uses `buffer` first, then grows from `source` (may be empty).
+    arena(std::span<std::byte> buffer, source_ref source, arena_options options) noexcept;
+
+    arena(arena&& other) noexcept;
+    arena& operator=(arena&& other) noexcept;
+    arena(const arena&) = delete;
+    arena& operator=(const arena&) = delete;
+
+    /// Effects: returns every block to the source. Outstanding pointers and markers dangle.
+    ~arena();
+
+    /// Returns: `size` bytes aligned to `align` (any power of two), or nullptr when the request is
+    /// invalid (size 0, align not a power of two, overflow) or the arena cannot grow enough.
+    /// Complexity: O(1); a growth step calls the source once.
+    [[nodiscard]] STRATA_ALWAYS_INLINE void* allocate(std::size_t size,
+                                                      std::size_t align = default_alignment) noexcept {
+        const auto cur = reinterpret_cast<std::uintptr_t>(cur_);
+        const std::size_t pad = align_padding(cur, align);
+        const auto avail = static_cast<std::size_t>(end_ - cur_);
+        // size - 1 wraps for size 0, sending it to the slow path, which rejects it.
+        if (STRATA_LIKELY(is_pow2(align) && pad <= avail && size - 1 < avail - pad)) {
+            std::byte* p = cur_ + pad;
+            cur_ = p + size;
+            ++count_;
+            acquire_bytes(p, size);
+            return p;
+        }
+        return allocate_slow(size, align);
+    }
+
+    /// Effects: when `p` is the most recent allocation (p + size is the top), gives its bytes back;
+    /// otherwise nothing (an arena frees in bulk). Complexity: O(1).
+    void deallocate(void* p, std::size_t size, std::size_t /*align*/ = default_alignment) noexcept {
+        auto* b = static_cast<std::byte*>(p);
+        if (p != nullptr && b + size == cur_ && b >= block_begin()) {
+            note_peak();
+            release_bytes(b, size);
+            cur_ = b;
+            --count_;
+            ++total_;
+        }
+    }
+
+    /// Returns: a marker for the current top. Complexity: O(1).
+    [[nodiscard]] marker mark() const noexcept { return {this, head_, cur_, in_use(), count_}; }
+
+    /// Effects: releases everything allocated after `m`. Blocks obtained after `m` are kept for
+    /// reuse. A marker from another arena, or one above the current top (it was already rewound
+    /// past), is a violation: reported at checks >= 1 and ignored; at checks 0 it is ignored when
+    /// the arena can tell cheaply, otherwise undefined. Complexity: O(blocks after the marker).
+    void rewind(const marker& m) noexcept;
+
+    /// Effects: releases every allocation; applies `options.on_reset` to source blocks.
+    void reset() noexcept;
+
+    /// Returns: true when `p` lies in a block this arena is using now. Complexity: O(blocks).
+    [[nodiscard]] bool owns(const void* p) const noexcept;
+
+    /// Returns: bytes consumed, alignment padding and abandoned block tails included.
+    [[nodiscard]] std::size_t in_use() const noexcept {
+        return used_before_ + static_cast<std::size_t>(cur_ - block_begin());
+    }
+    /// Returns: bytes left in the current block (what allocate can serve without growing).
+    [[nodiscard]] std::size_t remaining() const noexcept { return static_cast<std::size_t>(end_ - cur_); }
+    /// Returns: total bytes of the initial buffer and of every block held (in use or kept).
+    [[nodiscard]] std::size_t capacity() const noexcept;
+    /// Returns: number of blocks held from the source (in use or kept for reuse).
+    [[nodiscard]] std::size_t block_count() const noexcept { return chain_blocks_ + spare_blocks_; }
+
+    /// Returns: in_use, peak, capacity, live_allocations (allocations since the last reset or
+    /// rewind, less undone ones), total_allocations, largest_free_block (= remaining()).
+    [[nodiscard]] strata::stats stats() const noexcept;
+
+    /// Effects: calls `visit(block_info)` for each used and free extent, oldest block first;
+    /// offsets count bytes from the start of the first block across the chain.
+    template <class Visitor>
+    void for_each_block(Visitor&& visit) const {
+        walk_chain(head_, [&](std::byte* begin, std::byte* top, std::byte* end, std::size_t before) {
+            if (top > begin) visit(block_info_t{before, static_cast<std::size_t>(top - begin), true});
+            if (end > top) {
+                visit(block_info_t{before + static_cast<std::size_t>(top - begin), static_cast<std::size_t>(end - top),
+                                   false});
+            }
+        });
+    }
+
+private:
+    struct block_info_t {
+        std::size_t offset;
+        std::size_t size;
+        bool used;
+    };
+    struct alignas(16) block_header {
+        block_header* prev;      // older block in the chain (nullptr: the initial buffer is next)
+        memory_block block;      // as the source returned it
+        std::size_t used_before; // in_use() when this block became current
+        std::byte* top;          // cur_ when the arena moved on to a newer block
+    };
+
+    [[nodiscard]] void* allocate_slow(std::size_t size, std::size_t align) noexcept;
+    [[nodiscard]] std::byte* block_begin() const noexcept {
+        return head_ ? reinterpret_cast<std::byte*>(head_ + 1) : buffer_begin_;
+    }
+    void note_peak() noexcept {
+        const std::size_t u = in_use();
+        if (u > peak_) peak_ = u;
+    }
+    void pop_to(block_header* target) noexcept;
+    void release_block(block_header* h) noexcept;
+
+    // Visits blocks oldest first: f(begin, top, end, used_before).
+    template <class F>
+    void walk_chain(block_header* h, F&& f) const {
+        if (h == nullptr) {
+            if (buffer_begin_) f(buffer_begin_, head_ ? buffer_top_ : cur_, buffer_end_, std::size_t{0});
+            return;
+        }
+        walk_chain(h->prev, f);
+        auto* begin = reinterpret_cast<std::byte*>(h + 1);
+        f(begin, h == head_ ? cur_ : h->top, h->block.end(), h->used_before);
+    }
+
+    // Hot state first, on one cache line.
+    std::byte* cur_ = nullptr;
+    std::byte* end_ = nullptr;
+    std::size_t count_ = 0;
+    block_header* head_ = nullptr; // current source block, nullptr while in the initial buffer
+    std::size_t used_before_ = 0;
+
+    std::byte* buffer_begin_ = nullptr;
+    std::byte* buffer_end_ = nullptr;
+    std::byte* buffer_top_ = nullptr; // cur_ when the arena left the initial buffer
+    block_header* spare_ = nullptr;   // kept blocks, linked through prev
+    std::size_t chain_blocks_ = 0;
+    std::size_t spare_blocks_ = 0;
+    std::size_t chain_bytes_ = 0; // bytes of source blocks held (chain + spare)
+    std::size_t peak_ = 0;
+    std::size_t total_ = 0; // allocations counted before the last reset/rewind
+    std::size_t next_block_size_ = 0;
+    source_ref source_;
+    arena_options options_;
+};
+
+/// RAII marker: rewinds `a` to where it stood when the scope began. Works with any allocator that
+/// has mark()/rewind(): arena, stack_allocator, double_stack (bottom).
+template <class A>
+class scope {
+public:
+    explicit scope(A& a) noexcept : alloc_(a), marker_(a.mark()) {}
+    ~scope() { alloc_.rewind(marker_); }
+    scope(const scope&) = delete;
+    scope& operator=(const scope&) = delete;
+
+    [[nodiscard]] A& get() const noexcept { return alloc_; }
+
+private:
+    A& alloc_;
+    decltype(std::declval<A&>().mark()) marker_;
+};
+
+/// The scope most code wants: `strata::arena_scope s(frame_arena);`.
+using arena_scope = scope<arena>;
+
+} // namespace strata

@@ -1,0 +1,17 @@
+#pragma once
+// Umbrella header: everything in strata. Prefer the per-component headers in your own code.
+#include "strata/core/align.hpp"
+#include "strata/core/allocator.hpp"
+#include "strata/core/bit.hpp"
+#include "strata/core/check.hpp"
+#include "strata/core/config.hpp"
+#include "strata/core/poison.hpp"
+#include "strata/core/stats.hpp"
+#include "strata/linear/arena.hpp"
+#include "strata/linear/double_stack.hpp"
+#include "strata/linear/frame_allocator.hpp"
+#include "strata/linear/stack_allocator.hpp"
+#include "strata/source/buffer_source.hpp"
+#include "strata/source/heap_source.hpp"
+#include "strata/source/memory_source.hpp"
+#include "strata/source/virtual_memory.hpp"

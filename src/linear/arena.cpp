@@ -1,0 +1,211 @@
+#include "strata/linear/arena.hpp"
+
+#include <algorithm>
+#include <utility>
+
+#include "strata/core/check.hpp"
+
+namespace strata {
+
+namespace {
+constexpr const char* who = "strata::arena";
+} // namespace
+
+arena::arena(std::span<std::byte> buffer, source_ref source, arena_options options) noexcept
+    : cur_(buffer.data()), end_(buffer.data() + buffer.size()), buffer_begin_(buffer.data()),
+      buffer_end_(buffer.data() + buffer.size()), buffer_top_(buffer.data()), source_(source), options_(options) {
+    if (buffer.empty()) cur_ = end_ = buffer_begin_ = buffer_end_ = buffer_top_ = nullptr;
+    next_block_size_ = std::max<std::size_t>(options_.block_size, 256);
+    poison(buffer_begin_, static_cast<std::size_t>(buffer_end_ - buffer_begin_));
+}
+
+arena::arena(arena&& other) noexcept
+    : cur_(std::exchange(other.cur_, nullptr)), end_(std::exchange(other.end_, nullptr)),
+      count_(std::exchange(other.count_, 0)), head_(std::exchange(other.head_, nullptr)),
+      used_before_(std::exchange(other.used_before_, 0)), buffer_begin_(std::exchange(other.buffer_begin_, nullptr)),
+      buffer_end_(std::exchange(other.buffer_end_, nullptr)), buffer_top_(std::exchange(other.buffer_top_, nullptr)),
+      spare_(std::exchange(other.spare_, nullptr)), chain_blocks_(std::exchange(other.chain_blocks_, 0)),
+      spare_blocks_(std::exchange(other.spare_blocks_, 0)), chain_bytes_(std::exchange(other.chain_bytes_, 0)),
+      peak_(std::exchange(other.peak_, 0)), total_(std::exchange(other.total_, 0)),
+      next_block_size_(other.next_block_size_), source_(other.source_), options_(other.options_) {}
+
+arena& arena::operator=(arena&& other) noexcept {
+    if (this != &other) {
+        this->~arena();
+        new (this) arena(std::move(other));
+    }
+    return *this;
+}
+
+arena::~arena() {
+    while (head_) {
+        block_header* h = head_;
+        head_ = h->prev;
+        release_block(h);
+    }
+    while (spare_) {
+        block_header* h = spare_;
+        spare_ = h->prev;
+        release_block(h);
+    }
+    // The caller's buffer goes back to the caller usable.
+    unpoison(buffer_begin_, static_cast<std::size_t>(buffer_end_ - buffer_begin_));
+}
+
+void arena::release_block(block_header* h) noexcept {
+    const memory_block b = h->block;
+    unpoison(b.data, b.size);
+    source_.deallocate_block(b);
+}
+
+void* arena::allocate_slow(std::size_t size, std::size_t align) noexcept {
+    if (!is_valid_request(size, align)) return nullptr;
+    // What a fresh block must hold: header, worst-case padding, the request.
+    const std::size_t slack = align > alignof(block_header) ? align - alignof(block_header) : 0;
+    const auto needed = checked_add(sizeof(block_header) + slack, size);
+    if (!needed || !source_) return nullptr;
+
+    // A kept block that fits avoids the source entirely (the steady state after warm-up).
+    block_header* found = nullptr;
+    for (block_header **link = &spare_; *link != nullptr; link = &(*link)->prev) {
+        if ((*link)->block.size >= *needed) {
+            found = *link;
+            *link = found->prev;
+            --spare_blocks_;
+            break;
+        }
+    }
+    if (found == nullptr) {
+        std::size_t want = std::max(next_block_size_, *needed);
+        const std::size_t room = options_.max_capacity > chain_bytes_ ? options_.max_capacity - chain_bytes_ : 0;
+        if (want > room) want = *needed; // the cap allows only what this request needs
+        if (want > room) return nullptr;
+        const memory_block b = source_.allocate_block(want, alignof(block_header));
+        if (b.empty()) return nullptr;
+        found = ::new (b.data) block_header{nullptr, b, 0, nullptr};
+        poison(found + 1, b.size - sizeof(block_header));
+        chain_bytes_ += b.size;
+        const std::size_t cap = std::max(options_.max_block_size, options_.block_size);
+        next_block_size_ = next_block_size_ > cap / 2 ? cap : next_block_size_ * 2;
+    }
+
+    // Leave the current block: remember where it stopped so walks and rewinds can see it.
+    const std::size_t before = in_use();
+    if (head_) {
+        head_->top = cur_;
+    } else {
+        buffer_top_ = cur_;
+    }
+    found->prev = head_;
+    found->used_before = before;
+    found->top = nullptr;
+    head_ = found;
+    ++chain_blocks_;
+    used_before_ = before;
+    cur_ = reinterpret_cast<std::byte*>(found + 1);
+    end_ = found->block.end();
+    // Account the abandoned tail as consumed: in_use() is monotonic between rewinds.
+    return allocate(size, align);
+}
+
+void arena::pop_to(block_header* target) noexcept {
+    while (head_ != target) {
+        block_header* h = head_;
+        head_ = h->prev;
+        auto* begin = reinterpret_cast<std::byte*>(h + 1);
+        release_bytes(begin, static_cast<std::size_t>(h->block.end() - begin));
+        h->prev = spare_;
+        spare_ = h;
+        --chain_blocks_;
+        ++spare_blocks_;
+    }
+}
+
+void arena::rewind(const marker& m) noexcept {
+    if (!STRATA_VERIFY(1, m.owner == this, invalid_marker, who, m.cur, "marker belongs to another arena")) return;
+    if (m.owner != this) return;
+    // The marked block must still be in the chain, and the marked top not above the current one.
+    bool in_chain = m.block == nullptr;
+    for (block_header* h = head_; h != nullptr && !in_chain; h = h->prev) in_chain = h == m.block;
+    const bool below_top = m.position <= in_use() && (m.block != head_ || m.cur <= cur_);
+    if (!STRATA_VERIFY(1, in_chain && below_top, invalid_marker, who, m.cur,
+                       "marker is newer than the arena's top (already rewound past it)")) {
+        return;
+    }
+    if (!in_chain || !below_top) return;
+
+    note_peak();
+    // Where the marked block's used part ends now: the live top, or where the arena left it.
+    std::byte* top = m.block == head_ ? cur_ : (m.block ? m.block->top : buffer_top_);
+    pop_to(m.block);
+    std::byte* end = m.block ? m.block->block.end() : buffer_end_;
+    std::byte* cur = m.cur;
+    if (cur == nullptr) cur = m.block ? reinterpret_cast<std::byte*>(m.block + 1) : buffer_begin_;
+    if (top > cur) release_bytes(cur, static_cast<std::size_t>(top - cur));
+    cur_ = cur;
+    end_ = end;
+    used_before_ = m.block ? m.block->used_before : 0;
+    total_ += count_ - std::min(count_, m.count);
+    count_ = std::min(count_, m.count);
+}
+
+void arena::reset() noexcept {
+    note_peak();
+    pop_to(nullptr);
+    total_ += count_;
+    count_ = 0;
+    used_before_ = 0;
+    if (buffer_begin_) release_bytes(buffer_begin_, static_cast<std::size_t>(cur_ - buffer_begin_));
+    cur_ = buffer_begin_;
+    end_ = buffer_end_;
+    buffer_top_ = buffer_begin_;
+    if (options_.on_reset == arena_reset::release_extra) {
+        // Keep the oldest source block only when there is no initial buffer to start in.
+        block_header* keep = nullptr;
+        while (spare_) {
+            block_header* h = spare_;
+            spare_ = h->prev;
+            --spare_blocks_;
+            if (!buffer_begin_ && (keep == nullptr || h->block.size > keep->block.size)) {
+                if (keep) {
+                    chain_bytes_ -= keep->block.size;
+                    release_block(keep);
+                }
+                keep = h;
+            } else {
+                chain_bytes_ -= h->block.size;
+                release_block(h);
+            }
+        }
+        if (keep) {
+            keep->prev = nullptr;
+            spare_ = keep;
+            ++spare_blocks_;
+        }
+    }
+}
+
+bool arena::owns(const void* p) const noexcept {
+    bool found = false;
+    walk_chain(head_, [&](std::byte* begin, std::byte*, std::byte* end, std::size_t) {
+        found = found || memory_block{begin, static_cast<std::size_t>(end - begin), 0}.contains(p);
+    });
+    return found;
+}
+
+std::size_t arena::capacity() const noexcept {
+    return static_cast<std::size_t>(buffer_end_ - buffer_begin_) + chain_bytes_;
+}
+
+strata::stats arena::stats() const noexcept {
+    strata::stats s;
+    s.in_use = in_use();
+    s.peak = std::max(peak_, s.in_use);
+    s.capacity = capacity();
+    s.live_allocations = count_;
+    s.total_allocations = total_ + count_;
+    s.largest_free_block = remaining();
+    return s;
+}
+
+} // namespace strata
