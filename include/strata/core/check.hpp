@@ -6,7 +6,7 @@
 // `nullptr`. Which violations are detected depends on STRATA_CHECKS (see config.hpp); a detected
 // violation never changes allocator state: the offending call is ignored after the report.
 #include <cstddef>
-#include <source_location>
+#include "strata/core/source_location.hpp"
 
 #include "strata/core/config.hpp"
 
@@ -34,7 +34,7 @@ struct violation {
     const char* allocator;  ///< the reporting component, e.g. "strata::stack_allocator"
     const void* pointer;    ///< the pointer (or marker position) involved, may be null
     const char* message;    ///< one human sentence, static storage
-    std::source_location where = std::source_location::current();
+    strata::source_location where = strata::source_location::current();
 };
 
 /// A violation handler. It may return (the call is then ignored), throw, or abort.
