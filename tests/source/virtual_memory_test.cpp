@@ -1,0 +1,160 @@
+#include "strata/source/virtual_memory.hpp"
+
+#include <csetjmp>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <system_error>
+
+#include <gtest/gtest.h>
+
+#include "strata/core/align.hpp"
+
+namespace {
+
+static_assert(strata::memory_source<strata::virtual_memory_source>);
+
+const std::size_t page = strata::virtual_memory::page_size();
+
+TEST(virtual_memory, page_size_is_a_power_of_two) {
+    EXPECT_GE(page, 4096u);
+    EXPECT_TRUE(strata::is_pow2(page));
+}
+
+TEST(virtual_memory, reserve_commit_write_decommit_release) {
+    std::error_code ec;
+    strata::virtual_memory vm = strata::virtual_memory::reserve(64 * page + 1, ec);
+    ASSERT_FALSE(ec) << ec.message();
+    ASSERT_TRUE(vm.reserved());
+    EXPECT_EQ(vm.size(), 65 * page) << "rounded up to whole pages";
+    EXPECT_TRUE(strata::is_aligned(vm.data(), page));
+
+    ASSERT_TRUE(vm.commit(page, 2 * page));
+    std::memset(vm.data() + page, 0xAB, 2 * page);
+    EXPECT_EQ(vm.data()[page], std::byte{0xAB});
+    EXPECT_TRUE(vm.decommit(page, 2 * page));
+    ASSERT_TRUE(vm.commit(page, 2 * page));
+    EXPECT_EQ(vm.data()[page], std::byte{0}) << "decommitted pages come back zeroed";
+    EXPECT_TRUE(vm.contains(vm.data() + vm.size() - 1));
+    EXPECT_FALSE(vm.contains(vm.data() + vm.size()));
+    vm.release();
+    EXPECT_FALSE(vm.reserved());
+}
+
+TEST(virtual_memory, ranges_outside_the_reservation_are_refused) {
+    strata::virtual_memory vm = strata::virtual_memory::reserve(4 * page);
+    EXPECT_FALSE(vm.commit(3 * page, 2 * page));
+    EXPECT_FALSE(vm.commit(5 * page, 1));
+    EXPECT_FALSE(vm.decommit(0, std::numeric_limits<std::size_t>::max()));
+    EXPECT_FALSE(vm.protect(4 * page + 1, 0));
+    strata::virtual_memory empty;
+    EXPECT_FALSE(empty.commit(0, 1));
+}
+
+TEST(virtual_memory, reserve_too_large_is_a_clear_error) {
+    std::error_code ec;
+    const std::size_t huge = std::size_t{1} << 62; // far beyond the 47-bit user address space
+    strata::virtual_memory vm = strata::virtual_memory::reserve(huge, ec);
+    EXPECT_FALSE(vm.reserved());
+    EXPECT_EQ(ec, std::errc::not_enough_memory);
+
+    vm = strata::virtual_memory::reserve(std::numeric_limits<std::size_t>::max(), ec);
+    EXPECT_EQ(ec, std::errc::value_too_large);
+    vm = strata::virtual_memory::reserve(0, ec);
+    EXPECT_EQ(ec, std::errc::invalid_argument);
+
+    try {
+        (void)strata::virtual_memory::reserve(huge);
+        FAIL() << "expected std::system_error";
+    } catch (const std::system_error& e) {
+        const std::string what = e.what();
+        EXPECT_NE(what.find("cannot reserve 4611686018427387904 bytes"), std::string::npos) << what;
+        EXPECT_EQ(e.code(), std::errc::not_enough_memory);
+    }
+}
+
+TEST(virtual_memory, move_transfers_ownership) {
+    strata::virtual_memory a = strata::virtual_memory::reserve(page);
+    std::byte* data = a.data();
+    strata::virtual_memory b = std::move(a);
+    EXPECT_FALSE(a.reserved()); // NOLINT(bugprone-use-after-move): moved-from is empty by contract
+    EXPECT_EQ(b.data(), data);
+    a = std::move(b);
+    EXPECT_EQ(a.data(), data);
+}
+
+TEST(virtual_memory, huge_page_hint_is_harmless) {
+    strata::virtual_memory vm = strata::virtual_memory::reserve(std::size_t{4} << 20);
+    ASSERT_TRUE(vm.commit(0, vm.size()));
+    (void)vm.hint_huge_pages(0, vm.size()); // may be unsupported; must not change contents
+    vm.data()[0] = std::byte{7};
+    EXPECT_EQ(vm.data()[0], std::byte{7});
+}
+
+TEST(virtual_memory_death, uncommitted_and_guard_pages_fault) {
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    EXPECT_DEATH(
+        {
+            strata::virtual_memory vm = strata::virtual_memory::reserve(2 * page);
+            *reinterpret_cast<volatile char*>(vm.data()) = 1; // reserved, never committed
+        },
+        "");
+    EXPECT_DEATH(
+        {
+            strata::virtual_memory vm = strata::virtual_memory::reserve(2 * page);
+            (void)vm.commit(0, 2 * page);
+            vm.protect(page, page);
+            vm.data()[0] = std::byte{1}; // still fine
+            *reinterpret_cast<volatile char*>(vm.data() + page) = 1; // the guard page
+        },
+        "");
+}
+
+TEST(virtual_memory_source, commits_on_demand_and_reuses_the_last_range) {
+    strata::virtual_memory_source source(std::size_t{1} << 20);
+    const auto a = source.allocate_block(100, 16);
+    ASSERT_FALSE(a.empty());
+    EXPECT_EQ(a.size, page) << "rounded up to a page";
+    EXPECT_EQ(source.committed_bytes(), page);
+    std::memset(a.data, 1, a.size);
+    const auto b = source.allocate_block(3 * page, 2 * page);
+    ASSERT_FALSE(b.empty());
+    EXPECT_TRUE(strata::is_aligned(b.data, 2 * page));
+    EXPECT_EQ(source.committed_bytes(), 4 * page);
+    source.deallocate_block(b);
+    EXPECT_EQ(source.committed_bytes(), page);
+    const auto c = source.allocate_block(3 * page, 2 * page);
+    EXPECT_EQ(c.data, b.data) << "the most recent range is reused";
+    source.deallocate_block(c);
+    source.deallocate_block(a);
+    EXPECT_EQ(source.committed_bytes(), 0u);
+}
+
+TEST(virtual_memory_source, exhaustion_and_bad_requests_give_empty_blocks) {
+    strata::virtual_memory_source source(4 * page);
+    EXPECT_TRUE(source.allocate_block(0, 8).empty());
+    EXPECT_TRUE(source.allocate_block(page, 3).empty());
+    EXPECT_TRUE(source.allocate_block(5 * page, 8).empty());
+    EXPECT_TRUE(source.allocate_block(std::numeric_limits<std::size_t>::max(), 8).empty());
+    const auto all = source.allocate_block(4 * page, 8);
+    EXPECT_FALSE(all.empty());
+    EXPECT_TRUE(source.allocate_block(1, 8).empty());
+    EXPECT_EQ(source.committed_bytes(), 4 * page);
+}
+
+TEST(virtual_memory_source, reserve_failure_throws) {
+    EXPECT_THROW(strata::virtual_memory_source(std::size_t{1} << 62), std::system_error);
+}
+
+TEST(virtual_memory_source_death, guard_page_after_each_block_faults) {
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    strata::virtual_memory_source source(std::size_t{1} << 20, {.guard_pages = true});
+    const auto b = source.allocate_block(page, 8);
+    ASSERT_FALSE(b.empty());
+    b.data[page - 1] = std::byte{1};
+    const auto next = source.allocate_block(page, 8);
+    EXPECT_EQ(next.data, b.data + 2 * page) << "one guard page between blocks";
+    EXPECT_DEATH(*reinterpret_cast<volatile char*>(b.data + page) = 1, "");
+}
+
+} // namespace
