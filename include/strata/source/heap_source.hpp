@@ -1,5 +1,6 @@
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <new>
 
 #include "strata/core/align.hpp"
@@ -15,7 +16,8 @@ public:
     /// Returns: a block of exactly `size` bytes aligned to at least max(align, alignof(max_align_t)),
     /// or an empty block when size is 0, align is not a power of two, or operator new fails.
     [[nodiscard]] memory_block allocate_block(std::size_t size, std::size_t align) noexcept {
-        if (!is_valid_request(size, align)) return {};
+        // Larger than any object can be: refuse before operator new sees it.
+        if (!is_valid_request(size, align) || size > static_cast<std::size_t>(PTRDIFF_MAX)) return {};
         if (align < default_alignment) align = default_alignment;
         void* p = ::operator new(size, std::align_val_t{align}, std::nothrow);
         if (!p) return {};
