@@ -104,7 +104,6 @@ void* arena::allocate_slow(std::size_t size, std::size_t align) noexcept {
     used_before_ = before;
     cur_ = reinterpret_cast<std::byte*>(found + 1);
     end_ = found->block.end();
-    // Account the abandoned tail as consumed: in_use() is monotonic between rewinds.
     return allocate(size, align);
 }
 

@@ -111,7 +111,8 @@ public:
     /// Returns: true when `p` lies in a block this arena is using now. Complexity: O(blocks).
     [[nodiscard]] bool owns(const void* p) const noexcept;
 
-    /// Returns: bytes consumed, alignment padding and abandoned block tails included.
+    /// Returns: bytes handed out, their alignment padding included. The unused tail of a block the
+    /// arena moved on from and block headers are not counted: they show in capacity() - in_use().
     [[nodiscard]] std::size_t in_use() const noexcept {
         return used_before_ + static_cast<std::size_t>(cur_ - block_begin());
     }

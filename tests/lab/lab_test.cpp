@@ -1,0 +1,319 @@
+// Tests of strata-lab's library parts: the workload generator, percentile math, the registry and
+// every registered contestant on the --quick workload. The lab's parts used here are header-only
+// (tools/lab/*.hpp), included by path relative to this file, so no lab .cpp is linked.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <numeric>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "../../tools/lab/contestants.hpp"
+#include "../../tools/lab/metrics.hpp"
+#include "../../tools/lab/registry.hpp"
+#include "../../tools/lab/workload.hpp"
+
+namespace lab = strata::lab;
+
+namespace {
+
+lab::workload_config small_config(std::uint64_t seed) {
+    lab::workload_config c;
+    c.seed = seed;
+    c.frames = 30;
+    c.allocs_per_frame = 400;
+    c.warmup_frames = 2;
+    return c;
+}
+
+} // namespace
+
+// ---- generator ---------------------------------------------------------------------------------
+
+TEST(LabSplitmix, MatchesReferenceVector) {
+    // Reference outputs of Vigna's splitmix64.c for seed 1234567.
+    lab::splitmix64 rng(1234567);
+    EXPECT_EQ(rng.next(), 6457827717110365317ull);
+    EXPECT_EQ(rng.next(), 3203168211198807973ull);
+    EXPECT_EQ(rng.next(), 9817491932198370423ull);
+    EXPECT_EQ(rng.next(), 4593380528125082431ull);
+    EXPECT_EQ(rng.next(), 16408922859458223821ull);
+}
+
+TEST(LabSplitmix, BetweenStaysInRange) {
+    lab::splitmix64 rng(7);
+    for (int i = 0; i < 10000; ++i) {
+        const auto v = rng.between(16, 64);
+        ASSERT_GE(v, 16u);
+        ASSERT_LE(v, 64u);
+    }
+    EXPECT_EQ(rng.between(5, 5), 5u);
+}
+
+TEST(LabWorkload, SameSeedSameSequence) {
+    const lab::workload a = lab::generate_workload(small_config(99));
+    const lab::workload b = lab::generate_workload(small_config(99));
+    EXPECT_EQ(a.ops, b.ops);
+    EXPECT_EQ(a.frame_begin, b.frame_begin);
+    EXPECT_EQ(a.max_frame_bytes, b.max_frame_bytes);
+    EXPECT_EQ(a.timed_allocs, b.timed_allocs);
+}
+
+TEST(LabWorkload, DifferentSeedsDiffer) {
+    const lab::workload a = lab::generate_workload(small_config(1));
+    const lab::workload b = lab::generate_workload(small_config(2));
+    EXPECT_TRUE(a.ops != b.ops || a.frame_begin != b.frame_begin);
+    // Not merely a shifted copy: the first frames differ in content.
+    const auto fa = a.frame(0);
+    const auto fb = b.frame(0);
+    EXPECT_FALSE(fa.size() == fb.size() && std::equal(fa.begin(), fa.end(), fb.begin()));
+}
+
+TEST(LabWorkload, SizesAndAlignmentsWithinDocumentedBounds) {
+    const lab::workload w = lab::generate_workload(small_config(42));
+    const std::set<std::uint32_t> aligns{8, 16, 64};
+    for (const lab::alloc_op& op : w.ops) {
+        ASSERT_GE(op.size, lab::workload_bounds::min_size);
+        ASSERT_LE(op.size, lab::workload_bounds::max_size);
+        ASSERT_TRUE(aligns.count(op.align)) << op.align;
+        ASSERT_EQ(op.size % op.align, 0u) << op.size << " / " << op.align;
+    }
+}
+
+TEST(LabWorkload, FrameStructureAndSummaries) {
+    const lab::workload_config c = small_config(5);
+    const lab::workload w = lab::generate_workload(c);
+    ASSERT_EQ(w.frames(), c.frames);
+    ASSERT_EQ(w.frame_begin.front(), 0u);
+    ASSERT_EQ(w.frame_begin.back(), w.ops.size());
+    const std::size_t lo = c.allocs_per_frame - c.allocs_per_frame * c.jitter_percent / 100;
+    const std::size_t hi = c.allocs_per_frame + c.allocs_per_frame * c.jitter_percent / 100;
+    std::size_t timed = 0, max_bytes = 0, max_count = 0, min_count = SIZE_MAX, max_worst = 0;
+    for (std::size_t f = 0; f < w.frames(); ++f) {
+        const auto frame = w.frame(f);
+        EXPECT_GE(frame.size(), lo);
+        EXPECT_LE(frame.size(), hi);
+        std::size_t bytes = 0, worst = 0;
+        for (const auto& op : frame) {
+            bytes += op.size;
+            worst += op.size + op.align - 1;
+        }
+        max_bytes = std::max(max_bytes, bytes);
+        max_worst = std::max(max_worst, worst);
+        max_count = std::max(max_count, frame.size());
+        min_count = std::min(min_count, frame.size());
+        if (f >= c.warmup_frames) timed += frame.size();
+    }
+    EXPECT_EQ(w.timed_allocs, timed);
+    EXPECT_EQ(w.max_frame_bytes, max_bytes);
+    EXPECT_EQ(w.max_frame_worst_case, max_worst);
+    EXPECT_EQ(w.max_frame_allocs, max_count);
+    EXPECT_EQ(w.min_frame_allocs, min_count);
+    EXPECT_EQ(w.total_allocs(), w.ops.size());
+}
+
+TEST(LabWorkload, MixIsMostlySmallWithFewCacheLineAligned) {
+    lab::workload_config c = small_config(11);
+    c.frames = 50;
+    c.allocs_per_frame = 2000; // ~100k requests
+    const lab::workload w = lab::generate_workload(c);
+    std::size_t small = 0, big = 0, align64 = 0;
+    for (const auto& op : w.ops) {
+        small += op.size <= 256;
+        big += op.size > 1024;
+        align64 += op.align == 64;
+    }
+    const double n = static_cast<double>(w.ops.size());
+    // Documented: 80% drawn from 16-256 B (64-byte alignment may round a few up), 5% above 1 KiB,
+    // 5% 64-byte aligned.
+    EXPECT_GT(small / n, 0.75);
+    EXPECT_NEAR(big / n, 0.05, 0.01);
+    EXPECT_NEAR(align64 / n, 0.05, 0.01);
+}
+
+TEST(LabWorkload, RejectsMeaninglessConfigs) {
+    lab::workload_config c = small_config(1);
+    c.frames = c.warmup_frames;
+    EXPECT_THROW((void)lab::generate_workload(c), std::invalid_argument);
+    c = small_config(1);
+    c.allocs_per_frame = 0;
+    EXPECT_THROW((void)lab::generate_workload(c), std::invalid_argument);
+    c = small_config(1);
+    c.frames = 0;
+    c.warmup_frames = 0;
+    EXPECT_THROW((void)lab::generate_workload(c), std::invalid_argument);
+}
+
+TEST(LabWorkload, QuickConfigIsSmall) {
+    const lab::workload w = lab::generate_workload(lab::quick_config());
+    EXPECT_LT(w.total_allocs(), 20000u);
+    EXPECT_GT(w.timed_allocs, 0u);
+}
+
+// ---- percentiles -------------------------------------------------------------------------------
+
+TEST(LabPercentile, NearestRankOnOneToHundred) {
+    std::vector<int> v(100);
+    std::iota(v.begin(), v.end(), 1);
+    const std::span<const int> s(v);
+    EXPECT_EQ(lab::percentile_sorted(s, 50.0), 50);
+    EXPECT_EQ(lab::percentile_sorted(s, 99.0), 99);
+    EXPECT_EQ(lab::percentile_sorted(s, 99.9), 100);
+    EXPECT_EQ(lab::percentile_sorted(s, 100.0), 100);
+    EXPECT_EQ(lab::percentile_sorted(s, 1.0), 1);
+    EXPECT_EQ(lab::percentile_sorted(s, 0.0), 1);
+    EXPECT_EQ(lab::percentile_sorted(s, 0.5), 1);
+    EXPECT_EQ(lab::percentile_sorted(s, 25.0), 25);
+}
+
+TEST(LabPercentile, NearestRankOnOneToThousandAndTiny) {
+    std::vector<std::uint32_t> v(1000);
+    std::iota(v.begin(), v.end(), 1u);
+    const std::span<const std::uint32_t> s(v);
+    EXPECT_EQ(lab::percentile_sorted(s, 99.9), 999u);
+    EXPECT_EQ(lab::percentile_sorted(s, 99.0), 990u);
+    EXPECT_EQ(lab::percentile_sorted(s, 50.0), 500u);
+
+    const std::vector<std::uint32_t> one{7};
+    EXPECT_EQ(lab::percentile_sorted(std::span<const std::uint32_t>(one), 50.0), 7u);
+    EXPECT_EQ(lab::percentile_sorted(std::span<const std::uint32_t>(one), 99.9), 7u);
+    const std::vector<std::uint32_t> none;
+    EXPECT_EQ(lab::percentile_sorted(std::span<const std::uint32_t>(none), 50.0), 0u);
+}
+
+TEST(LabPercentile, SummarizeSortsAndSummarizes) {
+    std::vector<std::uint32_t> v(1000);
+    std::iota(v.begin(), v.end(), 1u);
+    std::mt19937 shuffle_rng(3);
+    std::shuffle(v.begin(), v.end(), shuffle_rng);
+    const lab::latency_summary s = lab::summarize(v);
+    EXPECT_EQ(s.count, 1000u);
+    EXPECT_DOUBLE_EQ(s.min, 1);
+    EXPECT_DOUBLE_EQ(s.max, 1000);
+    EXPECT_DOUBLE_EQ(s.mean, 500.5);
+    EXPECT_DOUBLE_EQ(s.p50, 500);
+    EXPECT_DOUBLE_EQ(s.p99, 990);
+    EXPECT_DOUBLE_EQ(s.p999, 999);
+    EXPECT_TRUE(std::is_sorted(v.begin(), v.end()));
+
+    std::vector<std::uint32_t> empty;
+    const lab::latency_summary e = lab::summarize(empty);
+    EXPECT_EQ(e.count, 0u);
+    EXPECT_DOUBLE_EQ(e.max, 0);
+}
+
+TEST(LabPercentile, Median) {
+    EXPECT_DOUBLE_EQ(lab::median({}), 0);
+    EXPECT_DOUBLE_EQ(lab::median({3.0}), 3.0);
+    EXPECT_DOUBLE_EQ(lab::median({5.0, 1.0, 3.0}), 3.0);
+    EXPECT_DOUBLE_EQ(lab::median({4.0, 1.0, 3.0, 2.0}), 2.5);
+}
+
+// ---- registry ----------------------------------------------------------------------------------
+
+TEST(LabRegistry, GlobMatch) {
+    EXPECT_TRUE(lab::glob_match("arena", "arena"));
+    EXPECT_FALSE(lab::glob_match("arena", "arena_buffer"));
+    EXPECT_TRUE(lab::glob_match("arena*", "arena_buffer"));
+    EXPECT_TRUE(lab::glob_match("arena*", "arena"));
+    EXPECT_TRUE(lab::glob_match("*stack*", "double_stack"));
+    EXPECT_TRUE(lab::glob_match("frame_allocator?", "frame_allocator2"));
+    EXPECT_FALSE(lab::glob_match("?", ""));
+    EXPECT_TRUE(lab::glob_match("*", ""));
+    EXPECT_FALSE(lab::glob_match("malloc", "mallo"));
+}
+
+TEST(LabRegistry, BuiltinHasTheIssueContestants) {
+    const lab::registry& reg = lab::builtin_registry();
+    for (const char* name :
+         {"malloc", "pmr_monotonic", "arena", "arena_buffer", "stack_allocator", "double_stack", "frame_allocator2"}) {
+        const lab::contestant* c = reg.find(name);
+        ASSERT_NE(c, nullptr) << name;
+        EXPECT_EQ(c->name, name);
+        EXPECT_FALSE(c->description.empty());
+        EXPECT_NE(c->run, nullptr);
+        EXPECT_NE(c->check, nullptr);
+    }
+    EXPECT_EQ(reg.find("no_such_allocator"), nullptr);
+    EXPECT_EQ(reg.all().front().name, "malloc"); // the baseline is listed first
+}
+
+TEST(LabRegistry, SelectByPatterns) {
+    const lab::registry& reg = lab::builtin_registry();
+    std::vector<std::string> unmatched;
+    EXPECT_EQ(reg.select({}, &unmatched).size(), reg.size());
+    EXPECT_TRUE(unmatched.empty());
+
+    const std::vector<std::string> patterns{"arena", "nope", "*stack*"};
+    const auto chosen = reg.select(patterns, &unmatched);
+    std::vector<std::string> names;
+    for (const auto* c : chosen) names.push_back(c->name);
+    EXPECT_EQ(names, (std::vector<std::string>{"arena", "stack_allocator", "double_stack"}));
+    EXPECT_EQ(unmatched, std::vector<std::string>{"nope"});
+}
+
+TEST(LabRegistry, AddRejectsDuplicatesAndEmptyNames) {
+    lab::registry reg;
+    reg.add(lab::make_contestant<lab::arena_buffer_adapter>("a", "first"));
+    EXPECT_THROW(reg.add(lab::make_contestant<lab::arena_buffer_adapter>("a", "again")), std::invalid_argument);
+    EXPECT_THROW(reg.add(lab::make_contestant<lab::arena_buffer_adapter>("", "nameless")), std::invalid_argument);
+    EXPECT_EQ(reg.size(), 1u);
+    ASSERT_NE(reg.find("a"), nullptr);
+    EXPECT_EQ(reg.find("a")->description, "first");
+}
+
+// ---- every contestant on the --quick workload ---------------------------------------------------
+
+class LabContestant : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(LabContestant, RunsQuickWorkload) {
+    const lab::contestant* c = lab::builtin_registry().find(GetParam());
+    ASSERT_NE(c, nullptr);
+    const lab::workload w = lab::generate_workload(lab::quick_config());
+
+    const lab::pass_result lat = c->run(w, lab::pass_kind::latency);
+    EXPECT_EQ(lat.failed_allocs, 0u) << "some allocations returned nullptr";
+    EXPECT_EQ(lat.latency_ticks.size(), w.timed_allocs);
+    EXPECT_EQ(lat.timed_allocs, w.timed_allocs);
+    // At least one peak figure is reported, and every reported one covers the requested bytes
+    // (pmr cannot report bytes used; malloc's usable sizes are at least the requested sizes).
+    ASSERT_TRUE(lat.memory.used_peak || lat.memory.held_peak);
+    if (lat.memory.used_peak) {
+        EXPECT_GT(*lat.memory.used_peak, 0u);
+        EXPECT_GE(*lat.memory.used_peak, w.max_frame_bytes);
+    }
+    if (lat.memory.held_peak) {
+        EXPECT_GT(*lat.memory.held_peak, 0u);
+        EXPECT_GE(*lat.memory.held_peak, w.max_frame_bytes);
+    }
+
+    const lab::pass_result tp = c->run(w, lab::pass_kind::throughput);
+    EXPECT_EQ(tp.failed_allocs, 0u);
+    EXPECT_GT(tp.loop_seconds, 0.0);
+    EXPECT_TRUE(tp.latency_ticks.empty());
+}
+
+TEST_P(LabContestant, ServesAlignedDisjointBlocks) {
+    const lab::contestant* c = lab::builtin_registry().find(GetParam());
+    ASSERT_NE(c, nullptr);
+    const lab::workload w = lab::generate_workload(lab::quick_config(7));
+    const lab::check_result r = c->check(w);
+    EXPECT_EQ(r.allocations, w.total_allocs());
+    EXPECT_EQ(r.null, 0u);
+    EXPECT_EQ(r.misaligned, 0u);
+    EXPECT_EQ(r.overlapping, 0u);
+}
+
+namespace {
+std::vector<std::string> contestant_names() {
+    std::vector<std::string> names;
+    for (const auto& c : lab::builtin_registry().all()) names.push_back(c.name);
+    return names;
+}
+} // namespace
+
+INSTANTIATE_TEST_SUITE_P(Builtin, LabContestant, ::testing::ValuesIn(contestant_names()),
+                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });

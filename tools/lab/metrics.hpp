@@ -1,0 +1,67 @@
+#pragma once
+// strata-lab metrics: percentiles of latency samples. Header-only (used by tests/lab).
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace strata::lab {
+
+/// Returns: the q-th percentile (0 < q <= 100) of `sorted` (ascending) by the nearest-rank method:
+/// the smallest sample such that at least q percent of the samples are <= it, i.e. the sample at
+/// 1-based rank ceil(q/100 * n). 0 for an empty span. q <= 0 gives the minimum.
+/// Examples: {1..100}: p50 = 50, p99 = 99, p99.9 = 100; {1..1000}: p99.9 = 999.
+template <class T>
+[[nodiscard]] T percentile_sorted(std::span<const T> sorted, double q) noexcept {
+    if (sorted.empty()) return T{};
+    if (q <= 0) return sorted.front();
+    if (q >= 100) return sorted.back();
+    // Ranks are computed in integer thousandths of a percent so 99.9 * 1000 / 100 is exact.
+    const auto q_milli = static_cast<std::uint64_t>(std::llround(q * 1000.0));
+    const std::uint64_t num = q_milli * static_cast<std::uint64_t>(sorted.size());
+    std::uint64_t rank = (num + 100000 - 1) / 100000; // ceil(q/100 * n), 1-based
+    rank = std::clamp<std::uint64_t>(rank, 1, sorted.size());
+    return sorted[static_cast<std::size_t>(rank - 1)];
+}
+
+/// Summary of a latency sample set, in the samples' unit (rdtsc ticks in the lab).
+struct latency_summary {
+    std::size_t count = 0;
+    double min = 0;
+    double mean = 0;
+    double p50 = 0;
+    double p99 = 0;
+    double p999 = 0;
+    double max = 0;
+};
+
+/// Effects: sorts `samples` in place. Returns: their summary (all zero when empty).
+template <class T>
+[[nodiscard]] latency_summary summarize(std::vector<T>& samples) {
+    latency_summary s;
+    s.count = samples.size();
+    if (samples.empty()) return s;
+    std::sort(samples.begin(), samples.end());
+    const std::span<const T> sorted(samples);
+    long double sum = 0;
+    for (const T v : sorted) sum += static_cast<long double>(v);
+    s.min = static_cast<double>(sorted.front());
+    s.mean = static_cast<double>(sum / static_cast<long double>(sorted.size()));
+    s.p50 = static_cast<double>(percentile_sorted(sorted, 50.0));
+    s.p99 = static_cast<double>(percentile_sorted(sorted, 99.0));
+    s.p999 = static_cast<double>(percentile_sorted(sorted, 99.9));
+    s.max = static_cast<double>(sorted.back());
+    return s;
+}
+
+/// Returns: the median of `values` (mean of the middle two for an even count; 0 when empty).
+[[nodiscard]] inline double median(std::vector<double> values) {
+    if (values.empty()) return 0;
+    std::sort(values.begin(), values.end());
+    const std::size_t n = values.size();
+    return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+} // namespace strata::lab
