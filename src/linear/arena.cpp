@@ -13,7 +13,8 @@ constexpr const char* who = "strata::arena";
 
 arena::arena(std::span<std::byte> buffer, source_ref source, arena_options options) noexcept
     : cur_(buffer.data()), end_(buffer.data() + buffer.size()), buffer_begin_(buffer.data()),
-      buffer_end_(buffer.data() + buffer.size()), buffer_top_(buffer.data()), source_(source), options_(options) {
+      buffer_end_(buffer.data() + buffer.size()), buffer_top_(buffer.data()), source_(source),
+      options_(options) {
     if (buffer.empty()) cur_ = end_ = buffer_begin_ = buffer_end_ = buffer_top_ = nullptr;
     next_block_size_ = std::max<std::size_t>(options_.block_size, 256);
     poison(buffer_begin_, static_cast<std::size_t>(buffer_end_ - buffer_begin_));
@@ -22,12 +23,15 @@ arena::arena(std::span<std::byte> buffer, source_ref source, arena_options optio
 arena::arena(arena&& other) noexcept
     : cur_(std::exchange(other.cur_, nullptr)), end_(std::exchange(other.end_, nullptr)),
       count_(std::exchange(other.count_, 0)), head_(std::exchange(other.head_, nullptr)),
-      used_before_(std::exchange(other.used_before_, 0)), buffer_begin_(std::exchange(other.buffer_begin_, nullptr)),
-      buffer_end_(std::exchange(other.buffer_end_, nullptr)), buffer_top_(std::exchange(other.buffer_top_, nullptr)),
-      spare_(std::exchange(other.spare_, nullptr)), chain_blocks_(std::exchange(other.chain_blocks_, 0)),
-      spare_blocks_(std::exchange(other.spare_blocks_, 0)), chain_bytes_(std::exchange(other.chain_bytes_, 0)),
-      peak_(std::exchange(other.peak_, 0)), total_(std::exchange(other.total_, 0)),
-      next_block_size_(other.next_block_size_), source_(other.source_), options_(other.options_) {}
+      used_before_(std::exchange(other.used_before_, 0)),
+      buffer_begin_(std::exchange(other.buffer_begin_, nullptr)),
+      buffer_end_(std::exchange(other.buffer_end_, nullptr)),
+      buffer_top_(std::exchange(other.buffer_top_, nullptr)), spare_(std::exchange(other.spare_, nullptr)),
+      chain_blocks_(std::exchange(other.chain_blocks_, 0)),
+      spare_blocks_(std::exchange(other.spare_blocks_, 0)),
+      chain_bytes_(std::exchange(other.chain_bytes_, 0)), peak_(std::exchange(other.peak_, 0)),
+      total_(std::exchange(other.total_, 0)), next_block_size_(other.next_block_size_),
+      source_(other.source_), options_(other.options_) {}
 
 arena& arena::operator=(arena&& other) noexcept {
     if (this != &other) {
@@ -67,7 +71,7 @@ void* arena::allocate_slow(std::size_t size, std::size_t align) noexcept {
 
     // A kept block that fits avoids the source entirely (the steady state after warm-up).
     block_header* found = nullptr;
-    for (block_header **link = &spare_; *link != nullptr; link = &(*link)->prev) {
+    for (block_header** link = &spare_; *link != nullptr; link = &(*link)->prev) {
         if ((*link)->block.size >= *needed) {
             found = *link;
             *link = found->prev;
@@ -77,7 +81,8 @@ void* arena::allocate_slow(std::size_t size, std::size_t align) noexcept {
     }
     if (found == nullptr) {
         std::size_t want = std::max(next_block_size_, *needed);
-        const std::size_t room = options_.max_capacity > chain_bytes_ ? options_.max_capacity - chain_bytes_ : 0;
+        const std::size_t room =
+            options_.max_capacity > chain_bytes_ ? options_.max_capacity - chain_bytes_ : 0;
         if (want > room) want = *needed; // the cap allows only what this request needs
         if (want > room) return nullptr;
         const memory_block b = source_.allocate_block(want, alignof(block_header));
@@ -121,11 +126,13 @@ void arena::pop_to(block_header* target) noexcept {
 }
 
 void arena::rewind(const marker& m) noexcept {
-    if (!STRATA_VERIFY(1, m.owner == this, invalid_marker, who, m.cur, "marker belongs to another arena")) return;
+    if (!STRATA_VERIFY(1, m.owner == this, invalid_marker, who, m.cur, "marker belongs to another arena"))
+        return;
     if (m.owner != this) return;
     // The marked block must still be in the chain, and the marked top not above the current one.
     bool in_chain = m.block == nullptr;
-    for (block_header* h = head_; h != nullptr && !in_chain; h = h->prev) in_chain = h == m.block;
+    for (block_header* h = head_; h != nullptr && !in_chain; h = h->prev)
+        in_chain = h == m.block;
     const bool below_top = m.position <= in_use() && (m.block != head_ || m.cur <= cur_);
     if (!STRATA_VERIFY(1, in_chain && below_top, invalid_marker, who, m.cur,
                        "marker is newer than the arena's top (already rewound past it)")) {

@@ -12,8 +12,9 @@ void double_stack::rewind(const marker& m) noexcept {
     const bool bottom = m.end == stack_end::bottom;
     const bool valid = m.owner == this && m.offset <= (bottom ? used_bottom() : used_top());
     if (!STRATA_VERIFY(1, valid, invalid_marker, who, nullptr,
-                       m.owner != this ? "marker belongs to another double_stack"
-                                       : "marker is beyond its end's current top (already rewound past it)")) {
+                       m.owner != this
+                           ? "marker belongs to another double_stack"
+                           : "marker is beyond its end's current top (already rewound past it)")) {
         return;
     }
     if (!valid) return;
@@ -31,7 +32,8 @@ void double_stack::rewind(const marker& m) noexcept {
 }
 
 void double_stack::rewind_checked(const marker& m, stack_end expected) noexcept {
-    if (!STRATA_VERIFY(1, m.end == expected, invalid_marker, who, nullptr, "marker belongs to the other end")) {
+    if (!STRATA_VERIFY(1, m.end == expected, invalid_marker, who, nullptr,
+                       "marker belongs to the other end")) {
         return;
     }
     if (m.end == expected) rewind(m);

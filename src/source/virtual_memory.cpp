@@ -42,7 +42,8 @@ virtual_memory virtual_memory::reserve(std::size_t bytes) {
     std::error_code ec;
     virtual_memory vm = reserve(bytes, ec);
     if (ec) {
-        throw std::system_error(ec, "strata::virtual_memory: cannot reserve " + std::to_string(bytes) + " bytes");
+        throw std::system_error(ec,
+                                "strata::virtual_memory: cannot reserve " + std::to_string(bytes) + " bytes");
     }
     return vm;
 }

@@ -1,7 +1,5 @@
 #include "strata/adapt/pmr_resource.hpp"
 
-#include <gtest/gtest.h>
-
 #include <algorithm>
 #include <array>
 #include <concepts>
@@ -14,6 +12,8 @@
 #include <type_traits>
 #include <unordered_map>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 #include "strata/core/align.hpp"
 #include "strata/core/allocator.hpp"

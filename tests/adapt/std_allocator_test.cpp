@@ -1,7 +1,5 @@
 #include "strata/adapt/std_allocator.hpp"
 
-#include <gtest/gtest.h>
-
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -19,6 +17,8 @@
 #include <unordered_map>
 #include <utility>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 #include "strata/core/align.hpp"
 #include "strata/core/allocator.hpp"

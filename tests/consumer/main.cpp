@@ -6,6 +6,8 @@
 
 #include <strata/core/align.hpp>
 #include <strata/core/check.hpp>
+#include <strata/linear/arena.hpp>
+#include <strata/source/heap_source.hpp>
 
 int main() {
     static_assert(strata::is_pow2(64));
@@ -24,6 +26,21 @@ int main() {
     // A symbol compiled into libstrata, so the link against the library is exercised too.
     expect(std::strcmp(strata::to_string(strata::violation_kind::double_free), "double_free") == 0,
            "to_string(violation_kind) links");
+
+    // An allocator whose growth path is compiled into libstrata.
+    {
+        strata::heap_source source;
+        strata::arena arena(source, strata::arena_options{.block_size = 1024});
+        bool all = true;
+        for (int i = 0; i < 100; ++i) {
+            void* p = arena.allocate(100, 64);
+            all = all && p != nullptr && strata::is_aligned(p, 64);
+        }
+        expect(all, "arena serves 100 aligned blocks while growing");
+        expect(arena.block_count() > 1 && source.outstanding_blocks() == arena.block_count(), "arena grew");
+        arena.reset();
+        expect(arena.stats().in_use == 0, "reset releases everything");
+    }
 
     if (failures == 0) std::printf("strata_consumer: ok (checks level %d)\n", strata::checks_level);
     return failures == 0 ? 0 : 1;

@@ -11,8 +11,10 @@ constexpr std::size_t max_size = std::numeric_limits<std::size_t>::max();
 
 TEST(bit, is_pow2) {
     EXPECT_FALSE(strata::is_pow2(0));
-    for (unsigned i = 0; i < 64; ++i) EXPECT_TRUE(strata::is_pow2(std::size_t{1} << i)) << i;
-    for (std::size_t x : {3u, 5u, 6u, 24u, 100u, 4095u}) EXPECT_FALSE(strata::is_pow2(x)) << x;
+    for (unsigned i = 0; i < 64; ++i)
+        EXPECT_TRUE(strata::is_pow2(std::size_t{1} << i)) << i;
+    for (std::size_t x : {3u, 5u, 6u, 24u, 100u, 4095u})
+        EXPECT_FALSE(strata::is_pow2(x)) << x;
     EXPECT_FALSE(strata::is_pow2(max_size));
 }
 

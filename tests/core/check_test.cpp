@@ -66,15 +66,17 @@ TEST(check, verify_macro_reports_only_when_enabled_and_false) {
 }
 
 TEST(check, handler_may_throw) {
-    strata::scoped_violation_handler h([](const strata::violation& v) { throw std::runtime_error(v.message); });
+    strata::scoped_violation_handler h(
+        [](const strata::violation& v) { throw std::runtime_error(v.message); });
     EXPECT_THROW(strata::report_violation({strata::violation_kind::corruption, "unit", nullptr, "boom"}),
                  std::runtime_error);
 }
 
 TEST(check_death, default_handler_prints_and_aborts) {
     GTEST_FLAG_SET(death_test_style, "threadsafe");
-    EXPECT_DEATH(strata::report_violation({strata::violation_kind::double_free, "strata::unit", nullptr, "twice"}),
-                 "strata: double_free in strata::unit .*twice");
+    EXPECT_DEATH(
+        strata::report_violation({strata::violation_kind::double_free, "strata::unit", nullptr, "twice"}),
+        "strata: double_free in strata::unit .*twice");
 }
 
 } // namespace

@@ -1,8 +1,6 @@
 // Tests of strata-lab's library parts: the workload generator, percentile math, the registry and
 // every registered contestant on the --quick workload. The lab's parts used here are header-only
 // (tools/lab/*.hpp), included by path relative to this file, so no lab .cpp is linked.
-#include <gtest/gtest.h>
-
 #include <algorithm>
 #include <cstdint>
 #include <numeric>
@@ -10,6 +8,8 @@
 #include <set>
 #include <string>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 #include "../../tools/lab/contestants.hpp"
 #include "../../tools/lab/metrics.hpp"
@@ -228,8 +228,8 @@ TEST(LabRegistry, GlobMatch) {
 
 TEST(LabRegistry, BuiltinHasTheIssueContestants) {
     const lab::registry& reg = lab::builtin_registry();
-    for (const char* name :
-         {"malloc", "pmr_monotonic", "arena", "arena_buffer", "stack_allocator", "double_stack", "frame_allocator2"}) {
+    for (const char* name : {"malloc", "pmr_monotonic", "arena", "arena_buffer", "stack_allocator",
+                             "double_stack", "frame_allocator2"}) {
         const lab::contestant* c = reg.find(name);
         ASSERT_NE(c, nullptr) << name;
         EXPECT_EQ(c->name, name);
@@ -250,7 +250,8 @@ TEST(LabRegistry, SelectByPatterns) {
     const std::vector<std::string> patterns{"arena", "nope", "*stack*"};
     const auto chosen = reg.select(patterns, &unmatched);
     std::vector<std::string> names;
-    for (const auto* c : chosen) names.push_back(c->name);
+    for (const auto* c : chosen)
+        names.push_back(c->name);
     EXPECT_EQ(names, (std::vector<std::string>{"arena", "stack_allocator", "double_stack"}));
     EXPECT_EQ(unmatched, std::vector<std::string>{"nope"});
 }
@@ -258,8 +259,10 @@ TEST(LabRegistry, SelectByPatterns) {
 TEST(LabRegistry, AddRejectsDuplicatesAndEmptyNames) {
     lab::registry reg;
     reg.add(lab::make_contestant<lab::arena_buffer_adapter>("a", "first"));
-    EXPECT_THROW(reg.add(lab::make_contestant<lab::arena_buffer_adapter>("a", "again")), std::invalid_argument);
-    EXPECT_THROW(reg.add(lab::make_contestant<lab::arena_buffer_adapter>("", "nameless")), std::invalid_argument);
+    EXPECT_THROW(reg.add(lab::make_contestant<lab::arena_buffer_adapter>("a", "again")),
+                 std::invalid_argument);
+    EXPECT_THROW(reg.add(lab::make_contestant<lab::arena_buffer_adapter>("", "nameless")),
+                 std::invalid_argument);
     EXPECT_EQ(reg.size(), 1u);
     ASSERT_NE(reg.find("a"), nullptr);
     EXPECT_EQ(reg.find("a")->description, "first");
@@ -310,7 +313,8 @@ TEST_P(LabContestant, ServesAlignedDisjointBlocks) {
 namespace {
 std::vector<std::string> contestant_names() {
     std::vector<std::string> names;
-    for (const auto& c : lab::builtin_registry().all()) names.push_back(c.name);
+    for (const auto& c : lab::builtin_registry().all())
+        names.push_back(c.name);
     return names;
 }
 } // namespace

@@ -29,7 +29,8 @@ TEST(heap_source, blocks_are_aligned_and_counted) {
     }
     EXPECT_EQ(source.outstanding_blocks(), 13u);
     EXPECT_EQ(source.outstanding_bytes(), 13u * 1000u);
-    for (const auto& b : blocks) source.deallocate_block(b);
+    for (const auto& b : blocks)
+        source.deallocate_block(b);
     EXPECT_EQ(source.outstanding_blocks(), 0u);
     EXPECT_EQ(source.outstanding_bytes(), 0u);
 }

@@ -104,7 +104,7 @@ TEST(virtual_memory_death, uncommitted_and_guard_pages_fault) {
             strata::virtual_memory vm = strata::virtual_memory::reserve(2 * page);
             (void)vm.commit(0, 2 * page);
             vm.protect(page, page);
-            vm.data()[0] = std::byte{1}; // still fine
+            vm.data()[0] = std::byte{1};                             // still fine
             *reinterpret_cast<volatile char*>(vm.data() + page) = 1; // the guard page
         },
         "");

@@ -44,7 +44,8 @@ private:
     }
     static void record(const violation& v) {
         if (recording_handler* self = current()) {
-            self->seen_.push_back({v.kind, v.allocator ? v.allocator : "", v.pointer, v.message ? v.message : ""});
+            self->seen_.push_back(
+                {v.kind, v.allocator ? v.allocator : "", v.pointer, v.message ? v.message : ""});
         }
     }
 
@@ -58,7 +59,7 @@ inline constexpr bool checks_on = STRATA_CHECKS >= 1;
 } // namespace strata::test
 
 /// Skips the current test when violations are not reported at this checks level.
-#define STRATA_REQUIRE_CHECKS(level)                                                                 \
-    do {                                                                                             \
-        if (STRATA_CHECKS < (level)) GTEST_SKIP() << "needs STRATA_CHECKS >= " #level;               \
+#define STRATA_REQUIRE_CHECKS(level)                                                                         \
+    do {                                                                                                     \
+        if (STRATA_CHECKS < (level)) GTEST_SKIP() << "needs STRATA_CHECKS >= " #level;                       \
     } while (0)

@@ -47,7 +47,8 @@ public:
 
     /// Checks every live block's contents.
     void verify_all() const {
-        for (const auto& [p, b] : live_) verify(b);
+        for (const auto& [p, b] : live_)
+            verify(b);
     }
 
     /// Forgets every block whose address is >= `from` (a rewind), checking the ones below survive.
@@ -66,7 +67,8 @@ private:
         return static_cast<std::byte>((id * 131u + i * 7u) & 0xFFu);
     }
     static void fill(std::byte* p, std::size_t size, std::uint64_t id) noexcept {
-        for (std::size_t i = 0; i < size; ++i) p[i] = pattern(id, i);
+        for (std::size_t i = 0; i < size; ++i)
+            p[i] = pattern(id, i);
     }
     static void verify(const block& b) {
         for (std::size_t i = 0; i < b.size; ++i) {

@@ -20,7 +20,8 @@ namespace strata::lab {
 int list_command() {
     const registry& reg = builtin_registry();
     std::size_t width = 0;
-    for (const contestant& c : reg.all()) width = std::max(width, c.name.size());
+    for (const contestant& c : reg.all())
+        width = std::max(width, c.name.size());
     for (const contestant& c : reg.all()) {
         std::cout << "  " << c.name << std::string(width - c.name.size() + 2, ' ') << c.description << "\n";
     }
@@ -43,9 +44,11 @@ int run_command(const run_options& o) {
     const std::vector<const contestant*> chosen = builtin_registry().select(o.only, &unmatched);
     if (!unmatched.empty()) {
         std::cerr << "strata-lab: no contestant matches";
-        for (const auto& u : unmatched) std::cerr << " '" << u << "'";
+        for (const auto& u : unmatched)
+            std::cerr << " '" << u << "'";
         std::cerr << "; known:";
-        for (const contestant& c : builtin_registry().all()) std::cerr << " " << c.name;
+        for (const contestant& c : builtin_registry().all())
+            std::cerr << " " << c.name;
         std::cerr << " (see --list)\n";
         return 2;
     }

@@ -21,7 +21,6 @@
 #define STRATA_LAB_HAS_USABLE_SIZE 0
 #endif
 
-#include "registry.hpp"
 #include "strata/core/stats.hpp"
 #include "strata/linear/arena.hpp"
 #include "strata/linear/double_stack.hpp"
@@ -29,6 +28,8 @@
 #include "strata/linear/stack_allocator.hpp"
 #include "strata/source/heap_source.hpp"
 #include "strata/source/memory_source.hpp"
+
+#include "registry.hpp"
 
 namespace strata::lab {
 
@@ -41,8 +42,8 @@ namespace strata::lab {
 class lab_buffer {
 public:
     explicit lab_buffer(std::size_t size)
-        : size_(size), data_(static_cast<std::byte*>(::operator new(size, std::align_val_t{64}))) {}
-    ~lab_buffer() { ::operator delete(data_, std::align_val_t{64}); }
+        : size_(size), data_(static_cast<std::byte*>(::operator new (size, std::align_val_t{64}))) {}
+    ~lab_buffer() { ::operator delete (data_, std::align_val_t{64}); }
     lab_buffer(const lab_buffer&) = delete;
     lab_buffer& operator=(const lab_buffer&) = delete;
     [[nodiscard]] std::span<std::byte> span() const noexcept { return {data_, size_}; }
@@ -105,7 +106,8 @@ public:
         return std::aligned_alloc(align, size);
     }
     void end_frame(std::span<void* const> frame) noexcept {
-        for (void* p : frame) std::free(p);
+        for (void* p : frame)
+            std::free(p);
     }
     void sample(std::span<void* const> frame) noexcept {
 #if STRATA_LAB_HAS_USABLE_SIZE
@@ -180,7 +182,9 @@ public:
     }
     void end_frame(std::span<void* const>) noexcept { resource_.release(); }
     void sample(std::span<void* const>) noexcept {}
-    [[nodiscard]] memory_figures memory() const noexcept { return {std::nullopt, upstream_.peak(), upstream_.calls(), false}; }
+    [[nodiscard]] memory_figures memory() const noexcept {
+        return {std::nullopt, upstream_.peak(), upstream_.calls(), false};
+    }
 
 private:
     counting_resource upstream_;
@@ -206,7 +210,8 @@ private:
 /// strata::arena over one fixed buffer sized for the workload's worst frame; reset() each frame.
 class arena_buffer_adapter {
 public:
-    explicit arena_buffer_adapter(const workload& w) : buffer_(fixed_buffer_bytes(w)), arena_(buffer_.span()) {}
+    explicit arena_buffer_adapter(const workload& w)
+        : buffer_(fixed_buffer_bytes(w)), arena_(buffer_.span()) {}
     void* allocate(std::size_t size, std::size_t align) noexcept { return arena_.allocate(size, align); }
     void end_frame(std::span<void* const>) noexcept { arena_.reset(); }
     void sample(std::span<void* const>) noexcept { peaks_.observe(arena_.stats()); }
@@ -237,8 +242,11 @@ private:
 /// strata::double_stack over a fixed buffer, bottom end only; reset() each frame.
 class double_stack_adapter {
 public:
-    explicit double_stack_adapter(const workload& w) : buffer_(fixed_buffer_bytes(w)), stack_(buffer_.span()) {}
-    void* allocate(std::size_t size, std::size_t align) noexcept { return stack_.allocate_bottom(size, align); }
+    explicit double_stack_adapter(const workload& w)
+        : buffer_(fixed_buffer_bytes(w)), stack_(buffer_.span()) {}
+    void* allocate(std::size_t size, std::size_t align) noexcept {
+        return stack_.allocate_bottom(size, align);
+    }
     void end_frame(std::span<void* const>) noexcept { stack_.reset(); }
     void sample(std::span<void* const>) noexcept { peaks_.observe(stack_.stats()); }
     [[nodiscard]] memory_figures memory() const noexcept { return peaks_.figures(); }
@@ -274,19 +282,24 @@ inline const registry& builtin_registry() {
     static const registry r = [] {
         registry reg;
         reg.add(make_contestant<malloc_adapter>(
-            "malloc", "glibc malloc/free (aligned_alloc above 16-byte alignment); every block freed at frame end"));
+            "malloc",
+            "glibc malloc/free (aligned_alloc above 16-byte alignment); every block freed at frame end"));
         reg.add(make_contestant<pmr_monotonic_adapter>(
             "pmr_monotonic", "std::pmr::monotonic_buffer_resource over new/delete; release() each frame"));
-        reg.add(make_contestant<arena_heap_adapter>(
-            "arena", "strata::arena growing from a heap_source (64 KiB first block, keeps blocks); reset() each frame"));
+        reg.add(
+            make_contestant<arena_heap_adapter>("arena", "strata::arena growing from a heap_source (64 KiB "
+                                                         "first block, keeps blocks); reset() each frame"));
         reg.add(make_contestant<arena_buffer_adapter>(
-            "arena_buffer", "strata::arena over one fixed buffer sized for the worst frame; reset() each frame"));
+            "arena_buffer",
+            "strata::arena over one fixed buffer sized for the worst frame; reset() each frame"));
         reg.add(make_contestant<stack_adapter>(
-            "stack_allocator", "strata::stack_allocator over a fixed buffer (16 B header per block); reset() each frame"));
+            "stack_allocator",
+            "strata::stack_allocator over a fixed buffer (16 B header per block); reset() each frame"));
         reg.add(make_contestant<double_stack_adapter>(
             "double_stack", "strata::double_stack over a fixed buffer, bottom end; reset() each frame"));
         reg.add(make_contestant<frame2_adapter>(
-            "frame_allocator2", "strata::frame_allocator<2> growing from a heap_source; next_frame() each frame"));
+            "frame_allocator2",
+            "strata::frame_allocator<2> growing from a heap_source; next_frame() each frame"));
         return reg;
     }();
     return r;

@@ -2,11 +2,11 @@
 // Usage: strata-lab [run] [--quick] [--frames N] [--allocs-per-frame N] [--seed S] [--only NAME]...
 //                   [--list] [--json FILE]
 // The default (no subcommand) is `run`. See docs/lab.md.
-#include <CLI/CLI.hpp>
-
 #include <cstdint>
 #include <exception>
 #include <iostream>
+
+#include <CLI/CLI.hpp>
 
 #include "commands.hpp"
 
@@ -32,25 +32,30 @@ int main(int argc, char** argv) {
     int repeats = 0;
 
     // Workload and selection options: shared by `run` and the default invocation.
-    auto* seed_opt = app.add_option("--seed", seed, "workload seed (default 42; printed in the report)")
-                         ->type_name("S");
-    auto* frames_opt = app.add_option("--frames", frames, "frames in the loop, warm-up included (default 600)")
-                           ->type_name("N")
-                           ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 24));
-    auto* allocs_opt = app.add_option("--allocs-per-frame", allocs, "mean allocations per frame (default 2000)")
-                           ->type_name("N")
-                           ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 24));
-    auto* warmup_opt = app.add_option("--warmup", warmup, "leading frames excluded from all statistics (default 2)")
-                           ->type_name("N");
-    auto* repeats_opt = app.add_option("--repeats", repeats, "throughput passes per contestant, median reported "
-                                                             "(default 5; 1 with --quick)")
+    auto* seed_opt =
+        app.add_option("--seed", seed, "workload seed (default 42; printed in the report)")->type_name("S");
+    auto* frames_opt =
+        app.add_option("--frames", frames, "frames in the loop, warm-up included (default 600)")
+            ->type_name("N")
+            ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 24));
+    auto* allocs_opt =
+        app.add_option("--allocs-per-frame", allocs, "mean allocations per frame (default 2000)")
+            ->type_name("N")
+            ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 24));
+    auto* warmup_opt =
+        app.add_option("--warmup", warmup, "leading frames excluded from all statistics (default 2)")
+            ->type_name("N");
+    auto* repeats_opt = app.add_option("--repeats", repeats,
+                                       "throughput passes per contestant, median reported "
+                                       "(default 5; 1 with --quick)")
                             ->type_name("N")
                             ->check(CLI::Range(1, 100));
     app.add_option("--only", run.only, "run only this contestant (repeatable; '*' and '?' wildcards)")
         ->type_name("NAME")
         ->allow_extra_args(false);
     app.add_flag("--list", run.list, "list the contestants and exit");
-    app.add_option("--json", run.json_path, "also write the results as JSON to FILE ('-': JSON on stdout, no table)")
+    app.add_option("--json", run.json_path,
+                   "also write the results as JSON to FILE ('-': JSON on stdout, no table)")
         ->type_name("FILE");
     app.add_flag("--quick", run.quick, "small workload (40 frames x 250 allocs) for tests and CI");
 

@@ -46,7 +46,8 @@ template <class T>
     std::sort(samples.begin(), samples.end());
     const std::span<const T> sorted(samples);
     long double sum = 0;
-    for (const T v : sorted) sum += static_cast<long double>(v);
+    for (const T v : sorted)
+        sum += static_cast<long double>(v);
     s.min = static_cast<double>(sorted.front());
     s.mean = static_cast<double>(sum / static_cast<long double>(sorted.size()));
     s.p50 = static_cast<double>(percentile_sorted(sorted, 50.0));

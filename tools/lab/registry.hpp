@@ -50,11 +50,11 @@ enum class pass_kind {
 /// What one pass over the workload produced.
 struct pass_result {
     pass_kind kind = pass_kind::throughput;
-    double loop_seconds = 0;                 ///< throughput: time of the frames after warm-up
-    std::size_t timed_allocs = 0;            ///< allocations in the frames after warm-up
-    std::size_t failed_allocs = 0;           ///< nullptr answers over all frames (not touched)
+    double loop_seconds = 0;                  ///< throughput: time of the frames after warm-up
+    std::size_t timed_allocs = 0;             ///< allocations in the frames after warm-up
+    std::size_t failed_allocs = 0;            ///< nullptr answers over all frames (not touched)
     std::vector<std::uint32_t> latency_ticks; ///< latency: raw ticks per allocate, overhead included
-    memory_figures memory;                   ///< latency: peaks seen
+    memory_figures memory;                    ///< latency: peaks seen
 };
 
 namespace detail {
@@ -184,8 +184,8 @@ check_result check_game_loop(const workload& w) {
 
 /// One registered allocator.
 struct contestant {
-    std::string name;        ///< short, shell-friendly: what --only matches
-    std::string description; ///< one line for --list and the JSON report
+    std::string name;                                         ///< short, shell-friendly: what --only matches
+    std::string description;                                  ///< one line for --list and the JSON report
     pass_result (*run)(const workload&, pass_kind) = nullptr; ///< run_game_loop<Adapter>
     check_result (*check)(const workload&) = nullptr;         ///< check_game_loop<Adapter>
 };
@@ -214,7 +214,8 @@ contestant make_contestant(std::string name, std::string description) {
             return false;
         }
     }
-    while (p < pattern.size() && pattern[p] == '*') ++p;
+    while (p < pattern.size() && pattern[p] == '*')
+        ++p;
     return p == pattern.size();
 }
 
@@ -223,7 +224,8 @@ class registry {
 public:
     /// Effects: appends `c`. Returns: *this. Throws std::invalid_argument on a duplicate or empty name.
     registry& add(contestant c) {
-        if (c.name.empty() || c.run == nullptr) throw std::invalid_argument("contestant needs a name and a runner");
+        if (c.name.empty() || c.run == nullptr)
+            throw std::invalid_argument("contestant needs a name and a runner");
         if (find(c.name) != nullptr) throw std::invalid_argument("duplicate contestant '" + c.name + "'");
         items_.push_back(std::move(c));
         return *this;

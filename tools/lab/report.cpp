@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "strata/core/config.hpp"
+
 #include "workload.hpp"
 
 namespace strata::lab {
@@ -19,7 +20,8 @@ namespace {
 #if defined(__GNUC__) || defined(__clang__)
 __attribute__((format(printf, 1, 2)))
 #endif
-std::string format(const char* fmt, ...) {
+std::string
+format(const char* fmt, ...) {
     char buf[256];
     std::va_list args;
     va_start(args, fmt);
@@ -144,8 +146,8 @@ void print_report(std::ostream& out, const run_report& r) {
     out << "strata-lab: simulated game loop (" << r.label << ")\n";
     out << "  workload   " << format_count(c.frames) << " frames (" << warmup << " warm-up) x "
         << format_count(c.allocs_per_frame) << " allocs (" << format_count(r.min_frame_allocs) << ".."
-        << format_count(r.max_frame_allocs) << " per frame), "
-        << format_count(r.total_allocs) << " allocations, seed " << c.seed << "\n";
+        << format_count(r.max_frame_allocs) << " per frame), " << format_count(r.total_allocs)
+        << " allocations, seed " << c.seed << "\n";
     out << "  sizes      " << size_mix() << "\n";
     out << "  requested  " << format_bytes(r.max_frame_bytes) << " live at the fullest frame ("
         << format_count(r.max_frame_bytes) << " B)\n";
@@ -155,9 +157,11 @@ void print_report(std::ostream& out, const run_report& r) {
     } else {
         out << ", ";
     }
-    out << (t.invariant_counter ? "constant rate" : "NOT constant rate") << " (" << t.invariant_reason << ")\n";
-    out << "             resolution " << format("%.0f", t.resolution_ticks) << " ticks = " << format_ns(t.resolution_ns())
-        << " ns; empty timer " << format("%.0f", t.overhead_ticks) << " ticks = " << format_ns(t.overhead_ns())
+    out << (t.invariant_counter ? "constant rate" : "NOT constant rate") << " (" << t.invariant_reason
+        << ")\n";
+    out << "             resolution " << format("%.0f", t.resolution_ticks)
+        << " ticks = " << format_ns(t.resolution_ns()) << " ns; empty timer "
+        << format("%.0f", t.overhead_ticks) << " ticks = " << format_ns(t.overhead_ns())
         << " ns (median, min " << format("%.0f", t.overhead_min_ticks) << ")\n";
     out << "             is subtracted from every latency sample (clamped at 0); under one step prints as <"
         << format_ns(t.resolution_ns()) << "\n";
@@ -175,7 +179,7 @@ void print_report(std::ostream& out, const run_report& r) {
 
     // ---- the table ----
     const contestant_result* base = r.find("malloc");
-    const std::vector<std::string> head = {"allocator", "ns/alloc", "vs malloc", "p50 ns", "p99 ns",
+    const std::vector<std::string> head = {"allocator", "ns/alloc", "vs malloc", "p50 ns",   "p99 ns",
                                            "p99.9 ns",  "max ns",   "peak used", "peak held"};
     std::vector<std::vector<std::string>> rows;
     bool any_failed = false;
@@ -203,34 +207,43 @@ void print_report(std::ostream& out, const run_report& r) {
     std::vector<std::size_t> width(head.size());
     for (std::size_t i = 0; i < head.size(); ++i) {
         width[i] = head[i].size();
-        for (const auto& row : rows) width[i] = std::max(width[i], row[i].size());
+        for (const auto& row : rows)
+            width[i] = std::max(width[i], row[i].size());
     }
     auto line = [&](const std::vector<std::string>& cells) {
         std::string s = "  " + pad_right(cells[0], width[0]);
-        for (std::size_t i = 1; i < cells.size(); ++i) s += "  " + pad_left(cells[i], width[i]);
+        for (std::size_t i = 1; i < cells.size(); ++i)
+            s += "  " + pad_left(cells[i], width[i]);
         out << s << "\n";
     };
     line(head);
     std::size_t total = 2 + width[0];
-    for (std::size_t i = 1; i < width.size(); ++i) total += 2 + width[i];
+    for (std::size_t i = 1; i < width.size(); ++i)
+        total += 2 + width[i];
     out << "  " << std::string(total - 2, '-') << "\n";
-    for (const auto& row : rows) line(row);
+    for (const auto& row : rows)
+        line(row);
     out << "\n";
 
     // ---- what the columns mean ----
     out << "  ns/alloc   steady-state loop time / allocations (frames " << warmup + 1 << ".." << c.frames
-        << (r.repeats == 1 ? std::string(", one pass") : ", median of " + std::to_string(r.repeats) + " passes")
+        << (r.repeats == 1 ? std::string(", one pass")
+                           : ", median of " + std::to_string(r.repeats) + " passes")
         << "); includes\n"
         << "             touching each block's first and last byte and the per-frame release\n";
     out << "  vs malloc  malloc's ns/alloc / this row's (above 1.00x = faster than malloc)\n";
-    out << "  p50..max   one allocate() call timed alone with " << t.counter << ", empty-timer overhead subtracted;\n"
-        << "             " << format_count(r.timed_allocs) << " samples per allocator, warm-up frames excluded\n";
+    out << "  p50..max   one allocate() call timed alone with " << t.counter
+        << ", empty-timer overhead subtracted;\n"
+        << "             " << format_count(r.timed_allocs)
+        << " samples per allocator, warm-up frames excluded\n";
     out << "  peak used  most bytes handed out at once: malloc = sum of malloc_usable_size, strata =\n"
-        << "             stats().peak (padding, headers; frame_allocator2 sums both frames), pmr: unknown (-)\n";
+        << "             stats().peak (padding, headers; frame_allocator2 sums both frames), pmr: unknown "
+           "(-)\n";
     out << "  peak held  most bytes taken from upstream: strata = largest stats().capacity, pmr = peak\n"
         << "             outstanding in a counting upstream resource";
     if (any_approx) {
-        out << ",\n             ~malloc = sum of chunk sizes (usable + 8 B; free lists, top chunk not counted)";
+        out << ",\n             ~malloc = sum of chunk sizes (usable + 8 B; free lists, top chunk not "
+               "counted)";
     }
     out << "\n";
     if (any_failed) {
@@ -269,7 +282,8 @@ void write_json(std::ostream& out, const run_report& r) {
     out << "    \"size_mix\": [";
     bool first = true;
     for (const size_bucket& b : default_sizes) {
-        out << (first ? "" : ", ") << format("{\"percent\": %u, \"min\": %u, \"max\": %u}", b.percent, b.lo, b.hi);
+        out << (first ? "" : ", ")
+            << format("{\"percent\": %u, \"min\": %u, \"max\": %u}", b.percent, b.lo, b.hi);
         first = false;
     }
     out << "],\n    \"align_mix\": [";
@@ -292,8 +306,9 @@ void write_json(std::ostream& out, const run_report& r) {
     out << "    \"invariant_reason\": " << json_string(t.invariant_reason) << "\n";
     out << "  },\n";
     out << "  \"build\": {\"compiler\": " << json_string(r.build.compiler)
-        << ", \"optimized\": " << json_bool(r.build.optimized) << ", \"ndebug\": " << json_bool(r.build.ndebug)
-        << ", \"strata_checks\": " << r.build.checks << ", \"asan\": " << json_bool(r.build.asan) << "},\n";
+        << ", \"optimized\": " << json_bool(r.build.optimized)
+        << ", \"ndebug\": " << json_bool(r.build.ndebug) << ", \"strata_checks\": " << r.build.checks
+        << ", \"asan\": " << json_bool(r.build.asan) << "},\n";
     out << "  \"repeats\": " << r.repeats << ",\n";
     out << "  \"wall_seconds\": " << json_number(r.wall_seconds) << ",\n";
     out << "  \"results\": [";
@@ -311,15 +326,19 @@ void write_json(std::ostream& out, const run_report& r) {
         }
         out << "],\n";
         out << "      \"vs_malloc\": "
-            << (base && x.ns_per_alloc > 0 ? json_number(base->ns_per_alloc / x.ns_per_alloc) : std::string("null"))
+            << (base && x.ns_per_alloc > 0 ? json_number(base->ns_per_alloc / x.ns_per_alloc)
+                                           : std::string("null"))
             << ",\n";
         const latency_summary& l = x.latency_ticks;
-        out << "      \"latency_ns\": {\"samples\": " << l.count << ", \"min\": " << json_number(t.net_ns(l.min))
-            << ", \"mean\": " << json_number(t.net_ns(l.mean)) << ", \"p50\": " << json_number(t.net_ns(l.p50))
-            << ", \"p99\": " << json_number(t.net_ns(l.p99)) << ", \"p99_9\": " << json_number(t.net_ns(l.p999))
+        out << "      \"latency_ns\": {\"samples\": " << l.count
+            << ", \"min\": " << json_number(t.net_ns(l.min))
+            << ", \"mean\": " << json_number(t.net_ns(l.mean))
+            << ", \"p50\": " << json_number(t.net_ns(l.p50)) << ", \"p99\": " << json_number(t.net_ns(l.p99))
+            << ", \"p99_9\": " << json_number(t.net_ns(l.p999))
             << ", \"max\": " << json_number(t.net_ns(l.max)) << "},\n";
-        out << "      \"latency_ticks_raw\": {\"p50\": " << json_number(l.p50) << ", \"p99\": " << json_number(l.p99)
-            << ", \"p99_9\": " << json_number(l.p999) << ", \"max\": " << json_number(l.max) << "},\n";
+        out << "      \"latency_ticks_raw\": {\"p50\": " << json_number(l.p50)
+            << ", \"p99\": " << json_number(l.p99) << ", \"p99_9\": " << json_number(l.p999)
+            << ", \"max\": " << json_number(l.max) << "},\n";
         out << "      \"peak_used_bytes\": " << json_bytes(x.memory.used_peak) << ",\n";
         out << "      \"peak_held_bytes\": " << json_bytes(x.memory.held_peak) << ",\n";
         out << "      \"peak_held_approximate\": " << json_bool(x.memory.held_approximate) << ",\n";

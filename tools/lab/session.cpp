@@ -57,11 +57,13 @@ run_report run_session(const workload& w, std::span<const contestant* const> who
             show_progress(options.progress, ++step, steps,
                           who[i]->name + ": throughput pass " + std::to_string(rep + 1));
             const pass_result pass = who[i]->run(w, pass_kind::throughput);
-            const double ns = pass.timed_allocs ? pass.loop_seconds * 1e9 / static_cast<double>(pass.timed_allocs) : 0;
+            const double ns =
+                pass.timed_allocs ? pass.loop_seconds * 1e9 / static_cast<double>(pass.timed_allocs) : 0;
             report.results[i].pass_ns_per_alloc.push_back(ns);
         }
     }
-    for (auto& r : report.results) r.ns_per_alloc = median(r.pass_ns_per_alloc);
+    for (auto& r : report.results)
+        r.ns_per_alloc = median(r.pass_ns_per_alloc);
     end_progress(options.progress);
     report.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return report;

@@ -66,15 +66,15 @@ inline std::uint64_t tick_end() noexcept {
 
 /// The result of calibrate(): how to turn tick differences into nanoseconds.
 struct calibration {
-    std::string counter;             ///< "rdtsc" or "steady_clock"
-    double ns_per_tick = 1.0;        ///< measured against steady_clock
-    double window_ms = 0;            ///< how long the calibration ran
-    double overhead_ticks = 0;       ///< median of an empty tick_begin/tick_end pair
-    double overhead_min_ticks = 0;   ///< minimum of the same
-    double resolution_ticks = 1;     ///< counter granularity: gcd of the steps between consecutive
-                                     ///< reads (some CPUs, e.g. AMD Zen in VMs, step by 20+ ticks)
-    bool invariant_counter = true;   ///< false: the TSC may change rate (frequency scaling)
-    std::string invariant_reason;    ///< where the answer came from
+    std::string counter;           ///< "rdtsc" or "steady_clock"
+    double ns_per_tick = 1.0;      ///< measured against steady_clock
+    double window_ms = 0;          ///< how long the calibration ran
+    double overhead_ticks = 0;     ///< median of an empty tick_begin/tick_end pair
+    double overhead_min_ticks = 0; ///< minimum of the same
+    double resolution_ticks = 1;   ///< counter granularity: gcd of the steps between consecutive
+                                   ///< reads (some CPUs, e.g. AMD Zen in VMs, step by 20+ ticks)
+    bool invariant_counter = true; ///< false: the TSC may change rate (frequency scaling)
+    std::string invariant_reason;  ///< where the answer came from
 
     [[nodiscard]] double ghz() const noexcept { return ns_per_tick > 0 ? 1.0 / ns_per_tick : 0; }
     [[nodiscard]] double overhead_ns() const noexcept { return overhead_ticks * ns_per_tick; }

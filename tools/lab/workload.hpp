@@ -97,14 +97,16 @@ struct workload {
     std::vector<std::size_t> frame_begin; ///< frames + 1 offsets into ops
 
     // Summary figures, computed by generate_workload().
-    std::size_t max_frame_allocs = 0;    ///< most allocations in one frame
-    std::size_t min_frame_allocs = 0;    ///< fewest allocations in one frame
-    std::size_t max_frame_bytes = 0;     ///< most requested bytes live in one frame (the requested peak)
+    std::size_t max_frame_allocs = 0;     ///< most allocations in one frame
+    std::size_t min_frame_allocs = 0;     ///< fewest allocations in one frame
+    std::size_t max_frame_bytes = 0;      ///< most requested bytes live in one frame (the requested peak)
     std::size_t max_frame_worst_case = 0; ///< max over frames of sum(size + align - 1): a bump
                                           ///< allocator never needs more for one frame
-    std::size_t timed_allocs = 0;        ///< allocations in the frames after warm-up
+    std::size_t timed_allocs = 0;         ///< allocations in the frames after warm-up
 
-    [[nodiscard]] std::size_t frames() const noexcept { return frame_begin.empty() ? 0 : frame_begin.size() - 1; }
+    [[nodiscard]] std::size_t frames() const noexcept {
+        return frame_begin.empty() ? 0 : frame_begin.size() - 1;
+    }
     [[nodiscard]] std::size_t warmup() const noexcept { return std::min(config.warmup_frames, frames()); }
     [[nodiscard]] std::span<const alloc_op> frame(std::size_t f) const noexcept {
         return {ops.data() + frame_begin[f], frame_begin[f + 1] - frame_begin[f]};
@@ -121,7 +123,8 @@ inline void validate(const workload_config& c) {
                                     std::to_string(c.warmup_frames) + ")");
     }
     if (c.jitter_percent > 100) throw std::invalid_argument("jitter must be at most 100 percent");
-    if (c.allocs_per_frame > (std::size_t{1} << 24)) throw std::invalid_argument("allocs-per-frame above 16M");
+    if (c.allocs_per_frame > (std::size_t{1} << 24))
+        throw std::invalid_argument("allocs-per-frame above 16M");
     if (c.frames > (std::size_t{1} << 24)) throw std::invalid_argument("frames above 16M");
 }
 

@@ -14,6 +14,8 @@ struct block_info {
     bool used;
 };
 
+// clang-format 14 mangles requires-expressions; keep the concepts as written.
+// clang-format off
 /// The core contract.
 ///  - `allocate(size, align)` returns memory aligned to `align`, or nullptr on exhaustion or an
 ///    invalid request (size 0, non-power-of-two align, size that overflows once aligned). noexcept.
@@ -51,4 +53,5 @@ concept marking_allocator = allocator<A> && requires(A& a) {
     { a.rewind(a.mark()) } noexcept;
 };
 
+// clang-format on
 } // namespace strata

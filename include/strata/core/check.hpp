@@ -6,23 +6,23 @@
 // `nullptr`. Which violations are detected depends on STRATA_CHECKS (see config.hpp); a detected
 // violation never changes allocator state: the offending call is ignored after the report.
 #include <cstddef>
-#include "strata/core/source_location.hpp"
 
 #include "strata/core/config.hpp"
+#include "strata/core/source_location.hpp"
 
 namespace strata {
 
 /// What kind of contract violation was detected.
 enum class violation_kind {
-    double_free,        ///< a block was freed twice
-    foreign_pointer,    ///< a pointer this allocator never handed out
-    out_of_order_free,  ///< a LIFO allocator was freed out of order
-    invalid_marker,     ///< a marker from another allocator, or newer than the current top
-    stale_handle,       ///< a handle whose slot has since been reused or freed
-    size_mismatch,      ///< a sized free named a size other than the allocated one
-    corruption,         ///< a fence or internal invariant was found broken
-    leak,               ///< an allocator was destroyed with live allocations
-    invalid_argument,   ///< a request outside the documented domain (reported only where noted)
+    double_free,       ///< a block was freed twice
+    foreign_pointer,   ///< a pointer this allocator never handed out
+    out_of_order_free, ///< a LIFO allocator was freed out of order
+    invalid_marker,    ///< a marker from another allocator, or newer than the current top
+    stale_handle,      ///< a handle whose slot has since been reused or freed
+    size_mismatch,     ///< a sized free named a size other than the allocated one
+    corruption,        ///< a fence or internal invariant was found broken
+    leak,              ///< an allocator was destroyed with live allocations
+    invalid_argument,  ///< a request outside the documented domain (reported only where noted)
 };
 
 /// Returns: a stable lower-case name for `kind`, e.g. "double_free".
@@ -31,9 +31,9 @@ enum class violation_kind {
 /// Everything a handler is told about one violation.
 struct violation {
     violation_kind kind;
-    const char* allocator;  ///< the reporting component, e.g. "strata::stack_allocator"
-    const void* pointer;    ///< the pointer (or marker position) involved, may be null
-    const char* message;    ///< one human sentence, static storage
+    const char* allocator; ///< the reporting component, e.g. "strata::stack_allocator"
+    const void* pointer;   ///< the pointer (or marker position) involved, may be null
+    const char* message;   ///< one human sentence, static storage
     strata::source_location where = strata::source_location::current();
 };
 

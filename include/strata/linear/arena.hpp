@@ -43,8 +43,8 @@ public:
         const arena* owner = nullptr;
         block_header* block = nullptr; // nullptr: the initial buffer (or nothing yet)
         std::byte* cur = nullptr;
-        std::size_t position = 0;      // in_use() when marked
-        std::size_t count = 0;         // live_allocations when marked
+        std::size_t position = 0; // in_use() when marked
+        std::size_t count = 0;    // live_allocations when marked
     };
 
     /// Effects: an arena over `buffer` that never grows. Requires: `buffer` outlives the arena.
@@ -134,8 +134,8 @@ public:
         walk_chain(head_, [&](std::byte* begin, std::byte* top, std::byte* end, std::size_t before) {
             if (top > begin) visit(block_info_t{before, static_cast<std::size_t>(top - begin), true});
             if (end > top) {
-                visit(block_info_t{before + static_cast<std::size_t>(top - begin), static_cast<std::size_t>(end - top),
-                                   false});
+                visit(block_info_t{before + static_cast<std::size_t>(top - begin),
+                                   static_cast<std::size_t>(end - top), false});
             }
         });
     }

@@ -48,7 +48,9 @@ public:
     /// Returns: the arena serving the current frame.
     [[nodiscard]] arena& current() noexcept { return arenas_[index_]; }
     /// Returns: the arena of the frame `age` frames ago (0 = current). Requires: age < N.
-    [[nodiscard]] const arena& frame(std::size_t age) const noexcept { return arenas_[(index_ + N - age) % N]; }
+    [[nodiscard]] const arena& frame(std::size_t age) const noexcept {
+        return arenas_[(index_ + N - age) % N];
+    }
 
     /// Returns: true when `p` lies in any of the N arenas (i.e. is still valid or recently freed).
     [[nodiscard]] bool owns(const void* p) const noexcept {
@@ -76,7 +78,8 @@ public:
 
 private:
     template <std::size_t... I>
-    static std::array<arena, N> make(source_ref source, const arena_options& options, std::index_sequence<I...>) {
+    static std::array<arena, N> make(source_ref source, const arena_options& options,
+                                     std::index_sequence<I...>) {
         return {((void)I, arena(source, options))...};
     }
     template <std::size_t... I>

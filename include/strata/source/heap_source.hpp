@@ -19,7 +19,7 @@ public:
         // Larger than any object can be: refuse before operator new sees it.
         if (!is_valid_request(size, align) || size > static_cast<std::size_t>(PTRDIFF_MAX)) return {};
         if (align < default_alignment) align = default_alignment;
-        void* p = ::operator new(size, std::align_val_t{align}, std::nothrow);
+        void* p = ::operator new (size, std::align_val_t{align}, std::nothrow);
         if (!p) return {};
         ++blocks_;
         bytes_ += size;
@@ -29,7 +29,7 @@ public:
     /// Effects: returns `b` to operator delete. Requires: `b` came from this source unchanged.
     void deallocate_block(memory_block b) noexcept {
         if (b.empty()) return;
-        ::operator delete(b.data, std::align_val_t{b.align});
+        ::operator delete (b.data, std::align_val_t{b.align});
         --blocks_;
         bytes_ -= b.size;
     }

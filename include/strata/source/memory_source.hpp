@@ -25,6 +25,8 @@ struct memory_block {
 /// A memory source: `allocate_block(size, align)` returns a block of at least `size` bytes aligned
 /// to `align` (the block may be larger: `size` is rounded up to the source's granularity), or an
 /// empty block; `deallocate_block(b)` takes back a block it returned, exactly as returned.
+// clang-format 14 mangles requires-expressions and requires-clauses; keep them as written.
+// clang-format off
 template <class S>
 concept memory_source = requires(S& s, std::size_t n, memory_block b) {
     { s.allocate_block(n, n) } noexcept -> std::same_as<memory_block>;
@@ -48,6 +50,7 @@ public:
           }),
           deallocate_([](void* s, memory_block b) noexcept { static_cast<S*>(s)->deallocate_block(b); }) {}
 
+    // clang-format on
     [[nodiscard]] memory_block allocate_block(std::size_t size, std::size_t align) const noexcept {
         return self_ ? allocate_(self_, size, align) : memory_block{};
     }

@@ -81,7 +81,8 @@ public:
     };
 
     /// Effects: reserves `reserve_bytes` of address space. Throws: std::system_error on failure.
-    explicit virtual_memory_source(std::size_t reserve_bytes) : virtual_memory_source(reserve_bytes, options{}) {}
+    explicit virtual_memory_source(std::size_t reserve_bytes)
+        : virtual_memory_source(reserve_bytes, options{}) {}
     virtual_memory_source(std::size_t reserve_bytes, options opts);
 
     /// Returns: a committed block of `size` rounded up to whole pages, aligned to max(align, page),
