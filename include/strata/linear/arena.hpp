@@ -7,6 +7,7 @@
 #include <span>
 
 #include "strata/core/align.hpp"
+#include "strata/core/allocator.hpp"
 #include "strata/core/config.hpp"
 #include "strata/core/poison.hpp"
 #include "strata/core/stats.hpp"
@@ -30,7 +31,7 @@ struct arena_options {
 
 /// A bump (linear) allocator.
 ///
-/// Hot path: one aligned bump and a bounds check, inline. Blocks from the source carry a 32-byte
+/// Hot path: one aligned bump and a bounds check, inline. Blocks from the source carry a 48-byte
 /// header at their front; the caller's initial buffer carries none. Not thread-safe: one arena per
 /// job or per thread. Bad input answers (all `nullptr` with no state change): size 0, a
 /// non-power-of-two alignment, a size that does not fit even in a fresh block.
@@ -132,20 +133,15 @@ public:
     template <class Visitor>
     void for_each_block(Visitor&& visit) const {
         walk_chain(head_, [&](std::byte* begin, std::byte* top, std::byte* end, std::size_t before) {
-            if (top > begin) visit(block_info_t{before, static_cast<std::size_t>(top - begin), true});
+            if (top > begin) visit(block_info{before, static_cast<std::size_t>(top - begin), true});
             if (end > top) {
-                visit(block_info_t{before + static_cast<std::size_t>(top - begin),
+                visit(block_info{before + static_cast<std::size_t>(top - begin),
                                    static_cast<std::size_t>(end - top), false});
             }
         });
     }
 
 private:
-    struct block_info_t {
-        std::size_t offset;
-        std::size_t size;
-        bool used;
-    };
     struct alignas(16) block_header {
         block_header* prev;      // older block in the chain (nullptr: the initial buffer is next)
         memory_block block;      // as the source returned it
