@@ -87,6 +87,10 @@ void* arena::allocate_slow(std::size_t size, std::size_t align) noexcept {
         if (want > room) return nullptr;
         const memory_block b = source_.allocate_block(want, alignof(block_header));
         if (b.empty()) return nullptr;
+        if (b.size > room) { // the source rounded the block up past the cap
+            source_.deallocate_block(b);
+            return nullptr;
+        }
         found = ::new (b.data) block_header{nullptr, b, 0, nullptr};
         poison(found + 1, b.size - sizeof(block_header));
         chain_bytes_ += b.size;
@@ -157,11 +161,13 @@ void arena::rewind(const marker& m) noexcept {
 
 void arena::reset() noexcept {
     note_peak();
+    std::byte* buffer_used_end = head_ ? buffer_top_ : cur_; // cur_ may be in a source block
     pop_to(nullptr);
     total_ += count_;
     count_ = 0;
     used_before_ = 0;
-    if (buffer_begin_) release_bytes(buffer_begin_, static_cast<std::size_t>(cur_ - buffer_begin_));
+    if (buffer_begin_)
+        release_bytes(buffer_begin_, static_cast<std::size_t>(buffer_used_end - buffer_begin_));
     cur_ = buffer_begin_;
     end_ = buffer_end_;
     buffer_top_ = buffer_begin_;

@@ -36,6 +36,7 @@ inline void unpoison(const void* p, std::size_t n) noexcept {
 /// Effects: at checks >= 2 fills [p, p+n) with the freed pattern; then poisons it for ASan.
 inline void release_bytes(void* p, std::size_t n) noexcept {
 #if STRATA_CHECKS >= 2
+    unpoison(p, n); // released ranges include padding that was never unpoisoned
     if (n) std::memset(p, fill_freed, n);
 #endif
     poison(p, n);

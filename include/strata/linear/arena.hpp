@@ -70,13 +70,15 @@ public:
     /// Complexity: O(1); a growth step calls the source once.
     [[nodiscard]] STRATA_ALWAYS_INLINE void* allocate(std::size_t size,
                                                       std::size_t align = default_alignment) noexcept {
+        // Round the address up directly: one op shorter on the cur_ dependency chain than adding
+        // a computed padding. align 0 rounds to 0 (< cur), wrap-arounds fail the ordered compares.
         const auto cur = reinterpret_cast<std::uintptr_t>(cur_);
-        const std::size_t pad = align_padding(cur, align);
-        const auto avail = static_cast<std::size_t>(end_ - cur_);
-        // size - 1 wraps for size 0, sending it to the slow path, which rejects it.
-        if (STRATA_LIKELY(is_pow2(align) && pad <= avail && size - 1 < avail - pad)) {
-            std::byte* p = cur_ + pad;
-            cur_ = p + size;
+        const std::uintptr_t aligned = (cur + (align - 1)) & ~(align - 1);
+        const std::uintptr_t top = aligned + size;
+        if (STRATA_LIKELY((align & (align - 1)) == 0 && aligned >= cur && top > aligned &&
+                          top <= reinterpret_cast<std::uintptr_t>(end_))) {
+            auto* p = reinterpret_cast<std::byte*>(aligned);
+            cur_ = reinterpret_cast<std::byte*>(top);
             ++count_;
             acquire_bytes(p, size);
             return p;
@@ -136,7 +138,7 @@ public:
             if (top > begin) visit(block_info{before, static_cast<std::size_t>(top - begin), true});
             if (end > top) {
                 visit(block_info{before + static_cast<std::size_t>(top - begin),
-                                   static_cast<std::size_t>(end - top), false});
+                                 static_cast<std::size_t>(end - top), false});
             }
         });
     }

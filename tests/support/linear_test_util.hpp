@@ -1,0 +1,202 @@
+#pragma once
+// Helpers shared by the linear-family tests (tests/linear/*_test.cpp): an over-aligned caller
+// buffer, a stats comparison that prints field names, a for_each_block collector, byte-pattern
+// checks and a memory source that counts (and can refuse) block requests.
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <new>
+#include <span>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "strata/core/config.hpp"
+#include "strata/core/stats.hpp"
+#include "strata/source/heap_source.hpp"
+#include "strata/source/memory_source.hpp"
+
+// reference_model.hpp trips -Wdangling-else (an ASSERT_* macro as the body of a brace-less if),
+// which -Werror builds reject; include it through here until it is fixed.
+#if defined(__GNUC__) || defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdangling-else"
+#endif
+#include "support/reference_model.hpp"
+#if defined(__GNUC__) || defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+
+namespace strata::test {
+
+/// Byte every aligned_buffer starts out filled with (so tests can tell "never touched" bytes).
+inline constexpr unsigned char untouched_byte = 0x5A;
+
+/// An owned byte buffer aligned to `align` (4096 by default, so offsets and addresses have the
+/// same alignment). Declare it before the allocator that uses it so it outlives the allocator.
+class aligned_buffer {
+public:
+    explicit aligned_buffer(std::size_t size, std::size_t align = 4096)
+        : size_(size), align_(align),
+          data_(static_cast<std::byte*>(::operator new (size == 0 ? 1 : size, std::align_val_t{align}))) {
+        std::memset(data_, untouched_byte, size);
+    }
+    ~aligned_buffer() { ::operator delete (data_, std::align_val_t{align_}); }
+    aligned_buffer(const aligned_buffer&) = delete;
+    aligned_buffer& operator=(const aligned_buffer&) = delete;
+
+    [[nodiscard]] std::byte* data() const noexcept { return data_; }
+    [[nodiscard]] std::size_t size() const noexcept { return size_; }
+    [[nodiscard]] std::byte* end() const noexcept { return data_ + size_; }
+    [[nodiscard]] std::span<std::byte> span() const noexcept { return {data_, size_}; }
+    [[nodiscard]] std::span<std::byte> span(std::size_t offset, std::size_t n) const noexcept {
+        return {data_ + offset, n};
+    }
+
+private:
+    std::size_t size_;
+    std::size_t align_;
+    std::byte* data_;
+};
+
+inline std::string describe(const stats& s) {
+    std::ostringstream os;
+    os << "{in_use " << s.in_use << ", peak " << s.peak << ", capacity " << s.capacity << ", live "
+       << s.live_allocations << ", total " << s.total_allocations << ", largest_free " << s.largest_free_block
+       << "}";
+    return os.str();
+}
+
+/// Succeeds when both snapshots are equal; otherwise names both in full.
+inline ::testing::AssertionResult same_stats(const stats& actual, const stats& expected) {
+    if (actual == expected) return ::testing::AssertionSuccess();
+    return ::testing::AssertionFailure()
+           << "stats differ:\n  actual   " << describe(actual) << "\n  expected " << describe(expected);
+}
+
+#define STRATA_EXPECT_SAME_STATS(actual, expected)                                                           \
+    EXPECT_TRUE(::strata::test::same_stats((actual), (expected)))
+#define STRATA_ASSERT_SAME_STATS(actual, expected)                                                           \
+    ASSERT_TRUE(::strata::test::same_stats((actual), (expected)))
+
+/// One extent reported by for_each_block, copied out of whatever type the allocator passes.
+struct extent {
+    std::size_t offset;
+    std::size_t size;
+    bool used;
+    friend bool operator==(const extent&, const extent&) = default;
+    friend std::ostream& operator<<(std::ostream& os, const extent& e) {
+        return os << "{" << e.offset << ", " << e.size << ", " << (e.used ? "used" : "free") << "}";
+    }
+};
+
+template <class A>
+std::vector<extent> extents_of(const A& a) {
+    std::vector<extent> out;
+    a.for_each_block([&](const auto& b) { out.push_back(extent{b.offset, b.size, b.used}); });
+    return out;
+}
+
+inline std::size_t total_size(const std::vector<extent>& v) {
+    std::size_t n = 0;
+    for (const extent& e : v)
+        n += e.size;
+    return n;
+}
+
+inline std::size_t used_size(const std::vector<extent>& v) {
+    std::size_t n = 0;
+    for (const extent& e : v)
+        n += e.used ? e.size : 0;
+    return n;
+}
+
+/// Fills [p, p+n) with a pattern derived from `seed`.
+inline void fill_pattern(void* p, std::size_t n, unsigned seed) noexcept {
+    auto* b = static_cast<unsigned char*>(p);
+    for (std::size_t i = 0; i < n; ++i)
+        b[i] = static_cast<unsigned char>((seed * 31u + i * 13u + 7u) & 0xFFu);
+}
+
+/// True when [p, p+n) still holds fill_pattern(p, n, seed).
+inline bool holds_pattern(const void* p, std::size_t n, unsigned seed) noexcept {
+    const auto* b = static_cast<const unsigned char*>(p);
+    for (std::size_t i = 0; i < n; ++i) {
+        if (b[i] != static_cast<unsigned char>((seed * 31u + i * 13u + 7u) & 0xFFu)) return false;
+    }
+    return true;
+}
+
+/// True when every byte of [p, p+n) equals `value`.
+inline bool all_bytes(const void* p, std::size_t n, unsigned char value) noexcept {
+    const auto* b = static_cast<const unsigned char*>(p);
+    for (std::size_t i = 0; i < n; ++i) {
+        if (b[i] != value) return false;
+    }
+    return true;
+}
+
+/// Returns `v` through a volatile, so the optimizer cannot propagate an absurd constant size into
+/// an inlined allocate() (GCC then warns -Wstringop-overflow about the 0xCD memset at checks 2 on
+/// a path that cannot run).
+inline std::size_t opaque(std::size_t v) noexcept {
+    volatile std::size_t x = v;
+    return x;
+}
+
+inline std::uintptr_t addr(const void* p) noexcept { return reinterpret_cast<std::uintptr_t>(p); }
+
+/// True when `p` is a multiple of `align`.
+inline bool aligned_to(const void* p, std::size_t align) noexcept { return addr(p) % align == 0; }
+
+/// A memory source over heap_source that records every request and refuses requests above a limit
+/// (returning an empty block without calling the heap), so tests can observe and provoke growth.
+class counting_source {
+public:
+    explicit counting_source(std::size_t refuse_above = std::numeric_limits<std::size_t>::max())
+        : refuse_above_(refuse_above) {
+        requests_.reserve(1024);
+    }
+
+    [[nodiscard]] memory_block allocate_block(std::size_t size, std::size_t align) noexcept {
+        if (requests_.size() < requests_.capacity()) requests_.push_back(size);
+        ++calls_;
+        if (size > refuse_above_) {
+            ++refused_;
+            return {};
+        }
+        return heap_.allocate_block(size, align);
+    }
+    void deallocate_block(memory_block b) noexcept { heap_.deallocate_block(b); }
+
+    [[nodiscard]] const std::vector<std::size_t>& requests() const noexcept { return requests_; }
+    [[nodiscard]] std::size_t calls() const noexcept { return calls_; }
+    [[nodiscard]] std::size_t refused() const noexcept { return refused_; }
+    [[nodiscard]] std::size_t outstanding_blocks() const noexcept { return heap_.outstanding_blocks(); }
+    [[nodiscard]] std::size_t outstanding_bytes() const noexcept { return heap_.outstanding_bytes(); }
+
+private:
+    heap_source heap_;
+    std::size_t refuse_above_;
+    std::vector<std::size_t> requests_;
+    std::size_t calls_ = 0;
+    std::size_t refused_ = 0;
+};
+
+/// True when a huge operator new may be asked for and answer nullptr. Under AddressSanitizer that
+/// needs ASAN_OPTIONS=allocator_may_return_null=1 (the asan test preset sets it); otherwise ASan
+/// reports "requested allocation size exceeds maximum supported size" and aborts.
+inline bool huge_new_returns_null() noexcept {
+#if STRATA_ASAN
+    const char* options = std::getenv("ASAN_OPTIONS");
+    return options != nullptr && std::strstr(options, "allocator_may_return_null=1") != nullptr;
+#else
+    return true;
+#endif
+}
+
+} // namespace strata::test
