@@ -894,7 +894,7 @@ TEST(arena_heap, abandoned_block_tails_are_not_in_use) {
 // Fix: keep a running offset in for_each_block instead of `before`: visit the used extent at
 // `offset`, the free one at `offset + (top - begin)`, then `offset += end - begin`.
 TEST(arena_heap, for_each_block_extents_do_not_overlap) {
-    GTEST_SKIP() << "BUG: arena::for_each_block offsets overlap across blocks";
+    // fixed: "BUG: arena::for_each_block offsets overlap across blocks";
     strata::heap_source src;
     arena a(src, small_blocks(1024));
     for (int i = 0; i < 12; ++i)

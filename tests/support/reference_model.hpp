@@ -27,7 +27,9 @@ public:
         ASSERT_NE(p, nullptr);
         ASSERT_EQ(reinterpret_cast<std::uintptr_t>(p) % align, 0u) << "misaligned for " << align;
         auto next = live_.lower_bound(p);
-        if (next != live_.end()) ASSERT_LE(p + size, next->second.p) << "overlaps the next live block";
+        if (next != live_.end()) {
+            ASSERT_LE(p + size, next->second.p) << "overlaps the next live block";
+        }
         if (next != live_.begin()) {
             auto prev = std::prev(next);
             ASSERT_LE(prev->second.p + prev->second.size, p) << "overlaps the previous live block";

@@ -134,12 +134,12 @@ public:
     /// offsets count bytes from the start of the first block across the chain.
     template <class Visitor>
     void for_each_block(Visitor&& visit) const {
-        walk_chain(head_, [&](std::byte* begin, std::byte* top, std::byte* end, std::size_t before) {
-            if (top > begin) visit(block_info{before, static_cast<std::size_t>(top - begin), true});
-            if (end > top) {
-                visit(block_info{before + static_cast<std::size_t>(top - begin),
-                                 static_cast<std::size_t>(end - top), false});
-            }
+        std::size_t offset = 0; // running, so extents of chained blocks never overlap
+        walk_chain(head_, [&](std::byte* begin, std::byte* top, std::byte* end, std::size_t) {
+            const auto used = static_cast<std::size_t>(top - begin);
+            if (used) visit(block_info{offset, used, true});
+            if (end > top) visit(block_info{offset + used, static_cast<std::size_t>(end - top), false});
+            offset += static_cast<std::size_t>(end - begin);
         });
     }
 
