@@ -98,7 +98,7 @@ struct arena_vm_case {
 
 struct stack_case {
     // An odd top followed by align < 8 trips the misaligned-header BUG (stack_allocator_test.cpp).
-    static constexpr bool odd_top_ok = false;
+    static constexpr bool odd_top_ok = true;
     struct fixture {
         aligned_buffer buf{kCap};
         strata::stack_allocator alloc{buf.span()};

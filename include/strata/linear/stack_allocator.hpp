@@ -3,6 +3,7 @@
 // markers for scopes. Each allocation carries a 16-byte header that remembers the previous top.
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <span>
 
@@ -50,9 +51,9 @@ public:
         if (STRATA_UNLIKELY(!is_pow2(align) || pad > avail || size - 1 >= avail - pad)) return nullptr;
         std::byte* p = cur_ + pad;
         unpoison(p - header_size, header_size);
-        auto* h = reinterpret_cast<header*>(p - header_size);
-        h->prev_top = static_cast<std::size_t>(cur_ - base_);
-        h->prev_last = last_;
+        // memcpy: with alignments below 8 the header may sit at an unaligned address.
+        const header h{static_cast<std::size_t>(cur_ - base_), last_};
+        std::memcpy(p - header_size, &h, header_size);
         last_ = static_cast<std::size_t>(p - base_) + 1;
         cur_ = p + size;
         ++count_;
@@ -69,9 +70,9 @@ public:
             report_bad_free(p);
             return;
         }
-        auto* h = reinterpret_cast<header*>(b - header_size);
-        std::byte* top = base_ + h->prev_top;
-        last_ = h->prev_last;
+        const header h = read_header(b);
+        std::byte* top = base_ + h.prev_top;
+        last_ = h.prev_last;
         release_bytes(top, static_cast<std::size_t>(cur_ - top));
         cur_ = top;
         --count_;
@@ -110,10 +111,10 @@ public:
     void for_each_block(Visitor&& visit) const {
         std::size_t end = in_use();
         for (std::size_t last = last_; last != 0;) {
-            const auto* h = reinterpret_cast<const header*>(base_ + (last - 1) - header_size);
-            visit(block_info{h->prev_top, end - h->prev_top, true});
-            end = h->prev_top;
-            last = h->prev_last;
+            const header h = read_header(base_ + (last - 1));
+            visit(block_info{h.prev_top, end - h.prev_top, true});
+            end = h.prev_top;
+            last = h.prev_last;
         }
         if (end_ > cur_) visit(block_info{in_use(), static_cast<std::size_t>(end_ - cur_), false});
     }
@@ -124,6 +125,11 @@ private:
         std::size_t prev_last;
     };
     static_assert(sizeof(header) == header_size);
+    static header read_header(const std::byte* p) noexcept {
+        header h;
+        std::memcpy(&h, p - header_size, header_size);
+        return h;
+    }
 
     void report_bad_free(void* p) const noexcept;
 
