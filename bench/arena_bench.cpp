@@ -18,8 +18,6 @@
 //    counted are the instructions timed.
 //  - items_processed = requests, so Google Benchmark reports requests per second; bench/ratios.py
 //    turns the medians into ns per request and ratios.
-#include <benchmark/benchmark.h>
-
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -30,6 +28,8 @@
 #include <string>
 #include <tuple>
 #include <vector>
+
+#include <benchmark/benchmark.h>
 
 #include "strata/adapt/pmr_resource.hpp"
 #include "strata/core/config.hpp"
@@ -183,7 +183,8 @@ BENCH_KERNEL void malloc_loop(void** ptrs, std::size_t n) {
     }
 }
 BENCH_KERNEL void free_loop(void** ptrs, std::size_t n) {
-    for (std::size_t i = 0; i < n; ++i) std::free(ptrs[i]);
+    for (std::size_t i = 0; i < n; ++i)
+        std::free(ptrs[i]);
 }
 
 // --------------------------------------------------------------------------------------------------
@@ -194,10 +195,11 @@ BENCH_KERNEL void free_loop(void** ptrs, std::size_t n) {
 class page_buffer {
 public:
     explicit page_buffer(std::size_t size)
-        : data_(static_cast<std::byte*>(::operator new(size, std::align_val_t{buffer_alignment}))), size_(size) {
+        : data_(static_cast<std::byte*>(::operator new (size, std::align_val_t{buffer_alignment}))),
+          size_(size) {
         std::memset(data_, 0, size_);
     }
-    ~page_buffer() { ::operator delete(data_, std::align_val_t{buffer_alignment}); }
+    ~page_buffer() { ::operator delete (data_, std::align_val_t{buffer_alignment}); }
     page_buffer(const page_buffer&) = delete;
     page_buffer& operator=(const page_buffer&) = delete;
     [[nodiscard]] std::span<std::byte> span() const noexcept { return {data_, size_}; }

@@ -13,14 +13,14 @@
 // Bench files register count kernels with strata_bench::register_count_kernel (declare it in the
 // file, as arena_bench.cpp does). Only this file defines main(): other bench files must not use
 // BENCHMARK_MAIN().
-#include <benchmark/benchmark.h>
-
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <string>
+
+#include <benchmark/benchmark.h>
 
 namespace strata_bench {
 
@@ -77,7 +77,8 @@ int count_mode(int argc, char** argv) {
 int main(int argc, char** argv) {
     for (int i = 1; i < argc; ++i) {
         if (std::strcmp(argv[i], "--strata_list") == 0) {
-            for (const auto& entry : strata_bench::count_registry()) std::printf("%s\n", entry.first.c_str());
+            for (const auto& entry : strata_bench::count_registry())
+                std::printf("%s\n", entry.first.c_str());
             return 0;
         }
         if (flag_value(argv[i], "--strata_count")) return count_mode(argc, argv);

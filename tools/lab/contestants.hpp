@@ -286,9 +286,9 @@ inline const registry& builtin_registry() {
             "glibc malloc/free (aligned_alloc above 16-byte alignment); every block freed at frame end"));
         reg.add(make_contestant<pmr_monotonic_adapter>(
             "pmr_monotonic", "std::pmr::monotonic_buffer_resource over new/delete; release() each frame"));
-        reg.add(
-            make_contestant<arena_heap_adapter>("arena", "strata::arena growing from a heap_source (64 KiB "
-                                                         "first block, keeps blocks); reset() each frame"));
+        reg.add(make_contestant<arena_heap_adapter>("arena",
+                                                    "strata::arena growing from a heap_source (64 KiB "
+                                                    "first block, keeps blocks); reset() each frame"));
         reg.add(make_contestant<arena_buffer_adapter>(
             "arena_buffer",
             "strata::arena over one fixed buffer sized for the worst frame; reset() each frame"));
