@@ -4,7 +4,8 @@
 
 STRATA_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 STRATA_JOBS="${STRATA_JOBS:-2}"
-STRATA_DEB_PACKAGES=(cmake g++ make libgtest-dev libbenchmark-dev libcli11-dev clang)
+STRATA_DEB_PACKAGES=(cmake g++ make libgtest-dev libbenchmark-dev libcli11-dev clang libboost-dev
+    libmimalloc-dev libjemalloc-dev libgoogle-perftools-dev libtbb-dev libplf-colony-dev libzstd-dev python3)
 
 strata_log() { printf 'strata: %s\n' "$*" >&2; }
 

@@ -1,0 +1,172 @@
+// strata-churn: runs the W1/W2/W3 churn workloads through the registered contenders.
+//
+//   strata-churn [--workload w1,w2,w3] [--only NAME,...] [--label NAME] [--pairs N] [--repeats R]
+//                [--latency-runs K] [--warmup W] [--seed S] [--jsonl FILE] [--list]
+//
+// Per (contender, workload) it prints ns per free+allocate pair (median of R throughput passes, no
+// per-call timers) and per-call latency percentiles: "raw" from one timed pass, "filtered" as the
+// per-operation minimum over K identical passes (this VM stalls at random; a stall hits one pass,
+// not all K, so the minimum removes it while a tail the allocator itself produces survives).
+// `--label` renames the "malloc" contender (bench/churn/peers.sh sets it to the LD_PRELOADed malloc).
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "churn.hpp"
+
+namespace {
+
+using namespace strata::churn;
+
+std::vector<std::string> split(const std::string& s) {
+    std::vector<std::string> out;
+    std::stringstream in(s);
+    for (std::string item; std::getline(in, item, ',');)
+        if (!item.empty()) out.push_back(item);
+    return out;
+}
+
+struct tail {
+    double p50 = 0, p99 = 0, p999 = 0, p9999 = 0, max = 0;
+};
+
+tail percentiles(std::vector<std::uint32_t> ticks, const strata::lab::calibration& cal) {
+    tail t;
+    if (ticks.empty()) return t;
+    std::sort(ticks.begin(), ticks.end());
+    auto at = [&](double q) {
+        const auto i = static_cast<std::size_t>(q * static_cast<double>(ticks.size() - 1));
+        return cal.net_ns(ticks[i]);
+    };
+    t.p50 = at(0.50);
+    t.p99 = at(0.99);
+    t.p999 = at(0.999);
+    t.p9999 = at(0.9999);
+    t.max = cal.net_ns(ticks.back());
+    return t;
+}
+
+std::string tail_json(const tail& t) {
+    char buf[256];
+    std::snprintf(buf, sizeof buf, R"({"p50":%.1f,"p99":%.1f,"p99.9":%.1f,"p99.99":%.1f,"max":%.1f})", t.p50,
+                  t.p99, t.p999, t.p9999, t.max);
+    return buf;
+}
+
+int usage(const char* argv0) {
+    std::fprintf(
+        stderr,
+        "usage: %s [--workload w1,w2,w3] [--only NAME,...] [--label NAME] [--pairs N] [--repeats R]\n"
+        "          [--latency-runs K] [--warmup W] [--seed S] [--jsonl FILE] [--list]\n",
+        argv0);
+    return 2;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    std::vector<std::string> workloads{"w1", "w2", "w3"};
+    std::vector<std::string> only;
+    std::string label = "malloc";
+    std::string jsonl;
+    std::size_t pairs = default_pairs;
+    std::uint64_t seed = default_seed;
+    int repeats = 5, latency_runs = 5, warmup = 1;
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        auto value = [&]() -> std::string {
+            if (i + 1 >= argc) {
+                std::fprintf(stderr, "strata-churn: %s needs a value\n", a.c_str());
+                std::exit(2);
+            }
+            return argv[++i];
+        };
+        if (a == "--workload")
+            workloads = split(value());
+        else if (a == "--only")
+            only = split(value());
+        else if (a == "--label")
+            label = value();
+        else if (a == "--pairs")
+            pairs = std::stoull(value());
+        else if (a == "--repeats")
+            repeats = std::stoi(value());
+        else if (a == "--latency-runs")
+            latency_runs = std::stoi(value());
+        else if (a == "--warmup")
+            warmup = std::stoi(value());
+        else if (a == "--seed")
+            seed = std::stoull(value(), nullptr, 0);
+        else if (a == "--jsonl")
+            jsonl = value();
+        else if (a == "--list") {
+            for (const auto& c : registry())
+                std::printf("%-22s %s\n", c.name.c_str(), c.description.c_str());
+            return 0;
+        } else
+            return usage(argv[0]);
+    }
+    if (pairs == 0 || repeats < 1 || latency_runs < 0 || warmup < 0) return usage(argv[0]);
+
+    const auto cal = strata::lab::calibrate();
+    std::ofstream json_out;
+    if (!jsonl.empty()) json_out.open(jsonl, std::ios::app);
+
+    std::printf("%-16s %-3s %9s %9s | %-38s | %-38s\n", "contender", "wl", "ns/pair", "min",
+                "alloc ns p50/p99/p99.99 filt (raw p99.99)", "free ns p50/p99/p99.99 filt (raw p99.99)");
+    int status = 0;
+    for (const auto& wname : workloads) {
+        workload w;
+        try {
+            w = make_workload(wname, pairs, seed);
+        } catch (const std::exception& e) {
+            std::fprintf(stderr, "%s\n", e.what());
+            return 2;
+        }
+        for (const auto& c : registry()) {
+            if (!only.empty() && std::find(only.begin(), only.end(), c.name) == only.end()) continue;
+            if (!c.accepts(w)) continue;
+            const std::string name = c.name == "malloc" ? label : c.name;
+            std::vector<double> seconds;
+            std::vector<std::uint32_t> at, ft, raw_a, raw_f;
+            try {
+                c.run(w, warmup, repeats, latency_runs, seconds, at, ft, [&](int k) {
+                    if (k == 0) {
+                        raw_a = at;
+                        raw_f = ft;
+                    }
+                });
+            } catch (const std::exception& e) {
+                std::printf("%-16s %-3s FAILED: %s\n", name.c_str(), w.name.c_str(), e.what());
+                status = 1;
+                continue;
+            }
+            std::sort(seconds.begin(), seconds.end());
+            const double per = 1e9 / static_cast<double>(w.pairs.size());
+            const double median = seconds[seconds.size() / 2] * per, best = seconds.front() * per;
+            const tail fa = percentiles(at, cal), ff = percentiles(ft, cal);
+            const tail ra = percentiles(raw_a, cal), rf = percentiles(raw_f, cal);
+            char a_col[64], f_col[64];
+            std::snprintf(a_col, sizeof a_col, "%.0f/%.0f/%.0f (%.0f)", fa.p50, fa.p99, fa.p9999, ra.p9999);
+            std::snprintf(f_col, sizeof f_col, "%.0f/%.0f/%.0f (%.0f)", ff.p50, ff.p99, ff.p9999, rf.p9999);
+            std::printf("%-16s %-3s %9.2f %9.2f | %-38s | %-38s\n", name.c_str(), w.name.c_str(), median,
+                        best, a_col, f_col);
+            std::fflush(stdout);
+            if (json_out) {
+                json_out << R"({"contender":")" << name << R"(","workload":")" << w.name << R"(","pairs":)"
+                         << w.pairs.size() << R"(,"ns_per_pair":)" << median << R"(,"ns_per_pair_min":)"
+                         << best << R"(,"latency_runs":)" << latency_runs << R"(,"alloc_filtered":)"
+                         << tail_json(fa) << R"(,"free_filtered":)" << tail_json(ff) << R"(,"alloc_raw":)"
+                         << tail_json(ra) << R"(,"free_raw":)" << tail_json(rf) << R"(,"timer_overhead_ns":)"
+                         << cal.overhead_ns() << "}\n";
+            }
+        }
+    }
+    return status;
+}
