@@ -1,0 +1,14 @@
+# tests/trace: the trace reader always; the recorder round trip only where libstrata_trace.so is
+# built (not in sanitizer builds: a sanitized preload library cannot load into a plain program).
+if(TARGET strata_trace_io)
+    target_link_libraries(${target} PRIVATE strata_trace_io)
+    target_compile_definitions(${target} PRIVATE STRATA_TRACE_HAVE_IO=1)
+endif()
+if(TARGET strata_trace)
+    add_executable(strata_trace_victim "${CMAKE_CURRENT_LIST_DIR}/victim/victim.cpp")
+    target_link_libraries(strata_trace_victim PRIVATE Threads::Threads)
+    set_target_properties(strata_trace_victim PROPERTIES CXX_EXTENSIONS OFF)
+    add_dependencies(${target} strata_trace strata_trace_victim)
+    target_compile_definitions(${target} PRIVATE STRATA_TRACE_LIB="$<TARGET_FILE:strata_trace>"
+                                                 STRATA_TRACE_VICTIM="$<TARGET_FILE:strata_trace_victim>")
+endif()

@@ -1,0 +1,328 @@
+// Trace reader (always) and the LD_PRELOAD recorder round trip (where libstrata_trace.so is built).
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#if defined(STRATA_TRACE_HAVE_IO)
+#include <zstd.h>
+
+#include "trace_reader.hpp"
+
+namespace {
+
+using namespace strata::trace;
+
+std::string temp_path(const std::string& name) {
+    return testing::TempDir() + "strata_trace_" + std::to_string(::getpid()) + "_" + name;
+}
+
+/// Writes a trace file from chunks (each a list of records), one zstd frame per `frames` group.
+void write_trace(const std::string& path, const std::vector<std::vector<record>>& chunks) {
+    std::string plain;
+    for (const auto& c : chunks) {
+        const chunk_header h{chunk_magic, static_cast<std::uint32_t>(c.size())};
+        plain.append(reinterpret_cast<const char*>(&h), sizeof h);
+        plain.append(reinterpret_cast<const char*>(c.data()), c.size() * sizeof(record));
+    }
+    std::string packed(ZSTD_compressBound(plain.size()), '\0');
+    packed.resize(ZSTD_compress(packed.data(), packed.size(), plain.data(), plain.size(), 3));
+    file_header fh{};
+    std::memcpy(fh.magic, file_magic, sizeof fh.magic);
+    fh.version = format_version;
+    fh.header_bytes = sizeof fh;
+    fh.record_bytes = sizeof(record);
+    std::ofstream out(path, std::ios::binary);
+    out.write(reinterpret_cast<const char*>(&fh), sizeof fh);
+    out.write(packed.data(), static_cast<std::streamsize>(packed.size()));
+}
+
+record rec(std::uint64_t seq, op kind, std::uint64_t id, std::uint64_t size = 0, std::uint32_t thread = 1) {
+    record r{};
+    r.seq = seq;
+    r.kind = static_cast<std::uint8_t>(kind);
+    r.id = id;
+    r.size = size;
+    r.thread = thread;
+    return r;
+}
+
+std::vector<record> read_all(const std::string& path, reader_stats* stats = nullptr) {
+    trace_reader reader(path);
+    std::vector<record> out;
+    for (record r; reader.next(r);)
+        out.push_back(r);
+    if (stats != nullptr) *stats = reader.stats();
+    EXPECT_TRUE(stats != nullptr || !reader.stats().truncated) << path << " is truncated";
+    return out;
+}
+
+} // namespace
+
+TEST(TraceReader, ReordersChunksBySequence) {
+    const std::string path = temp_path("reorder.st");
+    // Thread 2's chunk (seq 1, 3) reaches the file before thread 1's (seq 0, 2, 4).
+    write_trace(path, {{rec(1, op::malloc, 2, 64, 2), rec(3, op::free, 2, 0, 2)},
+                       {rec(0, op::malloc, 1, 32), rec(2, op::free, 1), rec(4, op::calloc, 3, 8)}});
+    reader_stats stats;
+    const auto records = read_all(path, &stats);
+    ASSERT_EQ(records.size(), 5u);
+    for (std::size_t i = 0; i < records.size(); ++i)
+        EXPECT_EQ(records[i].seq, i);
+    EXPECT_EQ(records[1].thread, 2u);
+    EXPECT_EQ(stats.gaps, 0u);
+    EXPECT_EQ(stats.chunks, 2u);
+    std::remove(path.c_str());
+}
+
+TEST(TraceReader, CountsGaps) {
+    const std::string path = temp_path("gaps.st");
+    write_trace(path, {{rec(0, op::malloc, 1, 32), rec(3, op::free, 1)}});
+    reader_stats stats;
+    const auto records = read_all(path, &stats);
+    ASSERT_EQ(records.size(), 2u);
+    EXPECT_EQ(stats.gaps, 2u);
+    std::remove(path.c_str());
+}
+
+TEST(TraceReader, BadFilesAreClearErrors) {
+    EXPECT_THROW(trace_reader("/nonexistent/strata.st"), std::runtime_error);
+    const std::string path = temp_path("garbage.st");
+    {
+        std::ofstream out(path, std::ios::binary);
+        out << std::string(200, 'x');
+    }
+    try {
+        trace_reader r(path);
+        FAIL() << "garbage accepted";
+    } catch (const std::runtime_error& e) {
+        EXPECT_NE(std::string(e.what()).find("not a strata trace"), std::string::npos) << e.what();
+    }
+    // A valid header followed by a cut-off stream.
+    write_trace(path, {{rec(0, op::malloc, 1, 32), rec(1, op::free, 1)}});
+    std::string bytes;
+    {
+        std::ifstream in(path, std::ios::binary);
+        bytes.assign(std::istreambuf_iterator<char>(in), {});
+    }
+    {
+        std::ofstream out(path, std::ios::binary | std::ios::trunc);
+        out.write(bytes.data(), static_cast<std::streamsize>(bytes.size() - 10));
+    }
+    reader_stats stats;
+    EXPECT_NO_THROW(read_all(path, &stats));
+    EXPECT_TRUE(stats.truncated);
+    // Garbage where the zstd stream should be.
+    {
+        std::ofstream out(path, std::ios::binary | std::ios::trunc);
+        out.write(bytes.data(), sizeof(file_header));
+        out << std::string(64, 'z');
+    }
+    EXPECT_THROW(read_all(path), std::runtime_error);
+    std::remove(path.c_str());
+}
+
+#if defined(STRATA_TRACE_LIB)
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char** environ;
+
+namespace {
+
+/// Runs the victim in `mode` under the recorder writing to `out`. Returns: its exit status.
+int run_victim(const std::string& mode, const std::string& out) {
+    std::vector<std::string> env_storage;
+    for (char** e = environ; *e != nullptr; ++e)
+        if (std::strncmp(*e, "LD_PRELOAD=", 11) != 0 && std::strncmp(*e, "STRATA_TRACE_OUT=", 17) != 0)
+            env_storage.emplace_back(*e);
+    env_storage.push_back(std::string("LD_PRELOAD=") + STRATA_TRACE_LIB);
+    env_storage.push_back("STRATA_TRACE_OUT=" + out);
+    std::vector<char*> envp;
+    for (auto& s : env_storage)
+        envp.push_back(s.data());
+    envp.push_back(nullptr);
+    std::string exe = STRATA_TRACE_VICTIM;
+    std::vector<char*> argv{exe.data(), const_cast<char*>(mode.c_str()), nullptr};
+    pid_t pid = 0;
+    if (posix_spawn(&pid, exe.c_str(), nullptr, nullptr, argv.data(), envp.data()) != 0) return -1;
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/// Checks what every trace must satisfy: dense sequence, frees and reallocs name live blocks, no
+/// id allocated twice. Returns: the records.
+std::vector<record> read_consistent(const std::string& path, const std::set<std::uint64_t>& inherited = {}) {
+    reader_stats stats;
+    auto records = read_all(path, &stats);
+    EXPECT_EQ(stats.gaps, 0u) << path;
+    std::set<std::uint64_t> live(inherited), seen(inherited);
+    for (const record& r : records) {
+        const auto kind = static_cast<op>(r.kind);
+        if (kind == op::free) {
+            EXPECT_EQ(live.erase(r.id), 1u) << "free of a block that is not live, seq " << r.seq;
+            continue;
+        }
+        if (kind == op::realloc && r.old_id != 0 && (r.flags & flag_failed) == 0) {
+            EXPECT_EQ(live.erase(r.old_id), 1u) << "realloc of a block that is not live, seq " << r.seq;
+        }
+        if (r.id != 0) {
+            EXPECT_TRUE(seen.insert(r.id).second) << "id reused, seq " << r.seq;
+            live.insert(r.id);
+        }
+    }
+    return records;
+}
+
+std::vector<record> with_size(const std::vector<record>& rs, std::uint64_t size) {
+    std::vector<record> out;
+    for (const auto& r : rs)
+        if (r.size == size) out.push_back(r);
+    return out;
+}
+
+const record* find_free(const std::vector<record>& rs, std::uint64_t id) {
+    for (const auto& r : rs)
+        if (static_cast<op>(r.kind) == op::free && r.id == id) return &r;
+    return nullptr;
+}
+
+} // namespace
+
+TEST(TraceRecorder, RecordsEveryEntryPoint) {
+    const std::string out = temp_path("basic.st");
+    std::remove(out.c_str());
+    ASSERT_EQ(run_victim("basic", out), 0);
+    const auto rs = read_consistent(out);
+    struct expect {
+        std::uint64_t size;
+        op kind;
+        unsigned log2_align;
+    };
+    const expect calls[] = {{100001, op::malloc, 0},          {100020, op::calloc, 0},
+                            {100003, op::realloc, 0},         {100032, op::aligned_alloc, 6},
+                            {100005, op::posix_memalign, 12}, {100006, op::memalign, 5},
+                            {100007, op::valloc, 12},         {100008, op::realloc, 0}};
+    std::map<std::uint64_t, record> by_size;
+    for (const expect& e : calls) {
+        const auto m = with_size(rs, e.size);
+        ASSERT_EQ(m.size(), 1u) << "size " << e.size;
+        EXPECT_EQ(static_cast<op>(m[0].kind), e.kind) << "size " << e.size;
+        EXPECT_EQ(m[0].log2_align, e.log2_align) << "size " << e.size;
+        EXPECT_NE(m[0].id, 0u);
+        by_size[e.size] = m[0];
+    }
+    EXPECT_EQ(by_size[100003].old_id, by_size[100001].id); // realloc(a) names a's id
+    EXPECT_EQ(by_size[100008].old_id, 0u);                 // realloc(nullptr, n)
+    // Program order on one thread: each call's seq follows the previous one's.
+    for (std::size_t i = 1; i < std::size(calls); ++i)
+        EXPECT_LT(by_size[calls[i - 1].size].seq, by_size[calls[i].size].seq);
+    // Every block but the one realloc consumed is freed, after its allocation, on the same thread.
+    for (const expect& e : calls) {
+        if (e.size == 100001) continue;
+        const record* f = find_free(rs, by_size[e.size].id);
+        ASSERT_NE(f, nullptr) << "size " << e.size;
+        EXPECT_GT(f->seq, by_size[e.size].seq);
+        EXPECT_EQ(f->thread, by_size[e.size].thread);
+    }
+    EXPECT_EQ(find_free(rs, by_size[100001].id), nullptr);
+    std::remove(out.c_str());
+}
+
+TEST(TraceRecorder, ThreadsKeepPerThreadOrderAndCrossThreadFrees) {
+    const std::string out = temp_path("threads.st");
+    std::remove(out.c_str());
+    ASSERT_EQ(run_victim("threads", out), 0);
+    const auto rs = read_consistent(out);
+    std::set<std::uint32_t> workers;
+    for (std::uint64_t t = 0; t < 4; ++t) {
+        const auto allocs = with_size(rs, 100100 + t);
+        ASSERT_EQ(allocs.size(), 2000u);
+        for (const auto& a : allocs) {
+            const record* f = find_free(rs, a.id);
+            ASSERT_NE(f, nullptr);
+            EXPECT_EQ(f->thread, a.thread);
+        }
+        workers.insert(allocs[0].thread);
+    }
+    EXPECT_EQ(workers.size(), 4u);
+    const auto produced = with_size(rs, 100200);
+    ASSERT_EQ(produced.size(), 3000u);
+    std::size_t cross = 0;
+    for (const auto& a : produced) {
+        const record* f = find_free(rs, a.id);
+        ASSERT_NE(f, nullptr);
+        EXPECT_GT(f->seq, a.seq);
+        cross += f->thread != a.thread;
+    }
+    EXPECT_EQ(cross, 3000u);
+    std::remove(out.c_str());
+}
+
+TEST(TraceRecorder, ForkChildWritesItsOwnFile) {
+    const std::string out = temp_path("fork.st");
+    std::remove(out.c_str());
+    ASSERT_EQ(run_victim("fork", out), 0);
+    const auto parent = read_consistent(out);
+    const auto shared = with_size(parent, 100666);
+    ASSERT_EQ(shared.size(), 1u);
+    EXPECT_NE(find_free(parent, shared[0].id), nullptr);
+    EXPECT_TRUE(with_size(parent, 100777).empty());
+    // The child claimed OUT.<pid>: find it.
+    std::string child_path;
+    const std::string prefix = out + ".";
+    FILE* ls = popen(("ls " + prefix + "* 2>/dev/null").c_str(), "r");
+    ASSERT_NE(ls, nullptr);
+    char line[4096];
+    if (std::fgets(line, sizeof line, ls) != nullptr) {
+        child_path = line;
+        child_path.erase(child_path.find_last_not_of('\n') + 1);
+    }
+    pclose(ls);
+    ASSERT_FALSE(child_path.empty()) << "no child trace next to " << out;
+    // The child's file continues the parent's ids: the inherited block is freed there too.
+    const auto child = read_all(child_path);
+    ASSERT_EQ(with_size(child, 100777).size(), 1u);
+    EXPECT_NE(find_free(child, shared[0].id), nullptr);
+    std::remove(child_path.c_str());
+    std::remove(out.c_str());
+}
+
+TEST(TraceRecorder, ExecCompletesTheStream) {
+    const std::string out = temp_path("exec.st");
+    std::remove(out.c_str());
+    ASSERT_EQ(run_victim("exec", out), 0);
+    const auto before = read_consistent(out);
+    EXPECT_EQ(with_size(before, 100555).size(), 1u);
+    // The exec'd image (same pid) recorded "basic" into OUT.<pid>.
+    std::string next;
+    FILE* ls = popen(("ls " + out + ".* 2>/dev/null").c_str(), "r");
+    ASSERT_NE(ls, nullptr);
+    char line[4096];
+    if (std::fgets(line, sizeof line, ls) != nullptr) {
+        next = line;
+        next.erase(next.find_last_not_of('\n') + 1);
+    }
+    pclose(ls);
+    ASSERT_FALSE(next.empty());
+    const auto after = read_consistent(next);
+    EXPECT_EQ(with_size(after, 100001).size(), 1u);
+    std::remove(next.c_str());
+    std::remove(out.c_str());
+}
+#endif // STRATA_TRACE_LIB
+
+#else
+TEST(TraceReader, NotBuilt) {
+    GTEST_SKIP() << "strata_trace_io is not part of this build (libzstd-dev missing)";
+}
+#endif // STRATA_TRACE_HAVE_IO
