@@ -1,0 +1,321 @@
+#pragma once
+// Out-of-line members of free_list. Included by free_list.hpp; explicitly instantiated for the three
+// policies in src/heap/free_list.cpp.
+#include <algorithm>
+#include <new>
+
+#include "strata/heap/free_list.hpp"
+
+namespace strata {
+
+namespace detail {
+inline constexpr const char* free_list_name = "strata::free_list";
+[[nodiscard]] inline bool below(const void* a, const void* b) noexcept {
+    return reinterpret_cast<std::uintptr_t>(a) < reinterpret_cast<std::uintptr_t>(b);
+}
+} // namespace detail
+
+template <class Policy>
+bool free_list<Policy>::add_pool(std::span<std::byte> pool) noexcept {
+    if (pool.data() == nullptr) return false;
+    const auto raw = reinterpret_cast<std::uintptr_t>(pool.data());
+    const std::uintptr_t begin = (raw + (alignment - 1)) & ~std::uintptr_t{alignment - 1};
+    const std::uintptr_t end = (raw + pool.size()) & ~std::uintptr_t{alignment - 1};
+    if (end < raw || end <= begin) return false;
+    const std::size_t bytes = end - begin;
+    if (bytes < pool_overhead + header_size + min_payload || bytes >= (std::size_t{1} << 47)) return false;
+    unpoison(reinterpret_cast<void*>(begin), bytes);
+    auto* record = ::new (reinterpret_cast<void*>(begin))
+        pool_record{nullptr, bytes, reinterpret_cast<std::byte*>(end), 0};
+    block* first = record->first();
+    first->prev_phys = nullptr;
+    first->size_ = (bytes - pool_overhead - header_size) | block::free_bit;
+    auto* sentinel = reinterpret_cast<block*>(end - header_size);
+    sentinel->prev_phys = first;
+    sentinel->size_ = block::prev_free_bit;
+    block* prev = nullptr;
+    for (block* x = head_; x != nullptr && detail::below(x, first); x = x->next_free())
+        prev = x;
+    link_after(first, prev);
+    poison(first->payload() + min_payload, first->size() - min_payload);
+    if (last_pool_ != nullptr) {
+        last_pool_->next = record;
+    } else {
+        first_pool_ = record;
+    }
+    last_pool_ = record;
+    capacity_ += bytes;
+    return true;
+}
+
+template <class Policy>
+void free_list<Policy>::link_after(block* b, block* prev) noexcept {
+    block* next = prev != nullptr ? prev->next_free() : head_;
+    b->next_free() = next;
+    b->prev_free() = prev;
+    if (next != nullptr) next->prev_free() = b;
+    if (prev != nullptr) {
+        prev->next_free() = b;
+    } else {
+        head_ = b;
+    }
+    ++free_count_;
+}
+
+template <class Policy>
+void free_list<Policy>::unlink(block* b) noexcept {
+    block* next = b->next_free();
+    block* prev = b->prev_free();
+    if (next != nullptr) next->prev_free() = prev;
+    if (prev != nullptr) {
+        prev->next_free() = next;
+    } else {
+        head_ = next;
+    }
+    if (rover_ == b) rover_ = next;
+    --free_count_;
+}
+
+template <class Policy>
+void free_list<Policy>::replace(block* old_block, block* new_block) noexcept {
+    block* next = old_block->next_free();
+    block* prev = old_block->prev_free();
+    new_block->next_free() = next;
+    new_block->prev_free() = prev;
+    if (next != nullptr) next->prev_free() = new_block;
+    if (prev != nullptr) {
+        prev->next_free() = new_block;
+    } else {
+        head_ = new_block;
+    }
+    if (rover_ == old_block) rover_ = new_block;
+}
+
+template <class Policy>
+auto free_list<Policy>::find(std::size_t need) noexcept -> block* {
+    if constexpr (std::is_same_v<Policy, first_fit>) {
+        for (block* b = head_; b != nullptr; b = b->next_free())
+            if (b->size() >= need) return b;
+        return nullptr;
+    } else if constexpr (std::is_same_v<Policy, best_fit>) {
+        block* best = nullptr;
+        for (block* b = head_; b != nullptr; b = b->next_free()) {
+            if (b->size() >= need && (best == nullptr || b->size() < best->size())) {
+                best = b;
+                if (b->size() == need) break;
+            }
+        }
+        return best;
+    } else {
+        block* start = rover_ != nullptr ? rover_ : head_;
+        for (block* b = start; b != nullptr; b = b->next_free()) {
+            if (b->size() >= need) return rover_ = b;
+        }
+        for (block* b = head_; b != start; b = b->next_free()) {
+            if (b->size() >= need) return rover_ = b;
+        }
+        return nullptr;
+    }
+}
+
+template <class Policy>
+void* free_list<Policy>::allocate(std::size_t size, std::size_t align) noexcept {
+    if (!is_valid_request(size, align) || size > max_request || align > max_request) return nullptr;
+    const std::size_t need = (size + (alignment - 1)) & ~(alignment - 1);
+    block* b = find(align <= alignment ? need : need + align + header_size + min_payload);
+    if (b == nullptr) return nullptr;
+    block* front = nullptr; // a free piece split off in front for alignment, still listed
+    if (align > alignment) {
+        const auto payload = reinterpret_cast<std::uintptr_t>(b->payload());
+        std::uintptr_t aligned = (payload + (align - 1)) & ~std::uintptr_t{align - 1};
+        std::size_t gap = aligned - payload;
+        if (gap != 0 && gap < header_size + min_payload) {
+            aligned += align;
+            gap += align;
+        }
+        if (gap != 0) {
+            block* nb = header_of(reinterpret_cast<void*>(aligned));
+            unpoison(nb, header_size + min_payload);
+            nb->prev_phys = b;
+            nb->size_ = (b->size() - gap) | block::prev_free_bit;
+            nb->next_phys()->prev_phys = nb;
+            b->size_ = (gap - header_size) | block::free_bit;
+            front = b;
+            b = nb;
+        }
+    }
+    const std::size_t have = b->size();
+    std::size_t granted = have;
+    if (have - need >= header_size + min_payload) {
+        auto* rest = reinterpret_cast<block*>(b->payload() + need);
+        unpoison(rest, header_size + min_payload);
+        rest->prev_phys = b;
+        rest->size_ = (have - need - header_size) | block::free_bit;
+        rest->next_phys()->prev_phys = rest;
+        if (front != nullptr) {
+            link_after(rest, front);
+        } else {
+            replace(b, rest);
+        }
+        granted = need;
+    } else {
+        if (front == nullptr) unlink(b);
+        b->next_phys()->size_ &= ~block::prev_free_bit;
+    }
+    b->size_ = granted | (b->size_ & block::prev_free_bit) | ((granted - size) << 56);
+    used_ += granted;
+    requested_ += size;
+    peak_ = std::max(peak_, used_);
+    ++live_;
+    ++total_;
+    acquire_bytes(b->payload(), size);
+    return b->payload();
+}
+
+template <class Policy>
+void free_list<Policy>::deallocate(void* p) noexcept {
+    if (p == nullptr) return;
+#if STRATA_CHECKS >= 1
+    if (!verify_live(p)) return;
+#endif
+    block* b = header_of(p);
+    const std::size_t size = b->size();
+    used_ -= size;
+    requested_ -= size - b->slack();
+    --live_;
+    release_bytes(b->payload() + min_payload, size - min_payload);
+    block* next = b->next_phys();
+    const bool next_free = next->is_free();
+    if (b->is_prev_free()) {
+        block* prev = b->prev_phys;
+        std::size_t total = prev->size() + header_size + size;
+        if (next_free) {
+            unlink(next);
+            total += header_size + next->size();
+        }
+        prev->size_ = total | block::free_bit;
+        block* after = prev->next_phys();
+        after->prev_phys = prev;
+        after->size_ |= block::prev_free_bit;
+    } else if (next_free) {
+        replace(next, b);
+        b->size_ = (size + header_size + next->size()) | block::free_bit;
+        b->next_phys()->prev_phys = b; // its prev_free bit is already set
+    } else {
+        b->size_ = size | block::free_bit;
+        next->size_ |= block::prev_free_bit;
+        block* prev = nullptr; // the address-ordered place: the walk that makes this a baseline
+        for (block* x = head_; x != nullptr && detail::below(x, b); x = x->next_free())
+            prev = x;
+        link_after(b, prev);
+    }
+}
+
+template <class Policy>
+std::size_t free_list<Policy>::largest_free_block() const noexcept {
+    std::size_t largest = 0;
+    for (const block* b = head_; b != nullptr; b = b->next_free())
+        largest = std::max(largest, b->size());
+    return largest;
+}
+
+template <class Policy>
+heap_metrics free_list<Policy>::metrics() const noexcept {
+    heap_metrics_builder builder;
+    for_each_block([&](const block_info& info) { builder.add(info); });
+    heap_metrics m = builder.m;
+    m.capacity = capacity_;
+    m.requested_bytes = requested_;
+    std::size_t pools = 0;
+    for (const pool_record* pool = first_pool_; pool != nullptr; pool = pool->next)
+        ++pools;
+    m.overhead_bytes = m.block_count() * header_size + pools * pool_overhead;
+    return m;
+}
+
+template <class Policy>
+auto free_list<Policy>::pool_of(const void* p) const noexcept -> const pool_record* {
+    const auto at = reinterpret_cast<std::uintptr_t>(p);
+    for (const pool_record* pool = first_pool_; pool != nullptr; pool = pool->next) {
+        const auto begin = reinterpret_cast<std::uintptr_t>(pool->first()->payload());
+        if (at >= begin && at < reinterpret_cast<std::uintptr_t>(pool->end)) return pool;
+    }
+    return nullptr;
+}
+
+template <class Policy>
+bool free_list<Policy>::verify_live(const void* p) const noexcept {
+    const pool_record* pool = pool_of(p);
+    if (!STRATA_VERIFY(1, pool != nullptr && is_aligned(p, alignment), foreign_pointer,
+                       detail::free_list_name, p, "pointer lies outside every pool of this heap"))
+        return false;
+    const block* b = header_of(p);
+    const auto end = reinterpret_cast<std::uintptr_t>(pool->end) - header_size;
+    const auto at = reinterpret_cast<std::uintptr_t>(p);
+    const std::size_t size = b->size();
+    const bool sane = size >= min_payload && size <= end - at && b->next_phys()->prev_phys == b;
+    if (!STRATA_VERIFY(1, sane, foreign_pointer, detail::free_list_name, p,
+                       "pointer is not the start of a live block of this heap"))
+        return false;
+    return STRATA_VERIFY(1, !b->is_free(), double_free, detail::free_list_name, p, "block freed twice");
+}
+
+template <class Policy>
+bool free_list<Policy>::corrupt(const void* where, const char* what) const noexcept {
+    report_violation(violation{violation_kind::corruption, detail::free_list_name, where, what});
+    return false;
+}
+
+template <class Policy>
+bool free_list<Policy>::check() const noexcept {
+    std::size_t free_blocks = 0, used_blocks = 0, used_bytes = 0, requested = 0, capacity = 0;
+    for (const pool_record* pool = first_pool_; pool != nullptr; pool = pool->next) {
+        capacity += pool->bytes;
+        const auto* sentinel = reinterpret_cast<const block*>(pool->end - header_size);
+        std::size_t bytes = sizeof(pool_record) + header_size;
+        const block* prev = nullptr;
+        for (const block* b = pool->first(); b != sentinel; b = b->next_phys()) {
+            if (detail::below(sentinel, b)) return corrupt(b, "block runs past its pool");
+            if (b->prev_phys != prev)
+                return corrupt(b, "boundary tag: prev_phys does not name the predecessor");
+            if (b->size() < min_payload || b->size() % alignment != 0)
+                return corrupt(b, "block size below the minimum or not a multiple of 16");
+            if (b->is_prev_free() != (prev != nullptr && prev->is_free()))
+                return corrupt(b, "prev_free flag disagrees with the predecessor");
+            if (b->is_free()) {
+                if (prev != nullptr && prev->is_free()) return corrupt(b, "two adjacent free blocks");
+                ++free_blocks;
+            } else {
+                if (b->slack() > b->size()) return corrupt(b, "slack larger than the block");
+                ++used_blocks;
+                used_bytes += b->size();
+                requested += b->size() - b->slack();
+            }
+            bytes += header_size + b->size();
+            prev = b;
+        }
+        if (sentinel->size() != 0 || sentinel->is_free() || sentinel->prev_phys != prev ||
+            sentinel->is_prev_free() != (prev != nullptr && prev->is_free()))
+            return corrupt(sentinel, "pool end sentinel damaged");
+        if (bytes != pool->bytes) return corrupt(pool, "block sizes do not sum to the pool size");
+    }
+    std::size_t listed = 0;
+    bool rover_listed = rover_ == nullptr;
+    const block* prev = nullptr;
+    for (const block* b = head_; b != nullptr; b = b->next_free()) {
+        if (++listed > free_blocks) return corrupt(b, "more listed blocks than free blocks (a cycle?)");
+        if (!b->is_free()) return corrupt(b, "a used block sits in the free list");
+        if (b->prev_free() != prev) return corrupt(b, "free-list back link broken");
+        if (prev != nullptr && !detail::below(prev, b)) return corrupt(b, "free list not in address order");
+        rover_listed = rover_listed || b == rover_;
+        prev = b;
+    }
+    if (listed != free_blocks || listed != free_count_)
+        return corrupt(nullptr, "the free list does not hold exactly the free blocks");
+    if (!rover_listed) return corrupt(rover_, "next-fit rover points at a block not in the list");
+    if (used_blocks != live_ || used_bytes != used_ || requested != requested_ || capacity != capacity_)
+        return corrupt(nullptr, "counters disagree with the blocks");
+    return true;
+}
+
+} // namespace strata

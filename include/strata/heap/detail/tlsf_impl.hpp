@@ -1,0 +1,272 @@
+#pragma once
+// Out-of-line members of basic_tlsf (slow paths, walkers). Included by tlsf.hpp; explicitly
+// instantiated for SLI 4 and 5 in src/heap/tlsf.cpp.
+#include <algorithm>
+#include <cstring>
+#include <new>
+
+#include "strata/heap/tlsf.hpp"
+
+namespace strata {
+
+namespace detail {
+inline constexpr const char* tlsf_name = "strata::tlsf";
+} // namespace detail
+
+template <unsigned SLI>
+bool basic_tlsf<SLI>::add_pool(std::span<std::byte> pool) noexcept {
+    if (pool.data() == nullptr) return false;
+    const auto raw = reinterpret_cast<std::uintptr_t>(pool.data());
+    const std::uintptr_t begin = (raw + (alignment - 1)) & ~std::uintptr_t{alignment - 1};
+    const std::uintptr_t end = (raw + pool.size()) & ~std::uintptr_t{alignment - 1};
+    if (end < raw || end <= begin) return false;
+    const std::size_t bytes = end - begin;
+    if (bytes < pool_overhead + header_size + min_payload || bytes >= (std::size_t{1} << max_size_log2))
+        return false;
+    unpoison(reinterpret_cast<void*>(begin), bytes);
+    auto* record = ::new (reinterpret_cast<void*>(begin))
+        pool_record{nullptr, bytes, reinterpret_cast<std::byte*>(end), 0};
+    block* first = record->first();
+    first->prev_phys = nullptr;
+    first->size_ = (bytes - pool_overhead - header_size) | block::free_bit;
+    auto* sentinel = reinterpret_cast<block*>(end - header_size);
+    sentinel->prev_phys = first;
+    sentinel->size_ = block::prev_free_bit; // size 0, used: walks and merges stop here
+    insert(first);
+    poison(first->payload() + min_payload, first->size() - min_payload);
+    if (last_pool_ != nullptr) {
+        last_pool_->next = record;
+    } else {
+        first_pool_ = record;
+    }
+    last_pool_ = record;
+    capacity_ += bytes;
+    return true;
+}
+
+template <unsigned SLI>
+void* basic_tlsf<SLI>::allocate_aligned(std::size_t size, std::size_t align) noexcept {
+    if (!is_valid_request(size, align) || size > max_request || align > max_request) return nullptr;
+    if (align <= alignment) return allocate(size, alignment); // not reached from allocate(); kept total
+    const std::size_t need = (size + (alignment - 1)) & ~(alignment - 1);
+    // Room for the worst front gap: up to align - 16, or align + 16 when a gap must hold a block.
+    const std::size_t search = need + align + header_size + min_payload;
+    block* b = take_fit(search);
+    if (b == nullptr) b = take_from_own_class(search);
+    if (b == nullptr) return nullptr;
+    const auto payload = reinterpret_cast<std::uintptr_t>(b->payload());
+    std::uintptr_t aligned = (payload + (align - 1)) & ~std::uintptr_t{align - 1};
+    std::size_t gap = aligned - payload;
+    if (gap != 0 && gap < header_size + min_payload) {
+        aligned += align; // the front piece must be able to hold a free block of its own
+        gap += align;
+    }
+    if (gap != 0) {
+        block* nb = header_of(reinterpret_cast<void*>(aligned));
+        unpoison(nb, header_size + min_payload);
+        nb->prev_phys = b;
+        nb->size_ = (b->size() - gap) | block::free_bit | block::prev_free_bit;
+        nb->next_phys()->prev_phys = nb;
+        b->size_ = (gap - header_size) | block::free_bit; // b was free: its predecessor is used
+        insert(b);
+        b = nb;
+    }
+    return use(b, need, size);
+}
+
+// The good-fit search rounds a request up to the next class so that any block found fits. When that
+// finds nothing, a block that fits may still sit in the request's own class: scan that one list, so
+// the largest free block can always be had (O(list); only ever on the way to exhaustion).
+template <unsigned SLI>
+auto basic_tlsf<SLI>::take_from_own_class(std::size_t need) noexcept -> block* {
+    unsigned fl, sl;
+    mapping(need, fl, sl);
+    for (block* b = heads_[fl][sl]; b != nullptr; b = b->next_free()) {
+        if (b->size() >= need) {
+            remove(b);
+            return b;
+        }
+    }
+    return nullptr;
+}
+
+template <unsigned SLI>
+void* basic_tlsf<SLI>::reallocate(void* p, std::size_t new_size, std::size_t align) noexcept {
+    if (p == nullptr) return allocate(new_size, align);
+    if (new_size - 1 >= max_request) return nullptr;
+#if STRATA_CHECKS >= 1
+    if (!verify_live(p)) return nullptr;
+#endif
+    block* b = header_of(p);
+    const std::size_t need = (new_size + (alignment - 1)) & ~(alignment - 1);
+    std::size_t have = b->size();
+    const std::size_t old_asked = have - b->slack();
+    if (need > have) {
+        block* next = b->next_phys();
+        if (!next->is_free() || have + header_size + next->size() < need) {
+            void* q = allocate(new_size, align);
+            if (q == nullptr) return nullptr;
+            std::memcpy(q, p, std::min(old_asked, new_size));
+            deallocate(p);
+            return q;
+        }
+        // Grow into the free successor, then trim below.
+        remove(next);
+        const std::size_t total = have + header_size + next->size();
+        block* after = reinterpret_cast<block*>(b->payload() + total);
+        after->prev_phys = b;
+        after->size_ &= ~block::prev_free_bit;
+        b->size_ = total | (b->size_ & block::prev_free_bit);
+        used_ += total - have;
+        have = total;
+    }
+    if (new_size > old_asked) {
+        acquire_bytes(b->payload() + old_asked, new_size - old_asked);
+    } else {
+        release_bytes(b->payload() + new_size, old_asked - new_size);
+    }
+    requested_ = requested_ - old_asked + new_size;
+    std::size_t granted = have;
+    if (have - need >= header_size + min_payload) {
+        auto* rest = reinterpret_cast<block*>(b->payload() + need);
+        unpoison(rest, header_size + min_payload);
+        rest->prev_phys = b;
+        rest->size_ = have - need - header_size; // used, predecessor used: freed just below
+        rest->next_phys()->prev_phys = rest;
+        release_bytes(rest->payload() + min_payload, rest->size() - min_payload);
+        used_ -= rest->size() + header_size;
+        free_block(rest);
+        granted = need;
+    }
+    b->size_ = granted | (b->size_ & block::prev_free_bit) | ((granted - new_size) << 56);
+    if (used_ > peak_) peak_ = used_;
+    return p;
+}
+
+template <unsigned SLI>
+std::size_t basic_tlsf<SLI>::largest_free_block() const noexcept {
+    if (fl_bitmap_ == 0) return 0;
+    const unsigned fl = 63u - static_cast<unsigned>(std::countl_zero(fl_bitmap_));
+    const unsigned sl = 31u - static_cast<unsigned>(std::countl_zero(sl_bitmap_[fl]));
+    std::size_t largest = 0;
+    for (const block* b = heads_[fl][sl]; b != nullptr; b = b->next_free())
+        largest = std::max(largest, b->size());
+    return largest;
+}
+
+template <unsigned SLI>
+heap_metrics basic_tlsf<SLI>::metrics() const noexcept {
+    heap_metrics_builder builder;
+    for_each_block([&](const block_info& info) { builder.add(info); });
+    heap_metrics m = builder.m;
+    m.capacity = capacity_;
+    m.requested_bytes = requested_;
+    std::size_t pools = 0;
+    for (const pool_record* pool = first_pool_; pool != nullptr; pool = pool->next)
+        ++pools;
+    m.overhead_bytes = m.block_count() * header_size + pools * pool_overhead;
+    return m;
+}
+
+template <unsigned SLI>
+auto basic_tlsf<SLI>::pool_of(const void* p) const noexcept -> const pool_record* {
+    const auto at = reinterpret_cast<std::uintptr_t>(p);
+    for (const pool_record* pool = first_pool_; pool != nullptr; pool = pool->next) {
+        const auto begin = reinterpret_cast<std::uintptr_t>(pool->first()->payload());
+        if (at >= begin && at < reinterpret_cast<std::uintptr_t>(pool->end)) return pool;
+    }
+    return nullptr;
+}
+
+template <unsigned SLI>
+bool basic_tlsf<SLI>::verify_live(const void* p) const noexcept {
+    const pool_record* pool = pool_of(p);
+    if (!STRATA_VERIFY(1, pool != nullptr && is_aligned(p, alignment), foreign_pointer, detail::tlsf_name, p,
+                       "pointer lies outside every pool of this heap"))
+        return false;
+    // A pointer into a block's middle reads user bytes as a header: they must describe a block that
+    // ends inside the pool and whose successor names it as its predecessor. (A block freed and then
+    // merged into a neighbour fails this too: its second free reads as a foreign pointer.)
+    const block* b = header_of(p);
+    const auto end = reinterpret_cast<std::uintptr_t>(pool->end) - header_size;
+    const auto at = reinterpret_cast<std::uintptr_t>(p);
+    const std::size_t size = b->size();
+    const bool sane = size >= min_payload && size <= end - at && b->next_phys()->prev_phys == b;
+    if (!STRATA_VERIFY(1, sane, foreign_pointer, detail::tlsf_name, p,
+                       "pointer is not the start of a live block of this heap"))
+        return false;
+    return STRATA_VERIFY(1, !b->is_free(), double_free, detail::tlsf_name, p, "block freed twice");
+}
+
+template <unsigned SLI>
+bool basic_tlsf<SLI>::corrupt(const void* where, const char* what) const noexcept {
+    report_violation(violation{violation_kind::corruption, detail::tlsf_name, where, what});
+    return false;
+}
+
+template <unsigned SLI>
+bool basic_tlsf<SLI>::check() const noexcept {
+    std::size_t free_blocks = 0, used_blocks = 0, used_bytes = 0, requested = 0, capacity = 0;
+    for (const pool_record* pool = first_pool_; pool != nullptr; pool = pool->next) {
+        capacity += pool->bytes;
+        const auto* sentinel = reinterpret_cast<const block*>(pool->end - header_size);
+        std::size_t bytes = sizeof(pool_record) + header_size;
+        const block* prev = nullptr;
+        const block* b = pool->first();
+        while (b != sentinel) {
+            const auto at = reinterpret_cast<std::uintptr_t>(b);
+            if (at > reinterpret_cast<std::uintptr_t>(sentinel))
+                return corrupt(b, "block runs past its pool");
+            if (b->prev_phys != prev)
+                return corrupt(b, "boundary tag: prev_phys does not name the predecessor");
+            if (b->size() < min_payload || b->size() % alignment != 0)
+                return corrupt(b, "block size below the minimum or not a multiple of 16");
+            if (b->is_prev_free() != (prev != nullptr && prev->is_free()))
+                return corrupt(b, "prev_free flag disagrees with the predecessor");
+            if (b->is_free()) {
+                if (prev != nullptr && prev->is_free()) return corrupt(b, "two adjacent free blocks");
+                if (b->slack() != 0) return corrupt(b, "free block carries a slack");
+                ++free_blocks;
+            } else {
+                if (b->slack() > b->size()) return corrupt(b, "slack larger than the block");
+                ++used_blocks;
+                used_bytes += b->size();
+                requested += b->size() - b->slack();
+            }
+            bytes += header_size + b->size();
+            prev = b;
+            b = b->next_phys();
+        }
+        if (sentinel->size() != 0 || sentinel->is_free() || sentinel->prev_phys != prev ||
+            sentinel->is_prev_free() != (prev != nullptr && prev->is_free()))
+            return corrupt(sentinel, "pool end sentinel damaged");
+        if (bytes != pool->bytes) return corrupt(pool, "block sizes do not sum to the pool size");
+    }
+    std::size_t listed = 0;
+    for (unsigned fl = 0; fl < fl_count; ++fl) {
+        if (((fl_bitmap_ >> fl) & 1u) != (sl_bitmap_[fl] != 0 ? 1u : 0u))
+            return corrupt(nullptr, "first-level bitmap disagrees with the second-level bitmap");
+        for (unsigned sl = 0; sl < sl_count; ++sl) {
+            const block* head = heads_[fl][sl];
+            if (((sl_bitmap_[fl] >> sl) & 1u) != (head != nullptr ? 1u : 0u))
+                return corrupt(head, "second-level bitmap disagrees with its free list");
+            const block* prev = nullptr;
+            for (const block* b = head; b != nullptr; b = b->next_free()) {
+                if (++listed > free_blocks)
+                    return corrupt(b, "more listed blocks than free blocks (a cycle?)");
+                if (!b->is_free()) return corrupt(b, "a used block sits in a free list");
+                if (b->prev_free() != prev) return corrupt(b, "free-list back link broken");
+                unsigned f, s;
+                mapping(b->size(), f, s);
+                if (f != fl || s != sl) return corrupt(b, "free block listed in the wrong size class");
+                prev = b;
+            }
+        }
+    }
+    if (listed != free_blocks) return corrupt(nullptr, "a free block is missing from the free lists");
+    if (used_blocks != live_ || used_bytes != used_ || requested != requested_ || capacity != capacity_)
+        return corrupt(nullptr, "counters disagree with the blocks");
+    return true;
+}
+
+} // namespace strata

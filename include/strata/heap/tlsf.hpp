@@ -1,0 +1,365 @@
+#pragma once
+// tlsf: Two-Level Segregated Fit (Masmano et al., 2004/2008). A general-purpose heap with O(1)
+// allocate and free: free blocks sit in size-class lists indexed by a first-level bitmap (powers of
+// two) and a second-level bitmap per first level (2^SLI linear steps inside each power of two), so
+// finding a fit is two bit scans and no loop. Freed blocks coalesce at once with their physical
+// neighbours through boundary tags.
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <span>
+
+#include "strata/core/align.hpp"
+#include "strata/core/allocator.hpp"
+#include "strata/core/check.hpp"
+#include "strata/core/config.hpp"
+#include "strata/core/poison.hpp"
+#include "strata/core/stats.hpp"
+#include "strata/heap/heap_metrics.hpp"
+
+namespace strata {
+
+/// A TLSF heap over memory the caller provides (`add_pool`), never growing on its own.
+///
+/// Layout: every block carries a 16-byte header in front of its payload (the physical predecessor
+/// and the payload size with two flags); a free block also holds its two free-list links in its
+/// first 16 payload bytes. Payloads are 16-aligned and at least 16 bytes. Each pool starts with a
+/// 32-byte record and ends with a 16-byte sentinel header.
+///
+/// `SLI` is the second-level index: 2^SLI classes per power of two (5: 32 classes, worst-case
+/// rounding 1/32 = 3%; 4: 16 classes, smaller control block). Sizes below 2^(SLI+4) map to exact
+/// 16-byte classes.
+///
+/// Bad input answers: size 0, a non-power-of-two alignment, a size or alignment above
+/// `max_request` (SIZE_MAX, sizes that overflow once aligned) and exhaustion return nullptr with no
+/// state change. Double free and foreign pointers (outside every pool, or not the start of a live
+/// block) are reported at checks >= 1 (`double_free` / `foreign_pointer`) and ignored; at checks 0
+/// they are undefined behaviour. Not thread-safe.
+template <unsigned SLI = 5>
+class basic_tlsf {
+    static_assert(SLI >= 2 && SLI <= 5, "SLI must be in [2, 5] (the second-level bitmap is 32 bits)");
+
+public:
+    static constexpr std::size_t alignment = 16;     ///< every payload is aligned to this
+    static constexpr std::size_t header_size = 16;   ///< in-band bytes per block
+    static constexpr std::size_t min_payload = 16;   ///< smallest block payload (two free-list links)
+    static constexpr std::size_t pool_overhead = 48; ///< pool record + end sentinel, per pool
+    static constexpr unsigned sl_count = 1u << SLI;
+    static constexpr unsigned fl_shift = SLI + 4; ///< sizes below 2^fl_shift use exact 16-byte classes
+    static constexpr unsigned max_size_log2 = 47; ///< blocks and pools stay below 2^47 bytes
+    static constexpr unsigned fl_count = max_size_log2 - fl_shift + 1;
+    /// Largest size (and alignment) allocate() accepts; anything above returns nullptr.
+    static constexpr std::size_t max_request = std::size_t{1} << (max_size_log2 - 2);
+
+    /// An empty heap: every allocation fails until add_pool().
+    basic_tlsf() noexcept = default;
+
+    /// Effects: a heap over `pool` (see add_pool; a pool too small is ignored).
+    explicit basic_tlsf(std::span<std::byte> pool) noexcept { (void)add_pool(pool); }
+
+    basic_tlsf(const basic_tlsf&) = delete;
+    basic_tlsf& operator=(const basic_tlsf&) = delete;
+
+    /// Effects: adds `pool` (trimmed to 16-byte boundaries) as more memory. Requires: `pool` outlives
+    /// the heap, overlaps no other pool, and is never touched by the caller while added.
+    /// Returns: false (nothing added) when it is shorter than pool_overhead + 32 bytes or larger
+    /// than 2^47 bytes.
+    bool add_pool(std::span<std::byte> pool) noexcept;
+
+    /// Returns: `size` bytes aligned to `align` (any power of two up to max_request), or nullptr
+    /// (size 0, bad alignment, size above max_request, no fitting free block).
+    /// Complexity: O(1): two bit scans, at most one split.
+    [[nodiscard]] STRATA_ALWAYS_INLINE void* allocate(std::size_t size,
+                                                      std::size_t align = default_alignment) noexcept {
+        // size - 1 wraps for 0, so one compare rejects 0, SIZE_MAX and everything too large.
+        if (STRATA_LIKELY(size - 1 < max_request && align - 1 < alignment && (align & (align - 1)) == 0)) {
+            const std::size_t need = (size + (alignment - 1)) & ~(alignment - 1);
+            block* b = take_fit(need);
+            if (STRATA_LIKELY(b != nullptr)) return use(b, need, size);
+            return allocate_last_resort(need, size);
+        }
+        return allocate_aligned(size, align);
+    }
+
+    /// Effects: frees `p` (nullptr: nothing) and merges it with free neighbours. Complexity: O(1).
+    STRATA_ALWAYS_INLINE void deallocate(void* p) noexcept {
+        if (p == nullptr) return;
+        block* b = header_of(p);
+#if STRATA_CHECKS >= 1
+        if (!verify_live(p)) return;
+#endif
+        const std::size_t size = b->size();
+        used_ -= size;
+        requested_ -= size - b->slack();
+        --live_;
+        release_bytes(b->payload() + min_payload, size - min_payload);
+        free_block(b);
+    }
+
+    /// Effects: as deallocate(p); the size and alignment are not needed (TLSF knows its blocks).
+    void deallocate(void* p, std::size_t /*size*/, std::size_t /*align*/ = default_alignment) noexcept {
+        deallocate(p);
+    }
+
+    /// Returns: a block of `new_size` bytes holding the first min(old, new) bytes of `p`: `p` itself
+    /// when the block can shrink, or grow into a free physical successor; otherwise a new block
+    /// aligned to `align` (the contents copied, `p` freed). nullptr when `p` is nullptr and
+    /// allocate fails, or on failure (new_size 0 or too large, no room): `p` is then untouched.
+    [[nodiscard]] void* reallocate(void* p, std::size_t new_size,
+                                   std::size_t align = default_alignment) noexcept;
+
+    /// Returns: the usable bytes of live block `p` (>= the size asked for). Requires: p is live.
+    [[nodiscard]] std::size_t usable_size(const void* p) const noexcept { return header_of(p)->size(); }
+
+    /// Returns: true when `p` lies inside one of the pools. Complexity: O(pools).
+    [[nodiscard]] bool owns(const void* p) const noexcept { return pool_of(p) != nullptr; }
+
+    /// Returns: the payload of the largest free block: a request of this size (alignment <= 16)
+    /// succeeds. Complexity: O(blocks in the top class).
+    [[nodiscard]] std::size_t largest_free_block() const noexcept;
+
+    /// Returns: in_use (payload bytes of live blocks), peak, capacity (bytes of every pool),
+    /// live_allocations, total_allocations, largest_free_block.
+    [[nodiscard]] strata::stats stats() const noexcept {
+        return {used_, peak_, capacity_, live_, total_, largest_free_block()};
+    }
+
+    /// Returns: the shared heap figures, by walking every block. Complexity: O(blocks).
+    [[nodiscard]] heap_metrics metrics() const noexcept;
+
+    /// Effects: calls `visit(block_info)` for every block of every pool in address order; offsets
+    /// are payload offsets counted across pools (pools in the order they were added), sizes are
+    /// payload bytes. Free blocks are reported with used == false.
+    template <class Visitor>
+    void for_each_block(Visitor&& visit) const {
+        std::size_t base = 0;
+        for (const pool_record* pool = first_pool_; pool != nullptr; pool = pool->next) {
+            const auto* begin = reinterpret_cast<const std::byte*>(pool);
+            for (const block* b = pool->first(); b->size() != 0; b = b->next_phys())
+                visit(block_info{base + static_cast<std::size_t>(b->payload() - begin), b->size(),
+                                 !b->is_free()});
+            base += pool->bytes;
+        }
+    }
+
+    /// Returns: true when every invariant holds: the bitmaps match the lists, every listed block is
+    /// free and in the class its size maps to, the links are consistent, no two free blocks are
+    /// adjacent, boundary tags agree, block sizes sum to each pool, and the counters match.
+    /// Reports `corruption` through the violation handler (at any checks level) for the first
+    /// broken invariant found. Complexity: O(blocks + classes).
+    [[nodiscard]] bool check() const noexcept;
+
+    /// Returns: the first-level bitmap (bit i: some second-level class of level i is non-empty).
+    [[nodiscard]] std::uint64_t fl_bitmap() const noexcept { return fl_bitmap_; }
+    /// Returns: the second-level bitmap of first level `fl` (bit j: class (fl, j) is non-empty).
+    /// Requires: fl < fl_count.
+    [[nodiscard]] std::uint32_t sl_bitmap(unsigned fl) const noexcept { return sl_bitmap_[fl]; }
+    /// Returns: the smallest size that maps to class (fl, sl); the class holds sizes up to the next.
+    [[nodiscard]] static constexpr std::size_t class_floor(unsigned fl, unsigned sl) noexcept {
+        return fl == 0
+                   ? std::size_t{sl} * alignment
+                   : (std::size_t{1} << (fl + fl_shift - 1)) + (std::size_t{sl} << (fl + fl_shift - 1 - SLI));
+    }
+    /// Effects: stores the class (first level, second level) a free block of `size` bytes sits in.
+    static constexpr void mapping(std::size_t size, unsigned& fl, unsigned& sl) noexcept {
+        // Branch-free: sizes below 2^fl_shift take the same 16-byte step as the first power above,
+        // so level 0 holds exact 16-byte classes and every level above holds 2^SLI linear ones.
+        const unsigned msb = static_cast<unsigned>(std::bit_width(size | (std::size_t{1} << fl_shift))) - 1;
+        const auto idx = static_cast<unsigned>(size >> (msb - SLI));
+        fl = msb - fl_shift + (idx >> SLI);
+        sl = idx & (sl_count - 1);
+    }
+
+private:
+    // A block header. `size_` holds the payload size (a multiple of 16, below 2^47) in bits 4..46,
+    // the flags in bits 0..1 and the slack (payload - requested bytes, < 64) in bits 56..63.
+    struct block {
+        block* prev_phys; // the physical predecessor (nullptr for a pool's first block)
+        std::size_t size_;
+
+        // Free-list links, in the payload of a free block.
+        block*& next_free() noexcept { return reinterpret_cast<block**>(this + 1)[0]; }
+        block*& prev_free() noexcept { return reinterpret_cast<block**>(this + 1)[1]; }
+        [[nodiscard]] block* next_free() const noexcept {
+            return reinterpret_cast<block* const*>(this + 1)[0];
+        }
+        [[nodiscard]] block* prev_free() const noexcept {
+            return reinterpret_cast<block* const*>(this + 1)[1];
+        }
+
+        static constexpr std::size_t free_bit = 1;
+        static constexpr std::size_t prev_free_bit = 2;
+        static constexpr std::size_t size_mask = ((std::size_t{1} << 56) - 1) & ~std::size_t{15};
+
+        [[nodiscard]] std::size_t size() const noexcept { return size_ & size_mask; }
+        [[nodiscard]] std::size_t slack() const noexcept { return size_ >> 56; }
+        [[nodiscard]] bool is_free() const noexcept { return (size_ & free_bit) != 0; }
+        [[nodiscard]] bool is_prev_free() const noexcept { return (size_ & prev_free_bit) != 0; }
+        [[nodiscard]] std::byte* payload() noexcept { return reinterpret_cast<std::byte*>(this + 1); }
+        [[nodiscard]] const std::byte* payload() const noexcept {
+            return reinterpret_cast<const std::byte*>(this + 1);
+        }
+        [[nodiscard]] block* next_phys() noexcept { return reinterpret_cast<block*>(payload() + size()); }
+        [[nodiscard]] const block* next_phys() const noexcept {
+            return reinterpret_cast<const block*>(payload() + size());
+        }
+    };
+    static_assert(sizeof(block) == header_size);
+
+    struct pool_record {
+        pool_record* next;
+        std::size_t bytes; // from this record to the end of the sentinel
+        std::byte* end;    // one past the sentinel
+        std::size_t pad;
+        [[nodiscard]] block* first() noexcept { return reinterpret_cast<block*>(this + 1); }
+        [[nodiscard]] const block* first() const noexcept { return reinterpret_cast<const block*>(this + 1); }
+    };
+    static_assert(sizeof(pool_record) == 32);
+
+    [[nodiscard]] static block* header_of(const void* p) noexcept {
+        return reinterpret_cast<block*>(const_cast<std::byte*>(static_cast<const std::byte*>(p))) - 1;
+    }
+
+    // Removes and returns the head of the first non-empty class that holds only blocks >= need, or
+    // nullptr. Requires: need <= max_request + 16, a multiple of 16.
+    STRATA_ALWAYS_INLINE block* take_fit(std::size_t need) noexcept {
+        // Round up to the next class boundary so every block of the class found is large enough.
+        const unsigned m = static_cast<unsigned>(std::bit_width(need | (std::size_t{1} << fl_shift))) - 1;
+        const std::size_t search = need + ((std::size_t{1} << (m - SLI)) - 1);
+        unsigned fl, sl;
+        mapping(search, fl, sl);
+        std::uint32_t sl_map = sl_bitmap_[fl] & (~std::uint32_t{0} << sl);
+        if (STRATA_UNLIKELY(sl_map == 0)) {
+            const std::uint64_t fl_map = fl_bitmap_ & (~std::uint64_t{0} << (fl + 1));
+            if (STRATA_UNLIKELY(fl_map == 0)) return nullptr;
+            fl = static_cast<unsigned>(std::countr_zero(fl_map));
+            sl_map = sl_bitmap_[fl];
+        }
+        sl = static_cast<unsigned>(std::countr_zero(sl_map));
+        block* b = heads_[fl][sl];
+        block* next = b->next_free();
+        heads_[fl][sl] = next;
+        if (next != nullptr) {
+            next->prev_free() = nullptr;
+        } else {
+            sl_bitmap_[fl] &= ~(std::uint32_t{1} << sl);
+            if (sl_bitmap_[fl] == 0) fl_bitmap_ &= ~(std::uint64_t{1} << fl);
+        }
+        return b;
+    }
+
+    // Marks free block `b` (already off its list) used for `need` payload bytes of which `asked` were
+    // requested; splits off and lists the tail when it can hold a block.
+    STRATA_ALWAYS_INLINE void* use(block* b, std::size_t need, std::size_t asked) noexcept {
+        const std::size_t have = b->size();
+        const std::size_t flags = b->size_ & block::prev_free_bit;
+        std::size_t granted = have;
+        if (have - need >= header_size + min_payload) {
+            auto* rest = reinterpret_cast<block*>(b->payload() + need);
+            unpoison(rest, header_size + min_payload);
+            rest->prev_phys = b;
+            rest->size_ = (have - need - header_size) | block::free_bit;
+            rest->next_phys()->prev_phys = rest; // its prev_free bit stays set
+            insert(rest);
+            granted = need;
+        } else {
+            block* next = b->next_phys();
+            next->size_ &= ~block::prev_free_bit;
+        }
+        b->size_ = granted | flags | ((granted - asked) << 56);
+        used_ += granted;
+        requested_ += asked;
+        if (used_ > peak_) peak_ = used_;
+        ++live_;
+        ++total_;
+        acquire_bytes(b->payload(), asked);
+        return b->payload();
+    }
+
+    // Lists free block `b` in its class.
+    STRATA_ALWAYS_INLINE void insert(block* b) noexcept {
+        unsigned fl, sl;
+        mapping(b->size(), fl, sl);
+        block* head = heads_[fl][sl];
+        b->next_free() = head;
+        b->prev_free() = nullptr;
+        if (head != nullptr) head->prev_free() = b;
+        heads_[fl][sl] = b;
+        sl_bitmap_[fl] |= std::uint32_t{1} << sl;
+        fl_bitmap_ |= std::uint64_t{1} << fl;
+    }
+
+    // Unlists free block `b`.
+    STRATA_ALWAYS_INLINE void remove(block* b) noexcept {
+        block* next = b->next_free();
+        block* prev = b->prev_free();
+        if (next != nullptr) next->prev_free() = prev;
+        if (prev != nullptr) {
+            prev->next_free() = next;
+        } else {
+            unsigned fl, sl;
+            mapping(b->size(), fl, sl);
+            heads_[fl][sl] = next;
+            if (next == nullptr) {
+                sl_bitmap_[fl] &= ~(std::uint32_t{1} << sl);
+                if (sl_bitmap_[fl] == 0) fl_bitmap_ &= ~(std::uint64_t{1} << fl);
+            }
+        }
+    }
+
+    // Frees used block `b` (accounting already done): merges with free neighbours and lists it.
+    STRATA_ALWAYS_INLINE void free_block(block* b) noexcept {
+        std::size_t size = b->size();
+        if (b->is_prev_free()) {
+            block* prev = b->prev_phys;
+            remove(prev);
+            size += prev->size() + header_size;
+            b = prev; // prev's own predecessor is used: the merged block has no prev_free bit
+        }
+        block* next = reinterpret_cast<block*>(b->payload() + size);
+        if (next->is_free()) {
+            remove(next);
+            size += next->size() + header_size;
+            next = reinterpret_cast<block*>(b->payload() + size);
+        }
+        b->size_ = size | block::free_bit;
+        next->prev_phys = b;
+        next->size_ |= block::prev_free_bit;
+        insert(b);
+    }
+
+    [[nodiscard]] void* allocate_aligned(std::size_t size, std::size_t align) noexcept;
+    [[nodiscard]] block* take_from_own_class(std::size_t need) noexcept;
+    [[nodiscard]] void* allocate_last_resort(std::size_t need, std::size_t asked) noexcept {
+        block* b = take_from_own_class(need);
+        return b != nullptr ? use(b, need, asked) : nullptr;
+    }
+    [[nodiscard]] const pool_record* pool_of(const void* p) const noexcept;
+    [[nodiscard]] bool verify_live(const void* p) const noexcept;
+    [[nodiscard]] bool corrupt(const void* where, const char* what) const noexcept;
+
+    // Hot state first.
+    std::uint64_t fl_bitmap_ = 0;
+    std::size_t used_ = 0;
+    std::size_t requested_ = 0;
+    std::size_t peak_ = 0;
+    std::size_t live_ = 0;
+    std::size_t total_ = 0;
+    std::uint32_t sl_bitmap_[fl_count] = {};
+    block* heads_[fl_count][sl_count] = {};
+    pool_record* first_pool_ = nullptr;
+    pool_record* last_pool_ = nullptr;
+    std::size_t capacity_ = 0;
+};
+
+/// The default TLSF: SLI 5 (32 second-level classes).
+using tlsf = basic_tlsf<5>;
+
+// The slow paths are compiled once, in src/heap/tlsf.cpp, for SLI 4 and 5.
+extern template class basic_tlsf<4>;
+extern template class basic_tlsf<5>;
+
+} // namespace strata
+
+#include "strata/heap/detail/tlsf_impl.hpp"

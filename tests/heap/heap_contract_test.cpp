@@ -1,0 +1,407 @@
+// The contract every pointer heap of the family shares (tlsf with SLI 4 and 5, free_list with the
+// three fit policies): every verb, alignment 1..4096, exhaustion, several pools, bad input, the
+// adversarial patterns and a long seeded randomized run against a reference model with check().
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <utility>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "strata/core/allocator.hpp"
+#include "strata/heap/free_list.hpp"
+#include "strata/heap/tlsf.hpp"
+
+#include "heap_test_util.hpp"
+#include "support/recording_handler.hpp"
+
+namespace {
+
+using strata::test::heap_buffer;
+using strata::test::heap_model;
+using strata::test::test_rng;
+
+static_assert(strata::owning_allocator<strata::tlsf>);
+static_assert(strata::unsized_deallocator<strata::tlsf>);
+static_assert(strata::owning_allocator<strata::free_list_best_fit>);
+static_assert(strata::unsized_deallocator<strata::free_list_next_fit>);
+
+template <class H>
+class HeapContract : public ::testing::Test {};
+
+using heaps = ::testing::Types<strata::basic_tlsf<4>, strata::basic_tlsf<5>, strata::free_list_first_fit,
+                               strata::free_list_best_fit, strata::free_list_next_fit>;
+TYPED_TEST_SUITE(HeapContract, heaps);
+
+template <class H>
+std::size_t free_blocks(const H& h) {
+    return h.metrics().free_blocks;
+}
+
+TYPED_TEST(HeapContract, AllocateAndFreeOneBlock) {
+    heap_buffer buf(1 << 16);
+    TypeParam h(buf.span());
+    ASSERT_TRUE(h.check());
+    const std::size_t initial = h.largest_free_block();
+    EXPECT_EQ(initial, (1u << 16) - TypeParam::pool_overhead - TypeParam::header_size);
+    void* p = h.allocate(100);
+    ASSERT_NE(p, nullptr);
+    EXPECT_TRUE(strata::is_aligned(p, 16));
+    EXPECT_TRUE(h.owns(p));
+    EXPECT_GE(h.usable_size(p), 100u);
+    EXPECT_EQ(h.stats().live_allocations, 1u);
+    EXPECT_EQ(h.stats().in_use, h.usable_size(p));
+    EXPECT_EQ(h.metrics().requested_bytes, 100u);
+    EXPECT_TRUE(h.check());
+    h.deallocate(p, 100, 16);
+    EXPECT_TRUE(h.check());
+    EXPECT_EQ(h.stats().in_use, 0u);
+    EXPECT_EQ(h.stats().total_allocations, 1u);
+    EXPECT_EQ(h.largest_free_block(), initial);
+    EXPECT_EQ(free_blocks(h), 1u);
+    h.deallocate(nullptr); // no-op
+    EXPECT_TRUE(h.check());
+}
+
+TYPED_TEST(HeapContract, EveryAlignmentFrom1To4096) {
+    heap_buffer buf(1 << 20);
+    TypeParam h(buf.span());
+    heap_model model;
+    std::vector<void*> ptrs;
+    for (std::size_t align = 1; align <= 4096; align *= 2) {
+        for (std::size_t size : {std::size_t{1}, std::size_t{17}, std::size_t{100}, std::size_t{4096}}) {
+            void* p = h.allocate(size, align);
+            ASSERT_TRUE(model.add(p, size, align)) << "size " << size << " align " << align;
+            ptrs.push_back(p);
+            ASSERT_TRUE(h.check());
+        }
+    }
+    ASSERT_TRUE(model.verify_all());
+    for (std::size_t i = 0; i < ptrs.size(); i += 2) {
+        ASSERT_TRUE(model.remove(ptrs[i]));
+        h.deallocate(ptrs[i]);
+        ASSERT_TRUE(h.check());
+    }
+    for (std::size_t i = 1; i < ptrs.size(); i += 2) {
+        ASSERT_TRUE(model.remove(ptrs[i]));
+        h.deallocate(ptrs[i]);
+    }
+    EXPECT_TRUE(h.check());
+    EXPECT_EQ(free_blocks(h), 1u);
+}
+
+TYPED_TEST(HeapContract, ExhaustionThenRecovery) {
+    heap_buffer buf(1 << 16);
+    TypeParam h(buf.span());
+    std::vector<void*> ptrs;
+    for (;;) {
+        void* p = h.allocate(1000);
+        if (p == nullptr) break;
+        ptrs.push_back(p);
+    }
+    EXPECT_GE(ptrs.size(), 60u);
+    EXPECT_TRUE(h.check());
+    const auto before = h.stats();
+    EXPECT_EQ(h.allocate(1000), nullptr); // exhaustion changes nothing
+    EXPECT_EQ(h.stats(), before);
+    for (void* p : ptrs)
+        h.deallocate(p);
+    EXPECT_TRUE(h.check());
+    EXPECT_EQ(free_blocks(h), 1u);
+    // The largest free block is exactly servable, one byte more is not.
+    const std::size_t largest = h.largest_free_block();
+    EXPECT_EQ(h.allocate(largest + 1), nullptr);
+    void* all = h.allocate(largest);
+    ASSERT_NE(all, nullptr);
+    EXPECT_EQ(h.largest_free_block(), 0u);
+    EXPECT_TRUE(h.check());
+    h.deallocate(all);
+    EXPECT_TRUE(h.check());
+}
+
+TYPED_TEST(HeapContract, SeveralPools) {
+    heap_buffer a(1 << 14), b(1 << 15);
+    TypeParam h;
+    EXPECT_EQ(h.allocate(16), nullptr); // no pool yet
+    EXPECT_TRUE(h.add_pool(a.span()));
+    EXPECT_TRUE(h.add_pool(b.span()));
+    EXPECT_FALSE(h.add_pool(std::span<std::byte>(b.data(), 40))); // too small: ignored
+    EXPECT_FALSE(h.add_pool({}));
+    EXPECT_EQ(h.stats().capacity, (1u << 14) + (1u << 15));
+    heap_model model;
+    std::vector<void*> ptrs;
+    for (;;) {
+        void* p = h.allocate(500);
+        if (p == nullptr) break;
+        ASSERT_TRUE(model.add(p, 500, 16));
+        ptrs.push_back(p);
+    }
+    std::size_t in_a = 0, in_b = 0;
+    for (void* p : ptrs) {
+        const auto* q = static_cast<std::byte*>(p);
+        in_a += q >= a.data() && q < a.data() + (1 << 14);
+        in_b += q >= b.data() && q < b.data() + (1 << 15);
+        EXPECT_TRUE(h.owns(p));
+    }
+    EXPECT_EQ(in_a + in_b, ptrs.size());
+    EXPECT_GT(in_a, 20u);
+    EXPECT_GT(in_b, 50u);
+    EXPECT_TRUE(h.check());
+    // The walk tiles both pools: payloads + headers + per-pool overhead = capacity.
+    std::size_t bytes = 0, last = 0;
+    bool ordered = true;
+    h.for_each_block([&](const strata::block_info& info) {
+        bytes += info.size + TypeParam::header_size;
+        ordered = ordered && info.offset >= last;
+        last = info.offset;
+    });
+    EXPECT_TRUE(ordered);
+    EXPECT_EQ(bytes + 2 * TypeParam::pool_overhead, h.stats().capacity);
+    for (void* p : ptrs) {
+        ASSERT_TRUE(model.remove(p));
+        h.deallocate(p);
+    }
+    EXPECT_TRUE(h.check());
+    EXPECT_EQ(free_blocks(h), 2u);
+}
+
+TYPED_TEST(HeapContract, BadRequestsReturnNullWithoutStateChange) {
+    heap_buffer buf(1 << 16);
+    TypeParam h(buf.span());
+    void* keep = h.allocate(64);
+    const auto before = h.stats();
+    constexpr std::size_t max = std::numeric_limits<std::size_t>::max();
+    EXPECT_EQ(h.allocate(0), nullptr);
+    EXPECT_EQ(h.allocate(0, 64), nullptr);
+    EXPECT_EQ(h.allocate(64, 0), nullptr);
+    EXPECT_EQ(h.allocate(64, 3), nullptr);
+    EXPECT_EQ(h.allocate(64, 24), nullptr);
+    EXPECT_EQ(h.allocate(max), nullptr);
+    EXPECT_EQ(h.allocate(max, 64), nullptr);
+    EXPECT_EQ(h.allocate(max - 8, 4096), nullptr); // overflows once aligned
+    EXPECT_EQ(h.allocate(max - 15), nullptr);      // overflows once rounded to 16
+    EXPECT_EQ(h.allocate(TypeParam::max_request + 1), nullptr);
+    EXPECT_EQ(h.allocate(16, std::size_t{1} << 62), nullptr);
+    EXPECT_EQ(h.allocate(1 << 17), nullptr); // larger than the pool
+    EXPECT_EQ(h.stats(), before);
+    EXPECT_TRUE(h.check());
+    h.deallocate(keep);
+}
+
+TYPED_TEST(HeapContract, DoubleFreeIsReportedAndIgnored) {
+    STRATA_REQUIRE_CHECKS(1);
+    heap_buffer buf(1 << 16);
+    TypeParam h(buf.span());
+    void* a = h.allocate(64);
+    void* b = h.allocate(64);
+    void* c = h.allocate(64);
+    h.deallocate(b);
+    const auto before = h.stats();
+    strata::test::recording_handler rec;
+    h.deallocate(b);
+    EXPECT_TRUE(rec.saw_one(strata::violation_kind::double_free));
+    EXPECT_EQ(h.stats(), before);
+    EXPECT_TRUE(h.check());
+    h.deallocate(a);
+    h.deallocate(c);
+    EXPECT_TRUE(h.check());
+}
+
+TYPED_TEST(HeapContract, ForeignAndInteriorPointersAreReportedAndIgnored) {
+    STRATA_REQUIRE_CHECKS(1);
+    heap_buffer buf(1 << 16);
+    TypeParam h(buf.span());
+    void* a = h.allocate(256);
+    std::memset(a, 0xAB, 256);
+    const auto before = h.stats();
+    strata::test::recording_handler rec;
+    alignas(16) std::byte outside[64] = {};
+    h.deallocate(outside);
+    EXPECT_TRUE(rec.saw_one(strata::violation_kind::foreign_pointer));
+    rec.clear();
+    h.deallocate(static_cast<std::byte*>(a) + 64); // into the block's middle
+    EXPECT_TRUE(rec.saw_one(strata::violation_kind::foreign_pointer));
+    rec.clear();
+    h.deallocate(static_cast<std::byte*>(a) + 8); // misaligned
+    EXPECT_TRUE(rec.saw_one(strata::violation_kind::foreign_pointer));
+    EXPECT_EQ(h.stats(), before);
+    EXPECT_TRUE(h.check());
+    h.deallocate(a);
+    EXPECT_TRUE(h.check());
+}
+
+TYPED_TEST(HeapContract, AllSmallThenFreeEveryOther) {
+    heap_buffer buf(1 << 18);
+    TypeParam h(buf.span());
+    std::vector<void*> ptrs;
+    while (void* p = h.allocate(32))
+        ptrs.push_back(p);
+    for (std::size_t i = 0; i < ptrs.size(); i += 2)
+        h.deallocate(ptrs[i]);
+    ASSERT_TRUE(h.check());
+    const auto m = h.metrics();
+    EXPECT_GE(m.free_blocks, ptrs.size() / 2);
+    EXPECT_GT(m.external_fragmentation(), 0.99); // shattered: every hole is 32 bytes
+    EXPECT_EQ(h.allocate(64), nullptr);          // no hole fits 64 although half the heap is free
+    void* hole = h.allocate(32);                 // ... but every hole fits 32
+    EXPECT_NE(hole, nullptr);
+    for (std::size_t i = 1; i < ptrs.size(); i += 2)
+        h.deallocate(ptrs[i]);
+    h.deallocate(hole);
+    ASSERT_TRUE(h.check());
+    EXPECT_EQ(free_blocks(h), 1u);
+    EXPECT_EQ(h.metrics().external_fragmentation(), 0.0);
+}
+
+TYPED_TEST(HeapContract, Sawtooth) {
+    heap_buffer buf(1 << 20);
+    TypeParam h(buf.span());
+    heap_model model;
+    for (int tooth = 0; tooth < 8; ++tooth) {
+        std::vector<std::pair<void*, std::size_t>> ptrs;
+        for (std::size_t size = 16; size <= 4096; size += 48 + 16 * static_cast<std::size_t>(tooth)) {
+            void* p = h.allocate(size);
+            ASSERT_TRUE(model.add(p, size, 16));
+            ptrs.emplace_back(p, size);
+        }
+        ASSERT_TRUE(h.check());
+        // Free the newest half in reverse (the ramp falls), keep the rest into the next tooth.
+        for (std::size_t i = ptrs.size(); i-- > ptrs.size() / 2;) {
+            ASSERT_TRUE(model.remove(ptrs[i].first));
+            h.deallocate(ptrs[i].first, ptrs[i].second, 16);
+        }
+        ASSERT_TRUE(h.check());
+    }
+    for (const auto& [p, b] : std::map<std::byte*, heap_model::block>(model.blocks())) {
+        ASSERT_TRUE(model.remove(p));
+        h.deallocate(p);
+    }
+    EXPECT_TRUE(h.check());
+    EXPECT_EQ(free_blocks(h), 1u);
+}
+
+TYPED_TEST(HeapContract, MaxSizeBlock) {
+    heap_buffer buf(1 << 20);
+    TypeParam h(buf.span());
+    const std::size_t largest = h.largest_free_block();
+    void* p = h.allocate(largest, 16);
+    ASSERT_NE(p, nullptr);
+    std::memset(p, 0x5A, largest);
+    EXPECT_TRUE(h.check());
+    EXPECT_EQ(h.allocate(16), nullptr);
+    h.deallocate(p);
+    EXPECT_TRUE(h.check());
+    // A large over-aligned block still fits when the alignment slack is accounted for.
+    void* q = h.allocate(largest / 2, 4096);
+    ASSERT_NE(q, nullptr);
+    EXPECT_TRUE(strata::is_aligned(q, 4096));
+    EXPECT_TRUE(h.check());
+    h.deallocate(q);
+    EXPECT_TRUE(h.check());
+    EXPECT_EQ(free_blocks(h), 1u);
+}
+
+TYPED_TEST(HeapContract, MetricsDefinitions) {
+    heap_buffer buf(1 << 16);
+    TypeParam h(buf.span());
+    void* a = h.allocate(100);
+    void* b = h.allocate(200);
+    void* c = h.allocate(300);
+    h.deallocate(b);
+    const strata::heap_metrics m = h.metrics();
+    EXPECT_EQ(m.used_blocks, 2u);
+    EXPECT_EQ(m.free_blocks, 2u);
+    EXPECT_EQ(m.block_count(), 4u);
+    EXPECT_EQ(m.requested_bytes, 400u);
+    EXPECT_EQ(m.used_bytes, h.usable_size(a) + h.usable_size(c));
+    EXPECT_EQ(m.internal_waste(), m.used_bytes - 400u);
+    EXPECT_EQ(m.largest_free_block, h.largest_free_block());
+    EXPECT_EQ(m.free_bytes + m.used_bytes + m.overhead_bytes, m.capacity);
+    EXPECT_DOUBLE_EQ(m.external_fragmentation(),
+                     1.0 - static_cast<double>(m.largest_free_block) / static_cast<double>(m.free_bytes));
+    h.deallocate(a);
+    h.deallocate(c);
+}
+
+// A long seeded sequence of allocate / free (and, for heaps that have it, reallocate) against the
+// reference model, check() every 4,096 operations.
+template <class H>
+void random_run(H& h, heap_model& model, std::uint64_t seed, std::size_t ops, std::size_t max_failures) {
+    test_rng rng{seed};
+    std::vector<std::pair<void*, std::size_t>> live;
+    std::size_t failures = 0;
+    for (std::size_t op = 0; op < ops; ++op) {
+        const std::uint64_t r = rng.next();
+        const bool grow = live.size() < 64 || (live.size() < 2000 && (r & 0xFF) < 140);
+        if (grow) {
+            const std::uint64_t kind = (r >> 8) % 100;
+            const std::size_t size = kind < 75   ? rng.between(1, 256)
+                                     : kind < 97 ? rng.between(257, 4096)
+                                                 : rng.between(4097, 65536);
+            const std::size_t align = ((r >> 16) & 7) == 0 ? std::size_t{1} << rng.between(0, 8) : 16;
+            void* p = h.allocate(size, align);
+            if (p == nullptr) {
+                ++failures;
+                continue;
+            }
+            ASSERT_TRUE(model.add(p, size, align)) << "op " << op;
+            live.emplace_back(p, size);
+        } else {
+            const std::size_t i = rng.next() % live.size();
+            if constexpr (requires { h.reallocate(live[i].first, 1); }) {
+                if (((r >> 20) & 7) == 0) {
+                    const std::size_t size = rng.between(1, 2048);
+                    void* q = h.reallocate(live[i].first, size);
+                    if (q != nullptr) {
+                        ASSERT_TRUE(model.moved(live[i].first, q, size, 16)) << "op " << op;
+                        live[i] = {q, size};
+                    }
+                    continue;
+                }
+            }
+            ASSERT_TRUE(model.remove(live[i].first)) << "op " << op;
+            h.deallocate(live[i].first, live[i].second, 16);
+            live[i] = live.back();
+            live.pop_back();
+        }
+        if ((op & 4095) == 0) {
+            ASSERT_TRUE(h.check()) << "op " << op;
+        }
+    }
+    ASSERT_TRUE(h.check());
+    ASSERT_TRUE(model.verify_all());
+    EXPECT_LE(failures, max_failures);
+    for (auto& [p, size] : live) {
+        ASSERT_TRUE(model.remove(p));
+        h.deallocate(p);
+    }
+    ASSERT_TRUE(h.check());
+}
+
+TYPED_TEST(HeapContract, RandomizedAgainstReferenceModel) {
+    // The O(1) heaps run the full long sequence; the O(free blocks) free lists a fifth of it.
+    constexpr bool is_tlsf = requires(TypeParam & h) { h.fl_bitmap(); };
+    const std::size_t ops = is_tlsf ? strata::test::long_run_ops : strata::test::long_run_ops / 5;
+    heap_buffer buf(std::size_t{32} << 20);
+    TypeParam h(buf.span());
+    heap_model model;
+    random_run(h, model, 0x9e3779b97f4a7c15ull, ops, 0);
+    EXPECT_EQ(free_blocks(h), 1u);
+    EXPECT_EQ(h.stats().in_use, 0u);
+}
+
+TYPED_TEST(HeapContract, RandomizedOverSeveralSmallPools) {
+    heap_buffer a(1 << 20), b(1 << 19), c(3 << 18);
+    TypeParam h;
+    ASSERT_TRUE(h.add_pool(a.span()));
+    ASSERT_TRUE(h.add_pool(b.span()));
+    ASSERT_TRUE(h.add_pool(c.span()));
+    heap_model model;
+    random_run(h, model, 42, 100'000, 5'000); // 2.3 MiB for ~2 MiB live: some failures expected
+    EXPECT_EQ(free_blocks(h), 3u);
+}
+
+} // namespace
