@@ -67,13 +67,22 @@ void trace_reader::parse() {
         std::memcpy(&h, plain_.data() + plain_pos_, sizeof h);
         if (h.magic != chunk_magic)
             throw std::runtime_error("strata trace: '" + path_ + "' has a corrupt chunk");
-        const std::size_t bytes = sizeof h + std::size_t{h.count} * sizeof(record);
+        const std::size_t bytes = sizeof h + std::size_t{h.payload_bytes};
         if (avail < bytes) break;
+        chunk_encoder dec;
+        dec.seq = h.first_seq;
+        dec.time_ns = h.first_time_ns;
+        const std::uint8_t* in = plain_.data() + plain_pos_ + sizeof h;
+        const std::uint8_t* const end = in + h.payload_bytes;
         for (std::uint32_t i = 0; i < h.count; ++i) {
             record r;
-            std::memcpy(&r, plain_.data() + plain_pos_ + sizeof h + i * sizeof(record), sizeof r);
+            in = dec.decode(in, end, r);
+            if (in == nullptr) throw std::runtime_error("strata trace: '" + path_ + "' has a corrupt record");
+            r.thread = h.thread;
             pending_.push(r);
         }
+        if (in != end)
+            throw std::runtime_error("strata trace: '" + path_ + "' has a chunk of the wrong length");
         plain_pos_ += bytes;
         ++stats_.chunks;
     }

@@ -61,7 +61,7 @@ private:
     file_header header_{};
     std::vector<unsigned char> in_;
     std::size_t in_pos_ = 0, in_size_ = 0;
-    std::vector<unsigned char> plain_; // decompressed, not yet parsed
+    std::vector<std::uint8_t> plain_; // decompressed, not yet parsed
     std::size_t plain_pos_ = 0;
     bool eof_ = false;
     bool frame_open_ = false; // the last zstd frame is not complete yet
