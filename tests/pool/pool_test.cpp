@@ -1,0 +1,439 @@
+#include "strata/pool/pool.hpp"
+
+#include <array>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <set>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "strata/core/allocator.hpp"
+#include "strata/source/heap_source.hpp"
+
+#include "support/recording_handler.hpp"
+#include "support/reference_model.hpp"
+
+namespace {
+
+using strata::pool;
+using strata::pool_options;
+using strata::violation_kind;
+using strata::test::recording_handler;
+
+static_assert(strata::owning_allocator<pool>);
+static_assert(strata::unsized_deallocator<pool>);
+
+struct buffer_fixture {
+    alignas(64) std::array<std::byte, 4096> bytes{};
+    std::span<std::byte> span() { return {bytes.data(), bytes.size()}; }
+};
+
+TEST(Pool, AllocatesDistinctAlignedSlotsFromABuffer) {
+    buffer_fixture buf;
+    pool p(96, 16, buf.span());
+    ASSERT_TRUE(p.valid());
+    EXPECT_EQ(p.slot_size(), 96u);
+    EXPECT_EQ(p.slot_align(), 16u);
+    const std::size_t cap = p.capacity();
+    EXPECT_GT(cap, 30u);
+    EXPECT_LE(cap * 96, buf.bytes.size());
+    std::set<void*> seen;
+    for (std::size_t i = 0; i < cap; ++i) {
+        void* s = p.allocate();
+        ASSERT_NE(s, nullptr);
+        EXPECT_TRUE(strata::is_aligned(s, 16));
+        EXPECT_TRUE(p.owns(s));
+        EXPECT_TRUE(seen.insert(s).second);
+        std::memset(s, 0xAB, 96);
+    }
+    EXPECT_EQ(p.allocate(), nullptr) << "a buffer pool does not grow";
+    EXPECT_EQ(p.live(), cap);
+    EXPECT_TRUE(p.check());
+    for (void* s : seen)
+        p.deallocate(s);
+    EXPECT_EQ(p.live(), 0u);
+    EXPECT_TRUE(p.check());
+}
+
+TEST(Pool, HandsOutLowestAddressFirstAndReusesLifo) {
+    buffer_fixture buf;
+    pool p(32, 8, buf.span());
+    void* a = p.allocate();
+    void* b = p.allocate();
+    EXPECT_LT(a, b);
+    p.deallocate(a);
+    EXPECT_EQ(p.allocate(), a);
+}
+
+TEST(Pool, SizedAllocateAcceptsOnlyWhatFitsASlot) {
+    buffer_fixture buf;
+    pool p(64, 32, buf.span());
+    EXPECT_NE(p.allocate(64, 32), nullptr);
+    EXPECT_NE(p.allocate(1, 1), nullptr);
+    EXPECT_EQ(p.allocate(65, 8), nullptr);
+    EXPECT_EQ(p.allocate(0, 8), nullptr);
+    EXPECT_EQ(p.allocate(8, 64), nullptr);
+    EXPECT_EQ(p.allocate(8, 3), nullptr);
+    EXPECT_EQ(p.allocate(8, 0), nullptr);
+    EXPECT_EQ(p.allocate(SIZE_MAX, 8), nullptr);
+    EXPECT_EQ(p.live(), 2u);
+    EXPECT_TRUE(p.check());
+}
+
+TEST(Pool, SmallSlotsAreRoundedUpToAPointer) {
+    buffer_fixture buf;
+    pool p(1, 1, buf.span());
+    ASSERT_TRUE(p.valid());
+    EXPECT_EQ(p.slot_size(), sizeof(void*));
+    EXPECT_EQ(p.slot_align(), alignof(void*));
+    void* a = p.allocate();
+    void* b = p.allocate();
+    EXPECT_EQ(static_cast<std::byte*>(b) - static_cast<std::byte*>(a),
+              static_cast<std::ptrdiff_t>(sizeof(void*)));
+}
+
+TEST(Pool, StrideIsRoundedToTheAlignment) {
+    buffer_fixture buf;
+    pool p(40, 32, buf.span());
+    EXPECT_EQ(p.slot_size(), 64u);
+    void* a = p.allocate();
+    void* b = p.allocate();
+    EXPECT_TRUE(strata::is_aligned(a, 32));
+    EXPECT_TRUE(strata::is_aligned(b, 32));
+}
+
+TEST(Pool, InvalidConstructionGivesAnInvalidPool) {
+    buffer_fixture buf;
+    pool zero(0, 8, buf.span());
+    EXPECT_FALSE(zero.valid());
+    EXPECT_EQ(zero.allocate(), nullptr);
+    EXPECT_TRUE(zero.check());
+    pool bad_align(16, 12, buf.span());
+    EXPECT_FALSE(bad_align.valid());
+    EXPECT_EQ(bad_align.allocate(), nullptr);
+    pool zero_align(16, 0, buf.span());
+    EXPECT_FALSE(zero_align.valid());
+    pool huge(SIZE_MAX - 4, 8, buf.span());
+    EXPECT_FALSE(huge.valid());
+}
+
+TEST(Pool, TinyBufferHasNoCapacity) {
+    alignas(16) std::array<std::byte, 24> tiny{};
+    pool p(64, 16, {tiny.data(), tiny.size()});
+    EXPECT_EQ(p.capacity(), 0u);
+    EXPECT_EQ(p.allocate(), nullptr);
+    EXPECT_TRUE(p.check());
+    pool empty(64, 16, std::span<std::byte>{});
+    EXPECT_EQ(empty.allocate(), nullptr);
+}
+
+TEST(Pool, GrowsByChunksFromASourceAndReturnsThem) {
+    strata::heap_source src;
+    {
+        pool p(48, 16, src, pool_options{16, 1000});
+        std::vector<void*> v;
+        for (int i = 0; i < 100; ++i) {
+            v.push_back(p.allocate());
+            ASSERT_NE(v.back(), nullptr);
+        }
+        EXPECT_EQ(p.chunk_count(), 7u); // 16 slots per chunk
+        EXPECT_EQ(p.capacity(), 112u);
+        EXPECT_EQ(src.outstanding_blocks(), 7u);
+        EXPECT_TRUE(p.check());
+        for (void* s : v)
+            EXPECT_TRUE(p.owns(s));
+        for (void* s : v)
+            p.deallocate(s);
+        EXPECT_TRUE(p.check());
+    }
+    EXPECT_EQ(src.outstanding_blocks(), 0u);
+}
+
+TEST(Pool, MaxSlotsCapsGrowth) {
+    strata::heap_source src;
+    pool p(16, 16, src, pool_options{8, 20});
+    std::vector<void*> v;
+    while (void* s = p.allocate())
+        v.push_back(s);
+    EXPECT_EQ(v.size(), 20u);
+    EXPECT_EQ(p.capacity(), 20u);
+    EXPECT_TRUE(p.check());
+    for (void* s : v)
+        p.deallocate(s);
+}
+
+TEST(Pool, BufferFirstThenSource) {
+    strata::heap_source src;
+    buffer_fixture buf;
+    pool p(128, 16, buf.span(), src, pool_options{});
+    const std::size_t first = p.capacity();
+    std::vector<void*> v;
+    for (std::size_t i = 0; i < first + 5; ++i)
+        v.push_back(p.allocate());
+    EXPECT_EQ(src.outstanding_blocks(), 1u);
+    EXPECT_TRUE(p.check());
+    for (void* s : v)
+        p.deallocate(s);
+}
+
+TEST(Pool, DefaultChunkIsAbout64KiB) {
+    strata::heap_source src;
+    pool p(96, 16, src);
+    ASSERT_NE(p.allocate(), nullptr);
+    EXPECT_EQ(p.capacity(), (std::size_t{64} << 10) / 96);
+    p.reset();
+}
+
+TEST(Pool, ResetFreesEverything) {
+    strata::heap_source src;
+    pool p(32, 16, src, pool_options{10, SIZE_MAX});
+    for (int i = 0; i < 25; ++i)
+        ASSERT_NE(p.allocate(), nullptr);
+    const std::size_t cap = p.capacity();
+    p.reset();
+    EXPECT_EQ(p.live(), 0u);
+    EXPECT_EQ(p.capacity(), cap);
+    EXPECT_TRUE(p.check());
+    for (std::size_t i = 0; i < cap; ++i)
+        ASSERT_NE(p.allocate(), nullptr);
+    EXPECT_EQ(src.outstanding_blocks(), 3u) << "reset keeps the chunks, so no growth";
+    p.reset();
+}
+
+TEST(Pool, StatsAccounting) {
+    buffer_fixture buf;
+    pool p(64, 16, buf.span());
+    void* a = p.allocate();
+    void* b = p.allocate();
+    void* c = p.allocate();
+    p.deallocate(b);
+    const strata::stats s = p.stats();
+    EXPECT_EQ(s.in_use, 128u);
+    EXPECT_EQ(s.peak, 192u);
+    EXPECT_EQ(s.capacity, p.capacity() * 64);
+    EXPECT_EQ(s.live_allocations, 2u);
+    EXPECT_EQ(s.total_allocations, 3u);
+    EXPECT_EQ(s.largest_free_block, 64u);
+    p.deallocate(a);
+    p.deallocate(c);
+}
+
+TEST(Pool, ForEachSlotReportsLiveAndFree) {
+    buffer_fixture buf;
+    pool p(64, 16, buf.span());
+    void* a = p.allocate();
+    void* b = p.allocate();
+    p.deallocate(a);
+    std::size_t live = 0, total = 0;
+    p.for_each_slot([&](void* s, bool used) {
+        ++total;
+        if (used) {
+            ++live;
+            EXPECT_EQ(s, b);
+        }
+    });
+    EXPECT_EQ(live, 1u);
+    EXPECT_EQ(total, p.capacity());
+}
+
+TEST(Pool, MoveTransfersOwnership) {
+    strata::heap_source src;
+    pool a(32, 16, src, pool_options{8, SIZE_MAX});
+    void* s = a.allocate();
+    pool b(std::move(a));
+    EXPECT_TRUE(b.owns(s));
+    EXPECT_EQ(b.live(), 1u);
+    EXPECT_EQ(a.capacity(), 0u); // NOLINT(bugprone-use-after-move): moved-from is empty
+    b.deallocate(s);
+    pool c(16, 16, src);
+    c = std::move(b);
+    EXPECT_EQ(c.capacity(), 8u);
+    EXPECT_TRUE(c.check());
+}
+
+TEST(Pool, DeallocateNullIsANoOp) {
+    buffer_fixture buf;
+    pool p(32, 16, buf.span());
+    p.deallocate(nullptr);
+    p.deallocate(nullptr, 32, 16);
+    EXPECT_EQ(p.live(), 0u);
+    EXPECT_TRUE(p.check());
+}
+
+// ---- bad input at checks >= 1 -------------------------------------------------------------------
+
+TEST(PoolChecks, DoubleFreeIsReportedAndIgnored) {
+    STRATA_REQUIRE_CHECKS(1);
+    recording_handler h;
+    buffer_fixture buf;
+    pool p(32, 16, buf.span());
+    void* a = p.allocate();
+    void* b = p.allocate();
+    p.deallocate(a);
+    p.deallocate(a);
+    EXPECT_TRUE(h.saw_one(violation_kind::double_free));
+    EXPECT_EQ(h.last().allocator, "strata::pool");
+    EXPECT_EQ(p.live(), 1u);
+    EXPECT_TRUE(p.check());
+    EXPECT_EQ(p.allocate(), a);
+    EXPECT_NE(p.allocate(), a) << "the double free did not put a on the list twice";
+    p.deallocate(b);
+}
+
+TEST(PoolChecks, ForeignPointerIsReportedAndIgnored) {
+    STRATA_REQUIRE_CHECKS(1);
+    recording_handler h;
+    buffer_fixture buf;
+    pool p(32, 16, buf.span());
+    alignas(16) std::byte other[32];
+    p.deallocate(other);
+    EXPECT_TRUE(h.saw_one(violation_kind::foreign_pointer));
+    EXPECT_TRUE(p.check());
+    h.clear();
+    int local = 0;
+    p.deallocate(&local);
+    EXPECT_TRUE(h.saw_one(violation_kind::foreign_pointer));
+}
+
+TEST(PoolChecks, PointerIntoTheMiddleOfASlotIsReported) {
+    STRATA_REQUIRE_CHECKS(1);
+    recording_handler h;
+    buffer_fixture buf;
+    pool p(32, 16, buf.span());
+    auto* a = static_cast<std::byte*>(p.allocate());
+    p.deallocate(a + 8);
+    EXPECT_TRUE(h.saw_one(violation_kind::foreign_pointer));
+    EXPECT_EQ(p.live(), 1u);
+    EXPECT_TRUE(p.check());
+    p.deallocate(a);
+}
+
+TEST(PoolChecks, NeverAllocatedSlotIsADoubleFree) {
+    STRATA_REQUIRE_CHECKS(1);
+    recording_handler h;
+    buffer_fixture buf;
+    pool p(32, 16, buf.span());
+    auto* a = static_cast<std::byte*>(p.allocate());
+    p.deallocate(a + 32 * 5);
+    EXPECT_TRUE(h.saw_one(violation_kind::double_free));
+    p.deallocate(a);
+    EXPECT_TRUE(p.check());
+}
+
+TEST(PoolChecks, SizedFreeLargerThanASlotIsASizeMismatch) {
+    STRATA_REQUIRE_CHECKS(1);
+    recording_handler h;
+    buffer_fixture buf;
+    pool p(32, 16, buf.span());
+    void* a = p.allocate();
+    p.deallocate(a, 33, 16);
+    EXPECT_TRUE(h.saw_one(violation_kind::size_mismatch));
+    EXPECT_EQ(p.live(), 1u);
+    p.deallocate(a, 32, 16);
+    EXPECT_EQ(p.live(), 0u);
+}
+
+TEST(PoolChecks, VerifyLiveAndIsLive) {
+    STRATA_REQUIRE_CHECKS(1);
+    recording_handler h;
+    buffer_fixture buf;
+    pool p(32, 16, buf.span());
+    void* a = p.allocate();
+    EXPECT_TRUE(p.is_live(a));
+    EXPECT_TRUE(p.verify_live(a));
+    p.deallocate(a);
+    EXPECT_FALSE(p.is_live(a));
+    EXPECT_TRUE(h.empty());
+    EXPECT_FALSE(p.verify_live(a));
+    EXPECT_TRUE(h.saw_one(violation_kind::double_free));
+}
+
+TEST(PoolChecks, FreedSlotsAreFilledWithDDAtChecks2) {
+    STRATA_REQUIRE_CHECKS(2);
+#if STRATA_ASAN
+    GTEST_SKIP() << "freed slots are poisoned under ASan";
+#endif
+    buffer_fixture buf;
+    pool p(64, 16, buf.span());
+    auto* a = static_cast<unsigned char*>(p.allocate());
+    EXPECT_EQ(a[20], strata::fill_allocated);
+    p.deallocate(a);
+    for (std::size_t i = sizeof(void*); i < 64; ++i)
+        ASSERT_EQ(a[i], strata::fill_freed) << i;
+}
+
+TEST(PoolChecks, WriteAfterFreeIsReportedAtChecks2) {
+    STRATA_REQUIRE_CHECKS(2);
+#if STRATA_ASAN
+    GTEST_SKIP() << "ASan catches the write itself";
+#endif
+    recording_handler h;
+    buffer_fixture buf;
+    pool p(64, 16, buf.span());
+    auto* a = static_cast<unsigned char*>(p.allocate());
+    p.deallocate(a);
+    a[40] = 1;
+    EXPECT_EQ(p.allocate(), a);
+    EXPECT_TRUE(h.saw_one(violation_kind::corruption));
+}
+
+#if STRATA_ASAN
+TEST(PoolAsan, FreedSlotsArePoisoned) {
+    buffer_fixture buf;
+    pool p(64, 16, buf.span());
+    void* a = p.allocate();
+    EXPECT_FALSE(__asan_address_is_poisoned(a));
+    p.deallocate(a);
+    EXPECT_TRUE(__asan_address_is_poisoned(static_cast<char*>(a) + 8));
+    void* b = p.allocate();
+    EXPECT_EQ(a, b);
+    EXPECT_FALSE(__asan_address_is_poisoned(static_cast<char*>(b) + 63));
+    p.deallocate(b);
+}
+#endif
+
+// ---- randomized against the reference model ----------------------------------------------------
+
+TEST(PoolRandomized, MillionOpsAgainstTheReferenceModel) {
+    strata::heap_source src;
+    pool p(40, 16, src, pool_options{64, 4096});
+    strata::test::reference_model model;
+    std::vector<void*> live;
+    std::mt19937_64 rng(0x9001);
+    // 1,000,000 operations in every build; the model's contents check is O(size) per op, so sizes stay small.
+    constexpr std::size_t ops = 1'000'000;
+    for (std::size_t i = 0; i < ops; ++i) {
+        const bool alloc = live.empty() || (live.size() < 3000 && rng() % 100 < 52);
+        if (alloc) {
+            void* s = p.allocate(40, 16);
+            if (s == nullptr) {
+                ASSERT_EQ(p.capacity(), 4096u);
+                continue;
+            }
+            model.add(s, 40, 16);
+            live.push_back(s);
+        } else {
+            const std::size_t k = rng() % live.size();
+            model.remove(live[k]);
+            p.deallocate(live[k], 40, 16);
+            live[k] = live.back();
+            live.pop_back();
+        }
+        if (i % 100'000 == 0) {
+            ASSERT_TRUE(p.check()) << "at op " << i;
+            model.verify_all();
+        }
+    }
+    EXPECT_EQ(p.live(), live.size());
+    ASSERT_TRUE(p.check());
+    for (void* s : live) {
+        model.remove(s);
+        p.deallocate(s);
+    }
+    EXPECT_EQ(p.live(), 0u);
+    EXPECT_TRUE(p.check());
+}
+
+} // namespace

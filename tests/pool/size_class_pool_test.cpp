@@ -1,0 +1,212 @@
+#include "strata/pool/size_class_pool.hpp"
+
+#include <random>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "strata/core/allocator.hpp"
+#include "strata/source/heap_source.hpp"
+
+#include "support/recording_handler.hpp"
+#include "support/reference_model.hpp"
+
+namespace {
+
+using strata::size_class_options;
+using strata::size_class_pool;
+using strata::violation_kind;
+using strata::test::recording_handler;
+
+static_assert(strata::owning_allocator<size_class_pool>);
+
+TEST(SizeClassPool, DefaultClassesAreTheDocumentedOnes) {
+    strata::heap_source src;
+    size_class_pool a(src);
+    ASSERT_TRUE(a.valid());
+    const std::vector<std::size_t> expect = {16,   32,   48,   64,   80,   96,   112,  128, 160, 192,
+                                             224,  256,  320,  384,  448,  512,  640,  768, 896, 1024,
+                                             1280, 1536, 1792, 2048, 2560, 3072, 3584, 4096};
+    ASSERT_EQ(a.class_count(), expect.size());
+    for (std::size_t i = 0; i < expect.size(); ++i)
+        EXPECT_EQ(a.class_size(i), expect[i]) << i;
+    EXPECT_EQ(a.max_size(), 4096u);
+}
+
+// The documented bound (size_class_options): class(s) - s < max(16, s / classes_per_doubling),
+// for every size and every spacing. Also: the class is the smallest one that fits.
+TEST(SizeClassPool, WorstCaseInternalWasteHoldsForEverySize) {
+    strata::heap_source src;
+    for (std::size_t per : {1u, 2u, 4u, 8u, 16u}) {
+        size_class_pool a(src, size_class_options{std::size_t{64} << 10, per, std::size_t{64} << 10});
+        ASSERT_TRUE(a.valid()) << per;
+        double worst_ratio = 0;
+        for (std::size_t s = 1; s <= a.max_size(); ++s) {
+            const std::size_t k = a.class_of(s, 16);
+            ASSERT_LT(k, a.class_count());
+            const std::size_t c = a.class_size(k);
+            ASSERT_GE(c, s);
+            if (k > 0) {
+                ASSERT_LT(a.class_size(k - 1), s) << "not the smallest class for " << s;
+            }
+            ASSERT_LT(c - s, a.waste_bound(s)) << "per " << per << " size " << s;
+            if (s > 16 * per)
+                worst_ratio = std::max(worst_ratio, static_cast<double>(c - s) / static_cast<double>(s));
+        }
+        EXPECT_LT(worst_ratio, 1.0 / static_cast<double>(per)) << per;
+    }
+}
+
+TEST(SizeClassPool, ServesEverySizeAndAlignmentAligned) {
+    strata::heap_source src;
+    size_class_pool a(src);
+    std::vector<std::pair<void*, std::pair<std::size_t, std::size_t>>> v;
+    for (std::size_t align = 1; align <= 4096; align *= 2) {
+        for (std::size_t s = 1; s <= 4096; s += 37) {
+            void* p = a.allocate(s, align);
+            if (strata::align_up(s, align).value() > 4096) {
+                EXPECT_EQ(p, nullptr);
+                continue;
+            }
+            ASSERT_NE(p, nullptr) << s << " " << align;
+            ASSERT_TRUE(strata::is_aligned(p, align)) << s << " " << align;
+            std::memset(p, 0x5A, s);
+            v.push_back({p, {s, align}});
+        }
+    }
+    EXPECT_TRUE(a.check());
+    for (auto& [p, sa] : v)
+        a.deallocate(p, sa.first, sa.second);
+    EXPECT_EQ(a.stats().live_allocations, 0u);
+    EXPECT_TRUE(a.check());
+}
+
+TEST(SizeClassPool, BadRequestsReturnNull) {
+    strata::heap_source src;
+    size_class_pool a(src);
+    EXPECT_EQ(a.allocate(0, 16), nullptr);
+    EXPECT_EQ(a.allocate(4097, 16), nullptr);
+    EXPECT_EQ(a.allocate(SIZE_MAX, 16), nullptr);
+    EXPECT_EQ(a.allocate(SIZE_MAX, 64), nullptr);
+    EXPECT_EQ(a.allocate(16, 3), nullptr);
+    EXPECT_EQ(a.allocate(16, 0), nullptr);
+    EXPECT_EQ(a.allocate(16, 8192), nullptr);
+    EXPECT_EQ(a.stats().total_allocations, 0u);
+    a.deallocate(nullptr, 16, 16);
+    a.deallocate(nullptr, 0, 3);
+}
+
+TEST(SizeClassPool, InvalidOptionsGiveAnInvalidAllocator) {
+    strata::heap_source src;
+    for (const size_class_options o : {size_class_options{0, 4, 65536}, size_class_options{1 << 20, 4, 65536},
+                                       size_class_options{4096, 3, 65536}, size_class_options{4096, 0, 65536},
+                                       size_class_options{4096, 32, 65536}}) {
+        size_class_pool a(src, o);
+        EXPECT_FALSE(a.valid());
+        EXPECT_EQ(a.allocate(16, 16), nullptr);
+        EXPECT_TRUE(a.check());
+    }
+}
+
+TEST(SizeClassPool, SizeInTheSameClassFreesToTheSameClass) {
+    strata::heap_source src;
+    size_class_pool a(src);
+    void* p = a.allocate(100, 16); // class 112
+    ASSERT_NE(p, nullptr);
+    a.deallocate(p, 112, 16);
+    EXPECT_EQ(a.allocate(97, 8), p);
+    a.deallocate(p, 97, 8);
+}
+
+TEST(SizeClassPool, StatsSumTheClasses) {
+    strata::heap_source src;
+    size_class_pool a(src);
+    void* p = a.allocate(20, 16);  // 32
+    void* q = a.allocate(200, 16); // 224
+    const strata::stats s = a.stats();
+    EXPECT_EQ(s.in_use, 32u + 224u);
+    EXPECT_EQ(s.live_allocations, 2u);
+    EXPECT_EQ(s.total_allocations, 2u);
+    EXPECT_TRUE(a.owns(p));
+    EXPECT_TRUE(a.owns(q));
+    int x = 0;
+    EXPECT_FALSE(a.owns(&x));
+    a.deallocate(p, 20, 16);
+    a.deallocate(q, 200, 16);
+}
+
+TEST(SizeClassPoolChecks, WrongSizeNamingAnotherClassIsReported) {
+    STRATA_REQUIRE_CHECKS(1);
+    recording_handler h;
+    strata::heap_source src;
+    size_class_pool a(src);
+    void* p = a.allocate(100, 16);
+    a.deallocate(p, 1000, 16);
+    EXPECT_TRUE(h.saw_one(violation_kind::foreign_pointer));
+    EXPECT_TRUE(a.check());
+    a.deallocate(p, 100, 16);
+    EXPECT_EQ(a.stats().live_allocations, 0u);
+}
+
+TEST(SizeClassPoolChecks, DoubleFreeAndForeignPointerAreReported) {
+    STRATA_REQUIRE_CHECKS(1);
+    recording_handler h;
+    strata::heap_source src;
+    size_class_pool a(src);
+    void* p = a.allocate(64, 16);
+    a.deallocate(p, 64, 16);
+    a.deallocate(p, 64, 16);
+    EXPECT_TRUE(h.saw_one(violation_kind::double_free));
+    h.clear();
+    alignas(16) char local[64];
+    a.deallocate(local, 64, 16);
+    EXPECT_TRUE(h.saw_one(violation_kind::foreign_pointer));
+    h.clear();
+    void* q = a.allocate(64, 16);
+    a.deallocate(q, 5000, 16); // no class serves 5000: reported through the owning class
+    EXPECT_TRUE(h.saw_one(violation_kind::size_mismatch));
+    a.deallocate(q, 64, 16);
+    EXPECT_TRUE(a.check());
+}
+
+TEST(SizeClassPoolRandomized, MillionOpsAgainstTheReferenceModel) {
+    strata::heap_source src;
+    size_class_pool a(src, size_class_options{1024, 4, 16 << 10});
+    strata::test::reference_model model;
+    struct block {
+        void* p;
+        std::size_t size;
+        std::size_t align;
+    };
+    std::vector<block> live;
+    std::mt19937_64 rng(0x5C1A55);
+    constexpr std::size_t ops = 1'000'000;
+    for (std::size_t i = 0; i < ops; ++i) {
+        if (live.empty() || (live.size() < 2000 && rng() % 2 == 0)) {
+            const std::size_t size = 1 + rng() % 200;
+            const std::size_t align = std::size_t{1} << (rng() % 7);
+            void* p = a.allocate(size, align);
+            ASSERT_NE(p, nullptr);
+            model.add(p, size, align);
+            live.push_back({p, size, align});
+        } else {
+            const std::size_t k = rng() % live.size();
+            model.remove(live[k].p);
+            a.deallocate(live[k].p, live[k].size, live[k].align);
+            live[k] = live.back();
+            live.pop_back();
+        }
+        if (i % 200'000 == 0) {
+            ASSERT_TRUE(a.check()) << i;
+        }
+    }
+    ASSERT_TRUE(a.check());
+    for (const block& b : live) {
+        model.remove(b.p);
+        a.deallocate(b.p, b.size, b.align);
+    }
+    EXPECT_EQ(a.stats().live_allocations, 0u);
+    EXPECT_TRUE(a.check());
+}
+
+} // namespace
