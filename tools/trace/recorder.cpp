@@ -144,7 +144,7 @@ struct stripe {
     slot* slots = nullptr;
     std::size_t mask = 0; // capacity - 1
     std::size_t used = 0;
-    char pad[64 - sizeof(spinlock) - 3 * sizeof(std::size_t)];
+    char pad[64 - sizeof(spinlock) - 3 * sizeof(std::size_t)] = {};
 };
 
 constexpr std::size_t stripe_count = 64;
