@@ -1,0 +1,258 @@
+#pragma once
+// slot_map<T>: dense values with generational handles.
+//
+// Values live contiguously in insertion order modified by swap-and-pop, so iteration is a plain
+// loop over an array (as fast as packed_array). A sparse slot array maps handle index ->
+// {generation, dense index}, and a reverse array maps dense index -> slot, which erase needs to
+// fix up the value moved into the hole. Lookup validates the generation with one compare.
+//
+// Complexity: insert, erase, get, contains, key_of: O(1) (insert amortized). Iteration: O(size).
+//
+// Bad input (every case leaves the container unchanged):
+//   get(stale, null or out-of-range handle)  -> nullptr, no report (asking is legitimate)
+//   erase(same)                              -> false; reported as violation_kind::stale_handle
+//                                               at STRATA_CHECKS >= 1
+//   erase during for_each / erase_if         -> false; reported as violation_kind::invalid_argument
+//                                               at STRATA_CHECKS >= 1 (use erase_if or the
+//                                               backward-index pattern in docs/handles.md)
+//   key_of(value not in this map) or key_of(index >= size())
+//                                            -> null handle; reported as foreign_pointer /
+//                                               invalid_argument at STRATA_CHECKS >= 1
+//   index space exhausted                    -> std::length_error; allocator failure -> its exception
+// A handle of another slot_map of the same type is indistinguishable from one of this map when its
+// index and generation happen to be live here; distinct Tags make such mixing a compile error.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "strata/core/check.hpp"
+#include "strata/handle/fwd.hpp"
+#include "strata/handle/handle.hpp"
+#include "strata/handle/policy.hpp"
+#include "strata/handle/sparse_slots.hpp"
+
+namespace strata {
+
+/// Dense values addressed by generational handles.
+/// Requires: T is nothrow move constructible and nothrow move assignable (swap-and-pop moves).
+template <class T, class Handle, class Alloc, class WrapPolicy, class ReusePolicy>
+class slot_map {
+    static_assert(std::is_nothrow_move_constructible_v<T> && std::is_nothrow_move_assignable_v<T>,
+                  "slot_map moves values on erase; T must be nothrow movable");
+    using slots_type = detail::sparse_slots<Handle, Alloc, WrapPolicy, ReusePolicy>;
+    using word = typename slots_type::word;
+    using word_allocator = typename std::allocator_traits<Alloc>::template rebind_alloc<word>;
+    using value_allocator = typename std::allocator_traits<Alloc>::template rebind_alloc<T>;
+
+public:
+    using value_type = T;
+    using handle_type = Handle;
+    using allocator_type = value_allocator;
+    using size_type = std::size_t;
+    using iterator = typename std::vector<T, value_allocator>::iterator;
+    using const_iterator = typename std::vector<T, value_allocator>::const_iterator;
+
+    /// Effects: an empty map; its arrays come from `alloc` (e.g. strata::std_allocator over an arena).
+    slot_map() : slot_map(Alloc()) {}
+    explicit slot_map(const Alloc& alloc)
+        : values_(value_allocator(alloc)), dense_to_slot_(word_allocator(alloc)), slots_(alloc) {}
+
+    /// Effects: constructs a value from `args` at the end of the dense array.
+    /// Returns: its handle. Throws: std::length_error when the index space is exhausted (every
+    /// index live or retired); whatever T's constructor or the allocator throws. On throw the map
+    /// is unchanged.
+    template <class... Args>
+    Handle emplace(Args&&... args) {
+        (void)slots_.prepare();
+        if (dense_to_slot_.size() == dense_to_slot_.capacity())
+            dense_to_slot_.reserve(grow(dense_to_slot_.size()));
+        values_.emplace_back(std::forward<Args>(args)...);
+        const Handle h = slots_.acquire(static_cast<word>(values_.size() - 1));
+        dense_to_slot_.push_back(h.index()); // capacity reserved above: cannot throw
+        return h;
+    }
+    /// Effects, returns, throws: as emplace(value).
+    Handle insert(const T& value) { return emplace(value); }
+    /// Effects, returns, throws: as emplace(std::move(value)).
+    Handle insert(T&& value) { return emplace(std::move(value)); }
+
+    /// Effects: destroys the value of `h` by moving the last value into its place (swap-and-pop);
+    /// `h` and every copy of it become stale. Returns: true if erased; false for a null, stale or
+    /// foreign handle or during for_each/erase_if (reported at checks >= 1, see the header).
+    bool erase(Handle h) noexcept {
+        if (iterating_ != 0) {
+            (void)STRATA_VERIFY(1, false, invalid_argument, "strata::slot_map", nullptr,
+                                "erase during for_each/erase_if; use erase_if or iterate indices backward");
+            return false;
+        }
+        if (!slots_.valid(h)) {
+            (void)STRATA_VERIFY(1, false, stale_handle, "strata::slot_map", nullptr,
+                                "erase with a null, stale or foreign handle");
+            return false;
+        }
+        erase_dense(slots_.link(h.index()));
+        return true;
+    }
+
+    /// Returns: the value of `h`, or nullptr when `h` is null, stale or out of range. O(1).
+    /// The pointer is valid until the next insert or erase (values move).
+    [[nodiscard]] T* get(Handle h) noexcept {
+        return STRATA_LIKELY(slots_.valid(h)) ? values_.data() + slots_.link(h.index()) : nullptr;
+    }
+    /// Returns: as get(h), const.
+    [[nodiscard]] const T* get(Handle h) const noexcept {
+        return STRATA_LIKELY(slots_.valid(h)) ? values_.data() + slots_.link(h.index()) : nullptr;
+    }
+    /// Returns: true when `h` names a live value of this map.
+    [[nodiscard]] bool contains(Handle h) const noexcept { return slots_.valid(h); }
+    /// Returns: the dense index of `h`'s value, or size() when `h` is not valid.
+    [[nodiscard]] size_type index_of(Handle h) const noexcept {
+        return slots_.valid(h) ? static_cast<size_type>(slots_.link(h.index())) : values_.size();
+    }
+
+    /// Returns: the handle of the value at dense index `i`; null handle (reported as
+    /// invalid_argument at checks >= 1) when i >= size().
+    [[nodiscard]] Handle key_of(size_type i) const noexcept {
+        if (i >= values_.size()) {
+            (void)STRATA_VERIFY(1, false, invalid_argument, "strata::slot_map", nullptr,
+                                "key_of: index out of range");
+            return Handle{};
+        }
+        return slots_.handle_of(dense_to_slot_[i]);
+    }
+    /// Returns: the handle of `value`, which must be an element of this map; null handle (reported
+    /// as foreign_pointer at checks >= 1) otherwise.
+    [[nodiscard]] Handle key_of(const T& value) const noexcept {
+        const T* p = std::addressof(value);
+        const T* b = values_.data();
+        // Compare as integers: relational comparison of unrelated pointers is unspecified.
+        const auto pa = reinterpret_cast<std::uintptr_t>(p);
+        const auto ba = reinterpret_cast<std::uintptr_t>(b);
+        if (pa < ba || pa >= ba + values_.size() * sizeof(T) || (pa - ba) % sizeof(T) != 0) {
+            (void)STRATA_VERIFY(1, false, foreign_pointer, "strata::slot_map", p,
+                                "key_of: value is not in this map");
+            return Handle{};
+        }
+        return slots_.handle_of(dense_to_slot_[static_cast<size_type>(p - b)]);
+    }
+
+    /// Effects: calls f(value) (or f(handle, value) if that is what f takes) for every value in
+    /// dense order. Erase is refused inside (see the header); insert is allowed but the new values
+    /// are not visited.
+    template <class F>
+    void for_each(F&& f) {
+        const iteration_guard guard(iterating_);
+        const size_type n = values_.size();
+        for (size_type i = 0; i < n; ++i) {
+            if constexpr (std::is_invocable_v<F&, Handle, T&>) {
+                f(slots_.handle_of(dense_to_slot_[i]), values_[i]);
+            } else {
+                f(values_[i]);
+            }
+        }
+    }
+
+    /// Effects: erases every value for which pred(value) is true, visiting each value exactly once.
+    /// Returns: how many were erased.
+    template <class Pred>
+    size_type erase_if(Pred&& pred) {
+        size_type erased = 0;
+        const iteration_guard guard(iterating_);
+        // Backward: the value swap-and-pop moves into slot i comes from the end, already visited.
+        for (size_type i = values_.size(); i-- > 0;) {
+            if (pred(std::as_const(values_[i]))) {
+                erase_dense(slots_.link(dense_to_slot_[i]));
+                ++erased;
+            }
+        }
+        return erased;
+    }
+
+    /// Effects: erases every value; every handle becomes stale. Capacity is kept.
+    void clear() noexcept {
+        values_.clear();
+        dense_to_slot_.clear();
+        slots_.release_all();
+    }
+    /// Effects: reserves room for `n` values without reallocation. Throws: as vector::reserve.
+    void reserve(size_type n) {
+        values_.reserve(n);
+        dense_to_slot_.reserve(n);
+        slots_.reserve(n);
+    }
+
+    [[nodiscard]] size_type size() const noexcept { return values_.size(); }         ///< live values
+    [[nodiscard]] bool empty() const noexcept { return values_.empty(); }            ///< no values
+    [[nodiscard]] size_type capacity() const noexcept { return values_.capacity(); } ///< values reserved
+    [[nodiscard]] size_type slot_count() const noexcept { return slots_.size(); }    ///< slots ever made
+    [[nodiscard]] size_type retired_count() const noexcept {
+        return slots_.retired_count();
+    } ///< retired slots
+    /// Returns: the most values this map can ever hold (the index space).
+    [[nodiscard]] static constexpr size_type max_size() noexcept {
+        return static_cast<size_type>(Handle::index_space);
+    }
+
+    /// The dense values. Pointers and spans are invalidated by insert and erase.
+    [[nodiscard]] T* data() noexcept { return values_.data(); }
+    [[nodiscard]] const T* data() const noexcept { return values_.data(); }
+    [[nodiscard]] std::span<T> values() noexcept { return {values_.data(), values_.size()}; }
+    [[nodiscard]] std::span<const T> values() const noexcept { return {values_.data(), values_.size()}; }
+    [[nodiscard]] T& operator[](size_type i) noexcept { return values_[i]; } ///< Requires: i < size()
+    [[nodiscard]] const T& operator[](size_type i) const noexcept {
+        return values_[i];
+    } ///< Requires: i < size()
+    [[nodiscard]] iterator begin() noexcept { return values_.begin(); }
+    [[nodiscard]] iterator end() noexcept { return values_.end(); }
+    [[nodiscard]] const_iterator begin() const noexcept { return values_.begin(); }
+    [[nodiscard]] const_iterator end() const noexcept { return values_.end(); }
+    [[nodiscard]] allocator_type get_allocator() const { return values_.get_allocator(); }
+
+    /// Returns: true when every invariant holds: the dense and reverse arrays agree with the slots,
+    /// the free list is sound. O(slots). Tests call it as they go.
+    [[nodiscard]] bool check() const noexcept {
+        if (values_.size() != dense_to_slot_.size() || slots_.live_count() != values_.size()) return false;
+        for (size_type i = 0; i < dense_to_slot_.size(); ++i) {
+            const word s = dense_to_slot_[i];
+            if (!slots_.live(s) || slots_.link(s) != i) return false;
+        }
+        return slots_.check();
+    }
+
+private:
+    struct iteration_guard {
+        explicit iteration_guard(int& depth) noexcept : depth_(depth) { ++depth_; }
+        ~iteration_guard() { --depth_; }
+        iteration_guard(const iteration_guard&) = delete;
+        iteration_guard& operator=(const iteration_guard&) = delete;
+        int& depth_;
+    };
+
+    static size_type grow(size_type n) noexcept { return n < 8 ? 16 : n * 2; }
+
+    // Swap-and-pop dense index d and free its slot.
+    void erase_dense(word d) noexcept {
+        const word slot = dense_to_slot_[d];
+        const word last = static_cast<word>(values_.size() - 1);
+        if (d != last) {
+            values_[d] = std::move(values_[last]);
+            const word moved = dense_to_slot_[last];
+            dense_to_slot_[d] = moved;
+            slots_.set_link(moved, d);
+        }
+        values_.pop_back();
+        dense_to_slot_.pop_back();
+        slots_.release(slot);
+    }
+
+    std::vector<T, value_allocator> values_;
+    std::vector<word, word_allocator> dense_to_slot_;
+    slots_type slots_;
+    int iterating_ = 0;
+};
+
+} // namespace strata

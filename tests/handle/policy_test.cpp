@@ -1,0 +1,159 @@
+// Generation wrap (retire | wrap) and free-slot reuse (lifo | fifo), tested with tiny handles so
+// the generation limit is reached in a few operations; index-space exhaustion.
+#include <cstddef>
+#include <memory>
+#include <stdexcept>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "strata/handle/handle_table.hpp"
+#include "strata/handle/slot_map.hpp"
+#include "strata/layout/soa_slot_map.hpp"
+
+namespace {
+
+struct tiny_tag {};
+// 4 index bits (16 slots), 2 generation bits (generations 1, 2, 3).
+using tiny = strata::handle<tiny_tag, 4, 2>;
+namespace policy = strata::policy;
+
+template <template <class, class, class, class, class> class C, class Wrap, class Reuse>
+using tiny_of = C<int, tiny, std::allocator<int>, Wrap, Reuse>;
+
+} // namespace
+
+template <class C>
+class GenerationRetire : public ::testing::Test {};
+using retire_types = ::testing::Types<tiny_of<strata::slot_map, policy::retire, policy::lifo>,
+                                      tiny_of<strata::handle_table, policy::retire, policy::lifo>,
+                                      tiny_of<strata::slot_map, policy::retire, policy::fifo>>;
+TYPED_TEST_SUITE(GenerationRetire, retire_types);
+
+TYPED_TEST(GenerationRetire, SlotRetiresInsteadOfWrapping) {
+    TypeParam c;
+    std::vector<tiny> old;
+    // Slot 0 lives through generations 1, 2, 3; then it is retired, never reused.
+    for (unsigned gen = 1; gen <= tiny::max_generation; ++gen) {
+        const tiny h = c.emplace(static_cast<int>(gen));
+        EXPECT_EQ(h.index(), 0u);
+        EXPECT_EQ(h.generation(), gen);
+        old.push_back(h);
+        ASSERT_TRUE(c.erase(h));
+    }
+    EXPECT_EQ(c.retired_count(), 1u);
+    const tiny next = c.emplace(100);
+    EXPECT_EQ(next.index(), 1u) << "a retired slot must not be reused";
+    EXPECT_EQ(next.generation(), 1u);
+    for (const tiny h : old)
+        EXPECT_EQ(c.get(h), nullptr) << h;
+    EXPECT_TRUE(c.check());
+}
+
+TYPED_TEST(GenerationRetire, AllSlotsRetiredExhaustsTheIndexSpace) {
+    TypeParam c;
+    std::vector<tiny> every;
+    for (std::size_t round = 0; round < tiny::max_generation; ++round) {
+        std::vector<tiny> hs;
+        for (std::size_t i = 0; i < tiny::index_space; ++i)
+            hs.push_back(c.emplace(1));
+        EXPECT_THROW((void)c.emplace(2), std::length_error); // 16 live: full
+        for (const tiny h : hs)
+            ASSERT_TRUE(c.erase(h));
+        every.insert(every.end(), hs.begin(), hs.end());
+    }
+    EXPECT_EQ(c.retired_count(), tiny::index_space);
+    EXPECT_THROW((void)c.emplace(3), std::length_error); // every slot retired
+    EXPECT_TRUE(c.empty());
+    for (const tiny h : every)
+        EXPECT_EQ(c.get(h), nullptr);
+    EXPECT_TRUE(c.check());
+}
+
+template <class C>
+class GenerationWrap : public ::testing::Test {};
+using wrap_types = ::testing::Types<tiny_of<strata::slot_map, policy::wrap, policy::lifo>,
+                                    tiny_of<strata::handle_table, policy::wrap, policy::lifo>>;
+TYPED_TEST_SUITE(GenerationWrap, wrap_types);
+
+TYPED_TEST(GenerationWrap, GenerationRestartsAtOneAndTheDocumentedAbaAppears) {
+    TypeParam c;
+    const tiny first = c.emplace(1);
+    EXPECT_EQ(first.generation(), 1u);
+    ASSERT_TRUE(c.erase(first));
+    const tiny g2 = c.emplace(2);
+    EXPECT_EQ(c.get(first), nullptr);
+    ASSERT_TRUE(c.erase(g2));
+    const tiny g3 = c.emplace(3);
+    EXPECT_EQ(g3.generation(), 3u);
+    EXPECT_EQ(c.get(first), nullptr);
+    EXPECT_EQ(c.get(g2), nullptr);
+    ASSERT_TRUE(c.erase(g3));
+    const tiny wrapped = c.emplace(4);
+    EXPECT_EQ(wrapped.index(), 0u);
+    EXPECT_EQ(wrapped.generation(), 1u); // wrapped: the slot is reused, never retired
+    EXPECT_EQ(c.retired_count(), 0u);
+    // The price of `wrap`: a handle held across exactly max_generation reuses validates again.
+    EXPECT_EQ(first, wrapped);
+    EXPECT_EQ(c.get(g2), nullptr);
+    EXPECT_EQ(c.get(g3), nullptr);
+    EXPECT_TRUE(c.check());
+}
+
+TEST(ReusePolicy, LifoReusesTheLastFreedSlot) {
+    strata::slot_map<int, tiny, std::allocator<int>, policy::retire, policy::lifo> m;
+    const tiny a = m.emplace(1), b = m.emplace(2), c = m.emplace(3);
+    (void)c;
+    ASSERT_TRUE(m.erase(a));
+    ASSERT_TRUE(m.erase(b));
+    EXPECT_EQ(m.emplace(4).index(), b.index());
+    EXPECT_EQ(m.emplace(5).index(), a.index());
+    EXPECT_TRUE(m.check());
+}
+
+TEST(ReusePolicy, FifoReusesTheFirstFreedSlot) {
+    strata::handle_table<int, tiny, std::allocator<int>, policy::retire, policy::fifo> t;
+    const tiny a = t.emplace(1), b = t.emplace(2), c = t.emplace(3);
+    ASSERT_TRUE(t.erase(a));
+    ASSERT_TRUE(t.erase(b));
+    ASSERT_TRUE(t.erase(c));
+    EXPECT_EQ(t.emplace(4).index(), a.index());
+    EXPECT_EQ(t.emplace(5).index(), b.index());
+    EXPECT_EQ(t.emplace(6).index(), c.index());
+    EXPECT_TRUE(t.check());
+}
+
+TEST(ReusePolicy, FifoSpreadsReuseSoGenerationsGrowSlower) {
+    // Churn one value at a time with 8 other slots free: LIFO reuses one slot and exhausts its
+    // generations; FIFO rotates through all of them.
+    auto churn = [](auto& m) {
+        std::vector<tiny> hs;
+        for (int i = 0; i < 9; ++i)
+            hs.push_back(m.emplace(i));
+        for (std::size_t i = 1; i < hs.size(); ++i)
+            (void)m.erase(hs[i]);
+        tiny h = hs[0];
+        for (int i = 0; i < 9; ++i) {
+            (void)m.erase(h);
+            h = m.emplace(i);
+        }
+        return m.retired_count();
+    };
+    strata::slot_map<int, tiny, std::allocator<int>, policy::retire, policy::lifo> lifo;
+    strata::slot_map<int, tiny, std::allocator<int>, policy::retire, policy::fifo> fifo;
+    EXPECT_GT(churn(lifo), 0u);
+    EXPECT_EQ(churn(fifo), 0u);
+}
+
+TEST(SoaSlotMapPolicy, RetireAndWrapApplyToo) {
+    strata::basic_soa_slot_map<tiny, std::allocator<std::byte>, policy::retire, policy::lifo, float> r;
+    strata::basic_soa_slot_map<tiny, std::allocator<std::byte>, policy::wrap, policy::lifo, float> w;
+    for (int i = 0; i < 3; ++i) {
+        ASSERT_TRUE(r.erase(r.emplace(1.0f)));
+        ASSERT_TRUE(w.erase(w.emplace(1.0f)));
+    }
+    EXPECT_EQ(r.emplace(2.0f).index(), 1u);
+    EXPECT_EQ(w.emplace(2.0f).index(), 0u);
+    EXPECT_TRUE(r.check());
+    EXPECT_TRUE(w.check());
+}
