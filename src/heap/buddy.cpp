@@ -77,15 +77,16 @@ void buddy::deallocate_offset(std::size_t offset) noexcept {
     free_index(static_cast<std::uint32_t>(offset >> min_shift_));
 }
 
-void buddy::deallocate_offset(std::size_t offset, std::size_t size) noexcept {
+void buddy::deallocate_offset(std::size_t offset, std::size_t size, std::size_t align) noexcept {
 #if STRATA_CHECKS >= 1
     if (!verify_free(offset)) return;
-    const unsigned order = size <= min_block_ ? 0u : log2_ceil(size) - min_shift_;
+    const std::size_t need = std::max(size, align);
+    const unsigned order = need <= min_block_ ? 0u : log2_ceil(need) - min_shift_;
     if (!STRATA_VERIFY(1, order == (state_[offset >> min_shift_] & order_mask), size_mismatch, buddy_name,
                        base_ ? base_ + offset : nullptr, "sized free names a size of another order"))
         return;
 #else
-    (void)size;
+    (void)size, (void)align;
 #endif
     free_index(static_cast<std::uint32_t>(offset >> min_shift_));
 }

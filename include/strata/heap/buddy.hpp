@@ -69,8 +69,9 @@ public:
     /// Effects: frees the block at `offset` and merges it with free buddies. Complexity: O(log n).
     void deallocate_offset(std::size_t offset) noexcept;
 
-    /// Effects: as deallocate_offset(offset); at checks >= 1 `size` must map to the block's order.
-    void deallocate_offset(std::size_t offset, std::size_t size) noexcept;
+    /// Effects: as deallocate_offset(offset); at checks >= 1 (size, align), as allocated, must map
+    /// to the block's order (else `size_mismatch`, ignored).
+    void deallocate_offset(std::size_t offset, std::size_t size, std::size_t align = 1) noexcept;
 
     /// Returns: base + allocate_offset(size, align), or nullptr (also when the buddy has no base, or
     /// `align` exceeds the base's own alignment).
@@ -85,9 +86,9 @@ public:
         if (p != nullptr) deallocate_offset(offset_of(p));
     }
 
-    /// Effects: frees `p`; at checks >= 1 `size` must map to the block's order.
-    void deallocate(void* p, std::size_t size, std::size_t /*align*/ = default_alignment) noexcept {
-        if (p != nullptr) deallocate_offset(offset_of(p), size);
+    /// Effects: frees `p`; at checks >= 1 (size, align) must map to the block's order.
+    void deallocate(void* p, std::size_t size, std::size_t align = default_alignment) noexcept {
+        if (p != nullptr) deallocate_offset(offset_of(p), size, align);
     }
 
     /// Returns: the size of the block at `offset` (a power of two). Requires: a live block.

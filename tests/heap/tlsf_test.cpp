@@ -1,0 +1,167 @@
+// tlsf-specific behaviour: the class mapping and bitmaps, reallocate in place and moving,
+// usable_size, the good-fit bound and O(1) behaviour under adversarial frees.
+#include "strata/heap/tlsf.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "heap_test_util.hpp"
+#include "support/recording_handler.hpp"
+
+namespace {
+
+using strata::test::heap_buffer;
+
+template <class T>
+class TlsfMapping : public ::testing::Test {};
+using slis = ::testing::Types<strata::basic_tlsf<4>, strata::basic_tlsf<5>>;
+TYPED_TEST_SUITE(TlsfMapping, slis);
+
+TYPED_TEST(TlsfMapping, EverySizeLandsInTheClassThatHoldsIt) {
+    using T = TypeParam;
+    std::vector<std::size_t> sizes;
+    for (std::size_t s = 16; s < 1 << 14; s += 16)
+        sizes.push_back(s);
+    for (unsigned k = 14; k < 46; ++k) {
+        sizes.push_back(std::size_t{1} << k);
+        sizes.push_back((std::size_t{1} << k) - 16);
+        sizes.push_back((std::size_t{1} << k) + (std::size_t{1} << (k - 3)) + 48);
+    }
+    for (std::size_t s : sizes) {
+        unsigned fl, sl;
+        T::mapping(s, fl, sl);
+        ASSERT_LT(fl, T::fl_count) << s;
+        ASSERT_LT(sl, T::sl_count) << s;
+        ASSERT_LE(T::class_floor(fl, sl), s) << s;
+        const std::size_t next =
+            sl + 1 < T::sl_count ? T::class_floor(fl, sl + 1) : T::class_floor(fl + 1, 0);
+        ASSERT_GT(next, s) << s;
+    }
+    // Small sizes are exact 16-byte classes on level 0.
+    unsigned fl, sl;
+    T::mapping(48, fl, sl);
+    EXPECT_EQ(fl, 0u);
+    EXPECT_EQ(sl, 3u);
+}
+
+TEST(Tlsf, BitmapsFollowTheFreeLists) {
+    heap_buffer buf(1 << 16);
+    strata::tlsf h(buf.span());
+    unsigned fl, sl;
+    strata::tlsf::mapping(h.largest_free_block(), fl, sl);
+    EXPECT_EQ(h.fl_bitmap(), std::uint64_t{1} << fl);
+    EXPECT_EQ(h.sl_bitmap(fl), std::uint32_t{1} << sl);
+    void* a = h.allocate(64);
+    void* b = h.allocate(64);
+    void* c = h.allocate(64);
+    h.deallocate(b); // a 64-byte hole: class (0, 4)
+    EXPECT_TRUE(h.fl_bitmap() & 1u);
+    EXPECT_EQ(h.sl_bitmap(0), 1u << 4);
+    h.deallocate(a);
+    h.deallocate(c);
+    EXPECT_EQ(h.sl_bitmap(0), 0u);
+    EXPECT_TRUE(h.check());
+}
+
+TEST(Tlsf, ReallocateShrinksAndGrowsInPlace) {
+    heap_buffer buf(1 << 16);
+    strata::tlsf h(buf.span());
+    auto* p = static_cast<unsigned char*>(h.allocate(1000));
+    for (int i = 0; i < 1000; ++i)
+        p[i] = static_cast<unsigned char>(i * 7);
+    EXPECT_EQ(h.reallocate(p, 400), p); // shrink: the tail goes back
+    EXPECT_EQ(h.usable_size(p), 400u);
+    EXPECT_TRUE(h.check());
+    EXPECT_EQ(h.reallocate(p, 3000), p); // grow into the free successor
+    EXPECT_GE(h.usable_size(p), 3000u);
+    EXPECT_TRUE(h.check());
+    for (int i = 0; i < 400; ++i)
+        ASSERT_EQ(p[i], static_cast<unsigned char>(i * 7));
+    EXPECT_EQ(h.metrics().requested_bytes, 3000u);
+    EXPECT_EQ(h.reallocate(p, 3000), p); // same size: nothing moves
+    h.deallocate(p);
+    EXPECT_TRUE(h.check());
+    EXPECT_EQ(h.metrics().free_blocks, 1u);
+}
+
+TEST(Tlsf, ReallocateMovesWhenTheNeighbourIsUsed) {
+    heap_buffer buf(1 << 16);
+    strata::tlsf h(buf.span());
+    auto* p = static_cast<unsigned char*>(h.allocate(100));
+    void* wall = h.allocate(16);
+    for (int i = 0; i < 100; ++i)
+        p[i] = static_cast<unsigned char>(i);
+    auto* q = static_cast<unsigned char*>(h.reallocate(p, 5000, 64));
+    ASSERT_NE(q, nullptr);
+    EXPECT_NE(q, p);
+    EXPECT_TRUE(strata::is_aligned(q, 64));
+    for (int i = 0; i < 100; ++i)
+        ASSERT_EQ(q[i], static_cast<unsigned char>(i));
+    EXPECT_EQ(h.stats().live_allocations, 2u);
+    EXPECT_TRUE(h.check());
+    // Failure leaves the block untouched.
+    EXPECT_EQ(h.reallocate(q, 1 << 20), nullptr);
+    EXPECT_EQ(h.reallocate(q, 0), nullptr);
+    EXPECT_EQ(q[99], 99);
+    EXPECT_TRUE(h.check());
+    // nullptr reallocates as allocate.
+    void* r = h.reallocate(nullptr, 32);
+    EXPECT_NE(r, nullptr);
+    h.deallocate(r);
+    h.deallocate(q);
+    h.deallocate(wall);
+    EXPECT_TRUE(h.check());
+    EXPECT_EQ(h.metrics().free_blocks, 1u);
+}
+
+TEST(Tlsf, ReallocateOfAForeignPointerIsReported) {
+    STRATA_REQUIRE_CHECKS(1);
+    heap_buffer buf(1 << 16);
+    strata::tlsf h(buf.span());
+    alignas(16) std::byte outside[32] = {};
+    strata::test::recording_handler rec;
+    EXPECT_EQ(h.reallocate(outside, 64), nullptr);
+    EXPECT_TRUE(rec.saw_one(strata::violation_kind::foreign_pointer));
+    EXPECT_TRUE(h.check());
+}
+
+TEST(Tlsf, CheckDetectsCorruption) {
+    heap_buffer buf(1 << 16);
+    strata::tlsf h(buf.span());
+    auto* a = static_cast<std::byte*>(h.allocate(64));
+    void* b = h.allocate(64);
+    strata::test::recording_handler rec;
+    std::uint64_t saved;
+    std::memcpy(&saved, a - 8, 8);
+    const std::uint64_t broken = saved + 16; // a's size field, as an overflow from below would
+    std::memcpy(a - 8, &broken, 8);
+    EXPECT_FALSE(h.check());
+    ASSERT_EQ(rec.count(), 1u);
+    EXPECT_EQ(rec.last().kind, strata::violation_kind::corruption);
+    std::memcpy(a - 8, &saved, 8);
+    EXPECT_TRUE(h.check());
+    h.deallocate(a);
+    h.deallocate(b);
+}
+
+TEST(Tlsf, UsableSizeAndSlackAccounting) {
+    heap_buffer buf(1 << 16);
+    strata::tlsf h(buf.span());
+    void* p = h.allocate(1);
+    EXPECT_EQ(h.usable_size(p), 16u);
+    void* q = h.allocate(17);
+    EXPECT_EQ(h.usable_size(q), 32u);
+    const auto m = h.metrics();
+    EXPECT_EQ(m.requested_bytes, 18u);
+    EXPECT_EQ(m.used_bytes, 48u);
+    EXPECT_EQ(m.internal_waste(), 30u);
+    h.deallocate(p);
+    h.deallocate(q);
+    EXPECT_EQ(h.metrics().requested_bytes, 0u);
+}
+
+} // namespace
