@@ -1,0 +1,124 @@
+// soa_slot_map: handles over SoA dense storage; stale handles; >= 1,000,000 random ops against a
+// std::unordered_map reference with every column checked.
+#include "strata/layout/soa_slot_map.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <random>
+#include <unordered_map>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "support/recording_handler.hpp"
+
+namespace {
+using strata::violation_kind;
+using strata::test::recording_handler;
+struct body_tag {};
+using body = strata::handle<body_tag>;
+using bodies = strata::soa_slot_map<body, float, float, std::uint32_t>;
+} // namespace
+
+TEST(SoaSlotMap, InsertGetErase) {
+    bodies m;
+    const body a = m.emplace(1.0f, 2.0f, 3u);
+    const body b = m.emplace(4.0f, 5.0f, 6u);
+    ASSERT_NE(m.get<0>(a), nullptr);
+    EXPECT_EQ(*m.get<1>(a), 2.0f);
+    EXPECT_EQ(*m.get<2>(b), 6u);
+    EXPECT_EQ(m.size(), 2u);
+    ASSERT_TRUE(m.erase(a));
+    EXPECT_EQ(m.get<0>(a), nullptr);
+    EXPECT_EQ(m.index_of(a), bodies::npos);
+    EXPECT_EQ(m.index_of(b), 0u);
+    EXPECT_EQ(m.key_of(0), b);
+    EXPECT_EQ(m.column<2>()[0], 6u);
+    EXPECT_EQ(m.padded_column<0>().size(), 16u);
+    EXPECT_TRUE(m.check());
+}
+
+TEST(SoaSlotMap, StaleNullAndForeignHandles) {
+    bodies m;
+    const body a = m.emplace(1.0f, 1.0f, 1u);
+    ASSERT_TRUE(m.erase(a));
+    const body reused = m.emplace(2.0f, 2.0f, 2u);
+    EXPECT_EQ(reused.index(), a.index());
+    EXPECT_EQ(m.get<2>(a), nullptr);
+    EXPECT_EQ(m.get<2>(body{}), nullptr);
+    EXPECT_EQ(m.get<2>(body::from_parts(500, 1)), nullptr);
+    recording_handler rec;
+    EXPECT_FALSE(m.erase(a));
+    EXPECT_FALSE(m.erase(body{}));
+    EXPECT_FALSE(m.erase(body::from_parts(500, 1)));
+    EXPECT_TRUE(m.key_of(1).is_null());
+    EXPECT_EQ(m.size(), 1u);
+    if (strata::test::checks_on) {
+        ASSERT_EQ(rec.count(), 4u);
+        EXPECT_EQ(rec.all()[0].kind, violation_kind::stale_handle);
+        EXPECT_EQ(rec.all()[2].kind, violation_kind::stale_handle);
+        EXPECT_EQ(rec.all()[3].kind, violation_kind::invalid_argument);
+    }
+    m.clear();
+    EXPECT_EQ(m.get<0>(reused), nullptr);
+    EXPECT_TRUE(m.check());
+}
+
+TEST(SoaSlotMap, RandomOpsMatchUnorderedMapReference) {
+    // 1,000,000 ops in every build (the floor); O(1) per op keeps ASan within budget.
+    bodies m;
+    m.reserve(64);
+    struct row {
+        float x, y;
+        std::uint32_t id;
+    };
+    std::unordered_map<body, row> ref;
+    std::vector<body> live, dead;
+    std::mt19937_64 rng(0x50a);
+    std::uint32_t next = 0;
+    for (std::size_t op = 0; op < 1'000'000; ++op) {
+        const auto r = rng() % 100;
+        if (live.size() < 32 || (live.size() < 3000 && r < 50)) {
+            const row v{static_cast<float>(next), static_cast<float>(next) * 2, next};
+            ++next;
+            const body h = m.emplace(v.x, v.y, v.id);
+            ASSERT_FALSE(ref.contains(h));
+            ref.emplace(h, v);
+            live.push_back(h);
+        } else if (r < 88) {
+            const std::size_t k = rng() % live.size();
+            ASSERT_TRUE(m.erase(live[k]));
+            ref.erase(live[k]);
+            if (dead.size() < 2048) {
+                dead.push_back(live[k]);
+            } else {
+                dead[rng() % dead.size()] = live[k];
+            }
+            live[k] = live.back();
+            live.pop_back();
+        } else if (r < 94 && !dead.empty()) {
+            const body h = dead[rng() % dead.size()];
+            if (!ref.contains(h)) {
+                ASSERT_EQ(m.get<0>(h), nullptr);
+            }
+        } else {
+            const body h = live[rng() % live.size()];
+            const row& want = ref.at(h);
+            ASSERT_EQ(*m.get<0>(h), want.x);
+            ASSERT_EQ(*m.get<1>(h), want.y);
+            ASSERT_EQ(*m.get<2>(h), want.id);
+        }
+        if (op % 100'000 == 0) {
+            ASSERT_TRUE(m.check());
+            // Columns consistent: each dense row is one element's fields, owned by its key.
+            for (std::size_t i = 0; i < m.size(); ++i) {
+                const row& want = ref.at(m.key_of(i));
+                ASSERT_EQ(m.column<0>()[i], want.x);
+                ASSERT_EQ(m.column<1>()[i], want.y);
+                ASSERT_EQ(m.column<2>()[i], want.id);
+            }
+        }
+    }
+    ASSERT_EQ(m.size(), ref.size());
+    ASSERT_TRUE(m.check());
+}
