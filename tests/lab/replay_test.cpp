@@ -1,0 +1,179 @@
+// strata-lab op model, synthetic generators and the replay engine (tools/lab/ops.hpp, replay.hpp,
+// op_contenders.hpp), header-only, included by path.
+#include <cstring>
+#include <map>
+#include <set>
+
+#include <gtest/gtest.h>
+
+#include "../../tools/lab/op_contenders.hpp"
+
+namespace {
+
+using namespace strata::lab;
+
+/// Replays w against a reference model: every free names a live slot, sizes add up.
+void expect_consistent(const op_workload& w) {
+    std::map<std::uint32_t, std::uint64_t> live;
+    std::uint64_t bytes = 0, peak = 0, allocs = 0, frees = 0, reallocs = 0, frames = 0;
+    for (const op& o : w.ops) {
+        switch (o.kind) {
+        case op_kind::allocate:
+            ASSERT_EQ(live.count(o.slot), 0u) << w.name;
+            ASSERT_LT(o.slot, w.slots);
+            live[o.slot] = o.size;
+            bytes += o.size;
+            ++allocs;
+            break;
+        case op_kind::free:
+            ASSERT_EQ(live.count(o.slot), 1u) << w.name;
+            bytes -= live[o.slot];
+            live.erase(o.slot);
+            ++frees;
+            break;
+        case op_kind::reallocate:
+            ASSERT_EQ(live.count(o.slot), 1u) << w.name;
+            bytes = bytes - live[o.slot] + o.size;
+            live[o.slot] = o.size;
+            ++reallocs;
+            break;
+        case op_kind::frame: ++frames; break;
+        }
+        peak = std::max(peak, bytes);
+    }
+    EXPECT_EQ(allocs, w.allocations);
+    EXPECT_EQ(frees, w.frees);
+    EXPECT_EQ(reallocs, w.reallocations);
+    EXPECT_EQ(frames, w.frames);
+    EXPECT_EQ(peak, w.peak_live_bytes);
+    EXPECT_EQ(live.size(), w.end_live_blocks);
+}
+
+TEST(LabOps, GeneratorsAreDeterministicAndConsistent) {
+    for (auto name : gen::names()) {
+        const op_workload a = gen::make(name, 0.02, 7), b = gen::make(name, 0.02, 7),
+                          c = gen::make(name, 0.02, 8);
+        ASSERT_EQ(a.ops.size(), b.ops.size()) << name;
+        EXPECT_EQ(std::memcmp(a.ops.data(), b.ops.data(), a.ops.size() * sizeof(op)), 0) << name;
+        EXPECT_TRUE(a.ops.size() != c.ops.size() ||
+                    std::memcmp(a.ops.data(), c.ops.data(), a.ops.size() * sizeof(op)) != 0)
+            << name << ": the seed changes nothing";
+        expect_consistent(a);
+        EXPECT_GT(a.memory_ops(), 0u) << name;
+    }
+    EXPECT_THROW((void)gen::make("nope"), std::invalid_argument);
+}
+
+TEST(LabOps, WorkloadShapes) {
+    const auto fs = gen::frame_scratch(0.05);
+    EXPECT_TRUE(fs.frame_scoped);
+    EXPECT_EQ(fs.end_live_blocks, 0u);
+    EXPECT_FALSE(fs.fixed_size());
+    EXPECT_EQ(fs.max_align, 64u);
+    const auto w3 = gen::w3(0.01);
+    EXPECT_TRUE(w3.fixed_size());
+    EXPECT_FALSE(w3.frame_scoped);
+    EXPECT_EQ(w3.peak_live_blocks, 10'000u);
+    EXPECT_EQ(w3.peak_live_bytes, 960'000u);
+    const auto w1 = gen::w1(0.01);
+    EXPECT_GE(w1.min_size, 16u);
+    EXPECT_LE(w1.max_size, 256u);
+    EXPECT_EQ(w1.allocations, 10'000u + 10'000u); // 1 % of 1,000,000 pairs
+    const auto p = gen::particle_churn(0.02);
+    EXPECT_TRUE(p.fixed_size());
+    EXPECT_FALSE(p.frame_scoped); // particles outlive frames
+}
+
+/// A fake allocator whose every figure is known: blocks come from a bump pointer in a fixed
+/// buffer, usable size = size rounded up to 32, footprint = 4096 per started page of the bump,
+/// probe reports the untouched rest as one free block; allocations above 1000 bytes fail.
+class fake_heap {
+public:
+    static bool applies(const op_workload&) noexcept { return true; }
+    explicit fake_heap(const op_workload&) {}
+    void* allocate(std::size_t size, std::size_t) noexcept {
+        if (size > 1000) return nullptr;
+        const std::size_t granted = (size + 31) / 32 * 32;
+        void* p = buffer_ + used_;
+        used_ += granted;
+        return p;
+    }
+    void deallocate(void*, std::size_t, std::size_t) noexcept {}
+    void end_frame() noexcept { ++frames_; }
+    [[nodiscard]] std::size_t footprint() const noexcept { return (used_ + 4095) / 4096 * 4096; }
+    [[nodiscard]] heap_probe probe() const noexcept {
+        return {sizeof buffer_ - used_, sizeof buffer_ - used_};
+    }
+    [[nodiscard]] std::size_t usable_size(const void*) const noexcept { return 32; } // every test block <= 32
+    static inline int frames_ = 0;
+
+private:
+    alignas(64) std::byte buffer_[1 << 20];
+    std::size_t used_ = 0;
+};
+
+TEST(LabReplay, MetricsOnAHandComputedWorkload) {
+    op_builder b("tiny", "hand-computed");
+    const auto s0 = b.allocate(10);   // op 1: live 10
+    const auto s1 = b.allocate(20);   // op 2: live 30
+    b.free(s0);                       // op 3: live 20
+    const auto s2 = b.allocate(2000); // op 4: fails (fake_heap refuses > 1000)
+    b.reallocate(s1, 30);             // op 5: live 30 (fallback: allocate + copy + free)
+    b.frame();
+    b.free(s1); // op 6: live 0
+    (void)s2;
+    const op_workload w = b.finish();
+    EXPECT_EQ(w.memory_ops(), 6u);
+    EXPECT_EQ(w.peak_live_bytes, 2030u); // the builder counts requests, failed or not: 20 + 2000 + 10
+    fake_heap::frames_ = 0;
+    replay_options o;
+    o.warmup = 0;
+    o.repeats = 1;
+    o.latency_passes = 2;
+    o.series_points = 6; // one sample per memory op
+    const replay_result r = replay<fake_heap>(w, o);
+    ASSERT_TRUE(r.applies);
+    EXPECT_EQ(r.failed, 1u);
+    EXPECT_EQ(r.ticks_raw.size(), 6u);
+    EXPECT_EQ(r.ticks_filtered.size(), 6u);
+    for (std::size_t i = 0; i < 6; ++i)
+        EXPECT_LE(r.ticks_filtered[i], r.ticks_raw[i]);
+    ASSERT_EQ(r.series.size(), 6u);
+    const std::uint64_t live[] = {10, 30, 20, 20, 30, 0};
+    const std::uint64_t granted[] = {32, 64, 32, 32, 32, 0};
+    for (std::size_t i = 0; i < 6; ++i) {
+        EXPECT_EQ(r.series[i].op, i + 1);
+        EXPECT_EQ(r.series[i].live_bytes, live[i]) << i;
+        EXPECT_EQ(r.series[i].granted_bytes, granted[i]) << i;
+        EXPECT_EQ(r.series[i].footprint % 4096, 0u);
+        EXPECT_EQ(r.series[i].free_bytes, r.series[i].largest_free);
+    }
+    EXPECT_EQ(r.peak_granted, 64u);
+    EXPECT_TRUE(r.has_footprint && r.has_probe && r.has_usable_size);
+    // 1 throughput + 2 latency + 1 sampling pass: one frame op each, plus one end_frame per pass.
+    EXPECT_EQ(fake_heap::frames_, 8);
+}
+
+TEST(LabReplay, EveryContenderServesEverySyntheticWorkload) {
+    replay_options o;
+    o.warmup = 0;
+    o.repeats = 1;
+    o.latency_passes = 1;
+    o.series_points = 10;
+    for (auto name : gen::names()) {
+        const op_workload w = gen::make(name, 0.01);
+        for (const op_contender& c : op_registry()) {
+            const replay_result r = c.run(w, o);
+            if (!r.applies) {
+                EXPECT_FALSE(c.applies(w));
+                continue;
+            }
+            EXPECT_EQ(r.failed, 0u) << c.name << " on " << name;
+            EXPECT_EQ(r.ticks_raw.size(), w.memory_ops());
+            EXPECT_FALSE(r.series.empty());
+            EXPECT_GT(r.ns_per_op(), 0.0);
+        }
+    }
+}
+
+} // namespace
