@@ -1,5 +1,13 @@
 #pragma once
 // Umbrella header: everything in strata. Prefer the per-component headers in your own code.
+#include "strata/adapt/allocator_ref.hpp"
+#include "strata/adapt/construct.hpp"
+#include "strata/adapt/debug.hpp"
+#include "strata/adapt/fallback.hpp"
+#include "strata/adapt/guarded.hpp"
+#include "strata/adapt/locked.hpp"
+#include "strata/adapt/segregator.hpp"
+#include "strata/adapt/tracked.hpp"
 #include "strata/core/align.hpp"
 #include "strata/core/allocator.hpp"
 #include "strata/core/bit.hpp"

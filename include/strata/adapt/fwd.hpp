@@ -2,6 +2,8 @@
 // Forward declarations of the adapters, for headers that name an adapter type without using it
 // (a subsystem's interface taking `strata::pmr_resource<arena>&`, say) and should not pay for
 // <memory_resource> or the allocator headers.
+#include <cstddef>
+
 #include "strata/core/allocator.hpp"
 
 namespace strata {
@@ -16,12 +18,31 @@ class pmr_resource;
 template <class T, allocator A>
 class std_allocator;
 
-// Composing adapters, planned (DESIGN.md, "One picture"); each will wrap an allocator and model the
-// same contract, so they stack: std_allocator<T, tracked<locked<arena>>>.
-//   template <allocator A> class tracked;          budgets and per-tag accounting
-//   template <allocator A> class debug;            fences, fill patterns, leak report
-//   template <allocator A, class Mutex> class locked;   thread safety by composition
-//   template <allocator Primary, allocator Fallback> class fallback;
-//   template <std::size_t Threshold, allocator Small, allocator Large> class segregator;
+// Composing adapters: each wraps an allocator (by value) and models the same contract, so they
+// stack: std_allocator<T, tracked<locked<arena>>>.
+
+/// A non-owning reference that models the contract (strata/adapt/allocator_ref.hpp).
+template <allocator A>
+class allocator_ref;
+/// Per-subsystem accounting node and the adapter that reports to it (strata/adapt/tracked.hpp).
+class tracker;
+template <allocator A>
+class tracked;
+/// Fences, fill patterns, double free / foreign / size mismatch, leak report (strata/adapt/debug.hpp).
+template <allocator A>
+class debug;
+/// Every allocation on its own pages next to a guard page (strata/adapt/guarded.hpp).
+class guard_page_allocator;
+template <allocator A>
+class guarded;
+/// Thread safety by composition (strata/adapt/locked.hpp); Mutex defaults to std::mutex there.
+template <allocator A, class Mutex>
+class locked;
+/// Primary first, Secondary when it fails; frees routed by owns (strata/adapt/fallback.hpp).
+template <owning_allocator Primary, allocator Secondary>
+class fallback;
+/// Small requests to Small, the rest to Large (strata/adapt/segregator.hpp).
+template <std::size_t Threshold, allocator Small, allocator Large>
+class segregator;
 
 } // namespace strata

@@ -1,0 +1,107 @@
+#pragma once
+// fallback<Primary, Secondary>: try Primary; what it cannot serve, Secondary serves. Frees go to
+// whichever allocator owns the pointer, so Primary must be able to answer owns().
+#include <cstddef>
+#include <utility>
+
+#include "strata/adapt/fwd.hpp"
+#include "strata/core/align.hpp"
+#include "strata/core/allocator.hpp"
+#include "strata/core/check.hpp"
+
+namespace strata {
+
+/// Both allocators owned by value (wrap allocator_ref<> to refer to existing ones). A typical use:
+/// fallback<arena, tlsf>: a fixed scratch buffer first, a general heap when it fills up.
+///
+/// Routing of frees: Primary when Primary::owns(p), else Secondary. Cross-allocator free: at
+/// checks >= 1, where Secondary can answer owns(), a pointer neither owns is reported
+/// (foreign_pointer) and ignored; otherwise it goes to Secondary, which answers as it does.
+/// Bad input to allocate: each allocator answers (an invalid request is nullptr from both).
+template <owning_allocator Primary, allocator Secondary>
+class fallback {
+public:
+    using primary_type = Primary;
+    using secondary_type = Secondary;
+
+    /// Effects: default-constructs both (where they can be).
+    fallback() = default;
+    /// Effects: constructs Primary from `p` and Secondary from `s` (each forwarded as one argument).
+    template <class P, class S>
+    fallback(P&& p, S&& s) : primary_(std::forward<P>(p)), secondary_(std::forward<S>(s)) {}
+    fallback(const fallback&) = delete;
+    fallback& operator=(const fallback&) = delete;
+
+    /// Returns: primary().allocate(size, align), or when that is nullptr secondary().allocate(...).
+    [[nodiscard]] void* allocate(std::size_t size, std::size_t align = default_alignment) noexcept {
+        if (void* p = primary_.allocate(size, align)) return p;
+        return secondary_.allocate(size, align);
+    }
+
+    /// Effects: frees `p` to the allocator that owns it (see class comment). O(Primary::owns).
+    void deallocate(void* p, std::size_t size, std::size_t align = default_alignment) noexcept {
+        if (p == nullptr) return;
+        if (primary_.owns(p)) {
+            primary_.deallocate(p, size, align);
+            return;
+        }
+        if constexpr (owning_allocator<Secondary>) {
+            if (!STRATA_VERIFY(1, secondary_.owns(p), foreign_pointer, "strata::fallback", p,
+                               "freed a pointer neither allocator owns (cross-allocator free)"))
+                return;
+        }
+        secondary_.deallocate(p, size, align);
+    }
+
+    /// Effects: frees `p` unsized to its owner. Only where both allocators free unsized.
+    void
+    deallocate(void* p) noexcept requires unsized_deallocator<Primary> && unsized_deallocator<Secondary> {
+        if (p == nullptr) return;
+        if (primary_.owns(p)) {
+            primary_.deallocate(p);
+            return;
+        }
+        if constexpr (owning_allocator<Secondary>) {
+            if (!STRATA_VERIFY(1, secondary_.owns(p), foreign_pointer, "strata::fallback", p,
+                               "freed a pointer neither allocator owns (cross-allocator free)"))
+                return;
+        }
+        secondary_.deallocate(p);
+    }
+
+    /// Returns: true when either allocator owns `p`. Only where Secondary can answer too.
+    [[nodiscard]] bool owns(const void* p) const noexcept requires owning_allocator<Secondary> {
+        return primary_.owns(p) || secondary_.owns(p);
+    }
+
+    /// Effects: resets both. Only where both reset.
+    void reset() noexcept requires resettable_allocator<Primary> && resettable_allocator<Secondary> {
+        primary_.reset();
+        secondary_.reset();
+    }
+
+    /// Returns: the sum of both stats; peak is the sum of the peaks (an upper bound: the two need
+    /// not have peaked together); largest_free_block the larger of the two.
+    [[nodiscard]] strata::stats stats() const noexcept {
+        strata::stats a = primary_.stats();
+        const strata::stats b = secondary_.stats();
+        a.in_use += b.in_use;
+        a.peak += b.peak;
+        a.capacity += b.capacity;
+        a.live_allocations += b.live_allocations;
+        a.total_allocations += b.total_allocations;
+        if (b.largest_free_block > a.largest_free_block) a.largest_free_block = b.largest_free_block;
+        return a;
+    }
+
+    [[nodiscard]] Primary& primary() noexcept { return primary_; }
+    [[nodiscard]] const Primary& primary() const noexcept { return primary_; }
+    [[nodiscard]] Secondary& secondary() noexcept { return secondary_; }
+    [[nodiscard]] const Secondary& secondary() const noexcept { return secondary_; }
+
+private:
+    Primary primary_;
+    Secondary secondary_;
+};
+
+} // namespace strata

@@ -1,0 +1,276 @@
+#pragma once
+// tracked<A>: per-subsystem memory accounting. A `tracker` is a named node in a hierarchy
+// (engine -> renderer -> textures) that counts bytes in use, peak, allocations and per-frame
+// traffic, and carries an optional budget with a callback. `tracked<A>` wraps an allocator and
+// reports every allocation to one tracker. Cheap enough to leave on: a few adds per allocation.
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "strata/adapt/fwd.hpp"
+#include "strata/core/align.hpp"
+#include "strata/core/allocator.hpp"
+#include "strata/core/check.hpp"
+#include "strata/core/config.hpp"
+
+namespace strata {
+
+/// Counters of one tracker, or of a tracker and all its descendants (see tracker::totals()).
+struct tracker_counters {
+    std::size_t in_use = 0;            ///< bytes requested and not yet released
+    std::size_t peak = 0;              ///< highest in_use seen (since construction or reset_peak())
+    std::size_t live = 0;              ///< allocations not yet released
+    std::size_t total = 0;             ///< allocations since construction
+    std::size_t frame_allocations = 0; ///< allocations since the last reset_frame()
+    std::size_t frame_bytes = 0;       ///< bytes allocated since the last reset_frame()
+    std::size_t frame_frees = 0;       ///< frees since the last reset_frame()
+};
+
+/// A named accounting node. Trackers form a tree by naming a parent at construction.
+///
+/// What is eager and what is summed (the hot-path trade-off):
+///  - Bytes are eager: an allocation adds its size to in_use of its tracker and of every ancestor,
+///    so in_use(), peak() and the budget of every level are exact at all times (a parent's peak is
+///    the true peak of its subtree, not the sum of its children's peaks). Cost: O(depth) adds and
+///    compares per allocation; engine trees are 2-4 deep.
+///  - Counts are summed on report: allocation counts and per-frame counters are kept only by the
+///    tracker an allocation was made through (own()); totals() sums them over the subtree. They are
+///    additive, so the sum is exact and the hot path touches them once, whatever the depth.
+///
+/// Budgets: when an allocation takes in_use from at most budget() to above it, the callback runs
+/// once (after the bytes are counted). It does not run again while in_use stays above the budget;
+/// it re-arms when a free brings in_use back to or below the budget, and on set_budget(). So it
+/// fires exactly once per upward crossing. The allocation itself always succeeds: budgets report,
+/// they do not refuse (refuse by wrapping a capped allocator). The callback may allocate.
+///
+/// Not thread-safe: a tree is updated by one thread at a time (one tree per thread, or put the
+/// allocator behind locked<> and keep the tree private to it). Neither copyable nor movable
+/// (children and tracked<> adapters hold its address).
+class tracker {
+public:
+    /// Called as callback(t, bytes): `t` is the tracker whose budget was crossed, `bytes` the size
+    /// of the allocation that crossed it.
+    using budget_callback = std::function<void(tracker&, std::size_t)>;
+    /// budget() when none is set.
+    static constexpr std::size_t no_budget = std::numeric_limits<std::size_t>::max();
+
+    /// Effects: a tracker named `name`, the last child of `parent` when given.
+    /// Throws: whatever std::string throws copying the name.
+    explicit tracker(std::string name, tracker* parent = nullptr);
+    tracker(const tracker&) = delete;
+    tracker& operator=(const tracker&) = delete;
+    /// Effects: unlinks from the parent and takes this subtree's in_use off every ancestor, so a
+    /// parent keeps showing the sum of the children it still has. Children become roots.
+    ~tracker();
+
+    /// Effects: counts an allocation of `bytes` (called by tracked<A>; callable by hand for memory
+    /// a subsystem obtains elsewhere). Complexity: O(depth).
+    STRATA_ALWAYS_INLINE void on_allocate(std::size_t bytes) noexcept {
+        ++own_.live;
+        ++own_.total;
+        ++own_.frame_allocations;
+        own_.frame_bytes += bytes;
+        tracker* t = this;
+        do {
+            const std::size_t u = t->in_use_ + bytes;
+            t->in_use_ = u;
+            if (u > t->peak_) t->peak_ = u;
+            if (STRATA_UNLIKELY(u > t->alarm_)) t->cross(bytes);
+            t = t->parent_;
+        } while (t != nullptr);
+    }
+
+    /// Effects: counts the release of one allocation of `bytes`. Requires: it was counted by
+    /// on_allocate on this tracker. Complexity: O(depth).
+    STRATA_ALWAYS_INLINE void on_deallocate(std::size_t bytes) noexcept { on_release(bytes, 1); }
+
+    /// Effects: counts the release of `count` allocations totalling `bytes` at once (reset, rewind).
+    STRATA_ALWAYS_INLINE void on_release(std::size_t bytes, std::size_t count) noexcept {
+        own_.live -= count;
+        own_.frame_frees += count;
+        tracker* t = this;
+        do {
+            t->in_use_ -= bytes;
+            if (STRATA_UNLIKELY(t->alarm_ != t->budget_) && t->in_use_ <= t->budget_) t->alarm_ = t->budget_;
+            t = t->parent_;
+        } while (t != nullptr);
+    }
+
+    /// Effects: sets the budget (no_budget removes it) and the callback, and arms it. When in_use
+    /// already exceeds `bytes`, the next allocation fires it.
+    void set_budget(std::size_t bytes, budget_callback on_over = {});
+    /// Returns: the budget in bytes, or no_budget.
+    [[nodiscard]] std::size_t budget() const noexcept { return budget_; }
+    /// Returns: true when in_use() exceeds the budget.
+    [[nodiscard]] bool over_budget() const noexcept { return in_use_ > budget_; }
+    /// Returns: how many times the budget callback has fired.
+    [[nodiscard]] std::size_t budget_crossings() const noexcept { return crossings_; }
+
+    /// Effects: zeroes the per-frame counters of this tracker and of every descendant.
+    void reset_frame() noexcept;
+    /// Effects: sets peak to in_use for this tracker and every descendant.
+    void reset_peak() noexcept;
+
+    /// Returns: bytes in use by this subtree (eager, exact).
+    [[nodiscard]] std::size_t in_use() const noexcept { return in_use_; }
+    /// Returns: the highest in_use() this subtree reached (eager, exact).
+    [[nodiscard]] std::size_t peak() const noexcept { return peak_; }
+    /// Returns: this tracker's own counters; in_use and peak are the subtree's (see class comment)
+    /// except own().in_use, which is this tracker's bytes without its children's.
+    [[nodiscard]] tracker_counters own() const noexcept;
+    /// Returns: the counters of the whole subtree: in_use and peak eager, counts summed now.
+    /// Complexity: O(subtree).
+    [[nodiscard]] tracker_counters totals() const noexcept;
+
+    [[nodiscard]] const std::string& name() const noexcept { return name_; }
+    /// Returns: the names from the root down, joined by '/': "engine/renderer/textures".
+    [[nodiscard]] std::string path() const;
+    [[nodiscard]] tracker* parent() const noexcept { return parent_; }
+    [[nodiscard]] tracker* first_child() const noexcept { return first_child_; }
+    [[nodiscard]] tracker* next_sibling() const noexcept { return next_sibling_; }
+    /// Returns: the child named `name`, or nullptr. Complexity: O(children).
+    [[nodiscard]] tracker* find_child(std::string_view name) const noexcept;
+
+    /// Returns: a text table of this subtree, one row per tracker (children indented under their
+    /// parent): name, in use, peak, budget, live, total, frame allocations, frame bytes, frame frees.
+    /// Subtree figures (in use, peak, counts summed). Complexity: O(subtree).
+    [[nodiscard]] std::string report_text() const;
+    /// Returns: this subtree as JSON for the lab: {"name":..,"in_use":..,"peak":..,"budget":..
+    /// (null when none),"live":..,"total":..,"frame_allocations":..,"frame_bytes":..,
+    /// "frame_frees":..,"own_in_use":..,"children":[...]}. Complexity: O(subtree).
+    [[nodiscard]] std::string report_json() const;
+
+private:
+    STRATA_NOINLINE void cross(std::size_t bytes) noexcept;
+
+    // Hot state first: what on_allocate touches on every level.
+    std::size_t in_use_ = 0;
+    std::size_t peak_ = 0;
+    std::size_t alarm_ = no_budget; // budget_ while armed, no_budget after firing
+    tracker* parent_ = nullptr;
+    tracker_counters own_{}; // counts made through this tracker (in_use/peak unused)
+    std::size_t budget_ = no_budget;
+    std::size_t crossings_ = 0;
+    tracker* first_child_ = nullptr;
+    tracker* next_sibling_ = nullptr;
+    budget_callback on_over_;
+    std::string name_;
+};
+
+/// An allocator that forwards to `A` (owned by value; wrap an allocator_ref<A> to refer to one
+/// that lives elsewhere) and counts every allocation on a tracker.
+///
+/// Counts the size the caller asked for (what a subsystem is responsible for), not `A`'s padding
+/// and headers, which `stats()` (forwarded from `A`) shows. A free is counted when the caller makes
+/// it, whether or not `A` reclaims the bytes then (an arena reclaims only its top). reset() and
+/// rewind() (where `A` has them) release what was counted since; destruction releases the rest.
+///
+/// Bad input: what `A` answers (nullptr is not counted). Freeing nullptr: ignored. Cross-allocator
+/// free (a pointer `A::owns` disowns, where `A` can answer): reported at checks >= 1 as
+/// foreign_pointer and ignored (nothing counted, `A` not called); at checks 0 undefined as for `A`.
+template <allocator A>
+class tracked {
+public:
+    using upstream_type = A; ///< the allocator wrapped
+
+    /// A saved position for rewind(): `A`'s marker and the bytes and count at the time.
+    template <class M>
+    struct basic_marker {
+        M inner;
+        std::size_t bytes;
+        std::size_t count;
+    };
+
+    /// Effects: constructs `A` from `args` and counts on `t`. Requires: `t` outlives this.
+    template <class... Args>
+    explicit tracked(tracker& t, Args&&... args) : inner_(std::forward<Args>(args)...), tracker_(&t) {}
+    tracked(const tracked&) = delete;
+    tracked& operator=(const tracked&) = delete;
+    /// Effects: releases whatever is still counted from the tracker (`A` is destroyed with it).
+    ~tracked() {
+        if (count_ != 0 || bytes_ != 0) tracker_->on_release(bytes_, count_);
+    }
+
+    /// Returns: inner().allocate(size, align); counts `size` on the tracker when not nullptr.
+    /// Complexity: `A`'s, plus O(tracker depth).
+    [[nodiscard]] STRATA_ALWAYS_INLINE void* allocate(std::size_t size,
+                                                      std::size_t align = default_alignment) noexcept {
+        void* p = inner_.allocate(size, align);
+        if (STRATA_LIKELY(p != nullptr)) {
+            bytes_ += size;
+            ++count_;
+            tracker_->on_allocate(size);
+        }
+        return p;
+    }
+
+    /// Effects: inner().deallocate(p, size, align) and counts the release. Requires: `p` came from
+    /// allocate(size, align) of this adapter (see class comment for what is checked).
+    STRATA_ALWAYS_INLINE void deallocate(void* p, std::size_t size,
+                                         std::size_t align = default_alignment) noexcept {
+        if (p == nullptr) return;
+        if constexpr (owning_allocator<A>) {
+            if (!STRATA_VERIFY(1, inner_.owns(p), foreign_pointer, "strata::tracked", p,
+                               "freed a pointer the wrapped allocator does not own (cross-allocator free)"))
+                return;
+        }
+        inner_.deallocate(p, size, align);
+        bytes_ -= size;
+        --count_;
+        tracker_->on_deallocate(size);
+    }
+
+    /// Returns: inner().owns(p). Only where `A` can answer.
+    [[nodiscard]] bool owns(const void* p) const noexcept requires owning_allocator<A> {
+        return inner_.owns(p);
+    }
+
+    /// Effects: inner().reset(); releases everything counted through this adapter.
+    void reset() noexcept requires resettable_allocator<A> {
+        inner_.reset();
+        tracker_->on_release(bytes_, count_);
+        bytes_ = 0;
+        count_ = 0;
+    }
+
+    /// Returns: a marker for inner().mark() and the counts now.
+    [[nodiscard]] auto mark() const noexcept requires marking_allocator<A> {
+        using M = decltype(inner_.mark());
+        return basic_marker<M>{inner_.mark(), bytes_, count_};
+    }
+
+    /// Effects: inner().rewind(m.inner); releases what was counted after the mark. A marker newer
+    /// than the counts (already rewound past) releases nothing more.
+    template <class M>
+    void rewind(const basic_marker<M>& m) noexcept requires marking_allocator<A> {
+        inner_.rewind(m.inner);
+        if (m.count <= count_ && m.bytes <= bytes_) {
+            tracker_->on_release(bytes_ - m.bytes, count_ - m.count);
+            bytes_ = m.bytes;
+            count_ = m.count;
+        }
+    }
+
+    /// Returns: inner().stats() (the wrapped allocator's view: padding and headers included).
+    [[nodiscard]] strata::stats stats() const noexcept { return inner_.stats(); }
+
+    /// Returns: bytes and allocations this adapter has counted and not released.
+    [[nodiscard]] std::size_t bytes_in_use() const noexcept { return bytes_; }
+    [[nodiscard]] std::size_t live_allocations() const noexcept { return count_; }
+
+    [[nodiscard]] A& inner() noexcept { return inner_; }
+    [[nodiscard]] const A& inner() const noexcept { return inner_; }
+    [[nodiscard]] tracker& get_tracker() const noexcept { return *tracker_; }
+
+private:
+    A inner_;
+    tracker* tracker_; // never null
+    std::size_t bytes_ = 0;
+    std::size_t count_ = 0;
+};
+
+} // namespace strata

@@ -1,0 +1,244 @@
+// fallback<Primary, Secondary> and segregator<Threshold, Small, Large>.
+#include <cstddef>
+#include <cstdint>
+#include <random>
+#include <type_traits>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "strata/adapt/allocator_ref.hpp"
+#include "strata/adapt/debug.hpp"
+#include "strata/adapt/fallback.hpp"
+#include "strata/adapt/segregator.hpp"
+#include "strata/adapt/tracked.hpp"
+
+#include "support/adapt_allocators.hpp"
+#include "support/recording_handler.hpp"
+#include "support/reference_model.hpp"
+
+namespace {
+
+using strata::fallback;
+using strata::segregator;
+using strata::test::basic_test_stack;
+using strata::test::test_arena;
+using strata::test::test_heap;
+using strata::test::test_stack;
+
+using small_stack = basic_test_stack<4096>;
+
+// An arena takes back only its most recent allocation in the current block, so its live count
+// need not reach 0 after a LIFO free sequence that crossed blocks.
+template <class A>
+constexpr bool frees_exactly = !std::is_same_v<A, test_arena>;
+
+static_assert(strata::owning_allocator<fallback<small_stack, test_heap>>);
+static_assert(strata::unsized_deallocator<fallback<small_stack, test_heap>>);
+static_assert(!strata::unsized_deallocator<fallback<test_arena, test_heap>>);
+static_assert(strata::owning_allocator<segregator<64, test_stack, test_heap>>);
+
+// ---------------------------------------------------------------------------------------------
+// fallback: typed over (primary, secondary) pairs
+// ---------------------------------------------------------------------------------------------
+
+template <class P>
+class FallbackTyped : public ::testing::Test {};
+using FallbackPairs = ::testing::Types<fallback<small_stack, test_heap>, fallback<test_heap, test_heap>,
+                                       fallback<small_stack, test_arena>>;
+TYPED_TEST_SUITE(FallbackTyped, FallbackPairs);
+
+TYPED_TEST(FallbackTyped, SecondaryServesWhatPrimaryCannotAndFreesGoToTheOwner) {
+    TypeParam f;
+    if constexpr (std::is_same_v<typename TypeParam::primary_type, test_heap>) f.primary().set_limit(100);
+    void* small = f.allocate(64);
+    void* big = f.allocate(8000); // too big for a 4 KiB stack, or over the heap's limit
+    ASSERT_NE(small, nullptr);
+    ASSERT_NE(big, nullptr);
+    EXPECT_TRUE(f.primary().owns(small));
+    EXPECT_FALSE(f.primary().owns(big));
+    EXPECT_TRUE(f.secondary().owns(big));
+    EXPECT_TRUE(f.owns(big));
+    EXPECT_EQ(f.stats().live_allocations, 2u);
+    f.deallocate(big, 8000);
+    EXPECT_EQ(f.secondary().stats().live_allocations, 0u);
+    f.deallocate(small, 64);
+    EXPECT_EQ(f.primary().stats().live_allocations, 0u);
+    EXPECT_EQ(f.allocate(0), nullptr);
+    EXPECT_EQ(f.allocate(8, 3), nullptr);
+    f.deallocate(nullptr, 8);
+}
+
+TYPED_TEST(FallbackTyped, CrossAllocatorFreeIsReportedAndIgnored) {
+    STRATA_REQUIRE_CHECKS(1);
+    TypeParam f;
+    test_heap elsewhere;
+    void* foreign = elsewhere.allocate(32);
+    strata::test::recording_handler rec;
+    f.deallocate(foreign, 32);
+    ASSERT_TRUE(rec.saw_one(strata::violation_kind::foreign_pointer));
+    EXPECT_EQ(rec.last().pointer, foreign);
+    EXPECT_EQ(rec.last().allocator, "strata::fallback");
+    EXPECT_EQ(f.stats().live_allocations, 0u);
+    elsewhere.deallocate(foreign, 32);
+}
+
+TYPED_TEST(FallbackTyped, RandomizedLifoAgainstModel) {
+    TypeParam f;
+    if constexpr (std::is_same_v<typename TypeParam::primary_type, test_heap>) f.primary().set_limit(150);
+    strata::test::reference_model model;
+    std::vector<std::pair<void*, std::size_t>> stack;
+    std::mt19937_64 rng(0xfa11u);
+    std::size_t secondary_used = 0;
+    for (int op = 0; op < 10000; ++op) {
+        if (stack.empty() || rng() % 100 < 52) {
+            const std::size_t size = 1 + rng() % 300;
+            void* p = f.allocate(size, 16);
+            ASSERT_NE(p, nullptr);
+            secondary_used += f.primary().owns(p) ? 0 : 1;
+            model.add(p, size, 16);
+            stack.emplace_back(p, size);
+        } else {
+            model.remove(stack.back().first);
+            f.deallocate(stack.back().first, stack.back().second);
+            stack.pop_back();
+        }
+    }
+    EXPECT_GT(secondary_used, 0u);
+    model.verify_all();
+    while (!stack.empty()) {
+        f.deallocate(stack.back().first, stack.back().second);
+        stack.pop_back();
+    }
+    if constexpr (frees_exactly<typename TypeParam::secondary_type>) {
+        EXPECT_EQ(f.stats().live_allocations, 0u);
+    }
+}
+
+TEST(Fallback, OverExistingAllocatorsAndUnsizedFree) {
+    small_stack s;
+    test_heap h;
+    fallback<strata::allocator_ref<small_stack>, strata::allocator_ref<test_heap>> f(s, h);
+    void* a = f.allocate(5000);
+    void* b = f.allocate(10);
+    EXPECT_TRUE(h.owns(a));
+    EXPECT_TRUE(s.owns(b));
+    f.deallocate(b);
+    f.deallocate(a);
+    EXPECT_EQ(h.live(), 0u);
+    EXPECT_EQ(h.bad_frees(), 0u);
+    EXPECT_EQ(s.stats().live_allocations, 0u);
+}
+
+// ---------------------------------------------------------------------------------------------
+// segregator: typed over (small, large) pairs
+// ---------------------------------------------------------------------------------------------
+
+template <class S>
+class SegregatorTyped : public ::testing::Test {};
+using SegregatorPairs =
+    ::testing::Types<segregator<128, test_stack, test_heap>, segregator<64, test_heap, test_arena>,
+                     segregator<256, test_arena, test_heap>>;
+TYPED_TEST_SUITE(SegregatorTyped, SegregatorPairs);
+
+TYPED_TEST(SegregatorTyped, RoutesByTheThreshold) {
+    TypeParam s;
+    constexpr std::size_t t = TypeParam::threshold;
+    void* at = s.allocate(t);
+    void* above = s.allocate(t + 1);
+    ASSERT_NE(at, nullptr);
+    ASSERT_NE(above, nullptr);
+    EXPECT_TRUE(s.small().owns(at));
+    EXPECT_TRUE(s.large().owns(above));
+    EXPECT_FALSE(s.small().owns(above));
+    EXPECT_TRUE(s.owns(at));
+    EXPECT_EQ(s.stats().live_allocations, 2u);
+    s.deallocate(above, t + 1);
+    s.deallocate(at, t);
+    EXPECT_EQ(s.stats().live_allocations, 0u);
+    EXPECT_EQ(s.allocate(0), nullptr);
+    s.deallocate(nullptr, 1);
+}
+
+TYPED_TEST(SegregatorTyped, FreeOnTheWrongSideIsReportedAndIgnored) {
+    STRATA_REQUIRE_CHECKS(1);
+    TypeParam s;
+    constexpr std::size_t t = TypeParam::threshold;
+    void* small = s.allocate(8);
+    void* large = s.allocate(t + 100);
+    strata::test::recording_handler rec;
+    s.deallocate(small, t + 1); // names a large size for a small block
+    ASSERT_TRUE(rec.saw_one(strata::violation_kind::size_mismatch));
+    EXPECT_EQ(rec.last().pointer, small);
+    rec.clear();
+    s.deallocate(large, 8);
+    ASSERT_TRUE(rec.saw_one(strata::violation_kind::size_mismatch));
+    rec.clear();
+    test_heap elsewhere;
+    void* foreign = elsewhere.allocate(8);
+    s.deallocate(foreign, 8);
+    ASSERT_TRUE(rec.saw_one(strata::violation_kind::foreign_pointer));
+    EXPECT_EQ(rec.last().allocator, "strata::segregator");
+    elsewhere.deallocate(foreign, 8);
+    EXPECT_EQ(s.stats().live_allocations, 2u);
+    s.deallocate(large, t + 100);
+    s.deallocate(small, 8);
+    EXPECT_EQ(s.stats().live_allocations, 0u);
+}
+
+TYPED_TEST(SegregatorTyped, RandomizedLifoAgainstModel) {
+    TypeParam s;
+    strata::test::reference_model model;
+    std::vector<std::pair<void*, std::size_t>> stack;
+    std::mt19937_64 rng(0x5e6u);
+    for (int op = 0; op < 10000; ++op) {
+        if (stack.empty() || rng() % 100 < 52) {
+            const std::size_t size = 1 + rng() % (TypeParam::threshold * 3);
+            void* p = s.allocate(size, 8);
+            ASSERT_NE(p, nullptr);
+            ASSERT_EQ(size <= TypeParam::threshold, s.small().owns(p));
+            model.add(p, size, 8);
+            stack.emplace_back(p, size);
+        } else {
+            model.remove(stack.back().first);
+            s.deallocate(stack.back().first, stack.back().second);
+            stack.pop_back();
+        }
+    }
+    model.verify_all();
+    while (!stack.empty()) {
+        s.deallocate(stack.back().first, stack.back().second);
+        stack.pop_back();
+    }
+    if constexpr (frees_exactly<typename TypeParam::small_type> &&
+                  frees_exactly<typename TypeParam::large_type>) {
+        EXPECT_EQ(s.stats().live_allocations, 0u);
+    }
+}
+
+TEST(Segregator, UnsizedFreeRoutesByOwns) {
+    segregator<32, test_stack, test_heap> s;
+    void* a = s.allocate(16);
+    void* b = s.allocate(1000);
+    s.deallocate(b);
+    s.deallocate(a);
+    EXPECT_EQ(s.stats().live_allocations, 0u);
+    EXPECT_EQ(s.large().bad_frees(), 0u);
+}
+
+// The adapters stack: a tracked, debugged segregator of a stack and a heap.
+TEST(Compose, AdaptersStack) {
+    strata::tracker t("composed");
+    strata::tracked<strata::debug<segregator<64, test_stack, test_heap>>> a(t);
+    void* p = a.allocate(16);
+    void* q = a.allocate(640);
+    EXPECT_EQ(t.in_use(), 656u);
+    EXPECT_TRUE(a.inner().inner().small().owns(p));
+    EXPECT_TRUE(a.inner().inner().large().owns(q));
+    a.deallocate(q, 640);
+    a.deallocate(p, 16);
+    EXPECT_EQ(t.in_use(), 0u);
+    EXPECT_EQ(a.inner().live_blocks(), 0u);
+}
+
+} // namespace
