@@ -34,8 +34,8 @@ pool::pool(std::size_t slot_size, std::size_t slot_align, std::span<std::byte> b
 }
 
 pool::pool(pool&& other) noexcept
-    : free_(std::exchange(other.free_, nullptr)), live_(std::exchange(other.live_, 0)),
-      peak_live_(std::exchange(other.peak_live_, 0)), frees_(std::exchange(other.frees_, 0)),
+    : free_(std::exchange(other.free_, nullptr)), allocs_(std::exchange(other.allocs_, 0)),
+      frees_(std::exchange(other.frees_, 0)), peak_live_(std::exchange(other.peak_live_, 0)),
       slot_size_(other.slot_size_), slot_align_(other.slot_align_), slots_(std::exchange(other.slots_, 0)),
       chunks_(std::move(other.chunks_)), source_(other.source_), options_(other.options_) {
     other.chunks_.clear();
@@ -45,9 +45,9 @@ pool& pool::operator=(pool&& other) noexcept {
     if (this != &other) {
         release_chunks();
         free_ = std::exchange(other.free_, nullptr);
-        live_ = std::exchange(other.live_, 0);
-        peak_live_ = std::exchange(other.peak_live_, 0);
+        allocs_ = std::exchange(other.allocs_, 0);
         frees_ = std::exchange(other.frees_, 0);
+        peak_live_ = std::exchange(other.peak_live_, 0);
         slot_size_ = other.slot_size_;
         slot_align_ = other.slot_align_;
         slots_ = std::exchange(other.slots_, 0);
@@ -179,7 +179,7 @@ void* pool::take_checked(void* p) noexcept {
         c->bits[i / 64] |= std::uint64_t{1} << (i % 64);
     }
 #endif
-    ++live_;
+    ++allocs_;
     acquire_bytes(p, slot_size_);
     return p;
 }
@@ -215,7 +215,7 @@ void pool::give_back_checked(void* p) noexcept {
     const std::size_t i = static_cast<std::size_t>(static_cast<std::byte*>(p) - c->first) / slot_size_;
     c->bits[i / 64] &= ~(std::uint64_t{1} << (i % 64));
 #endif
-    if (live_ > peak_live_) peak_live_ = live_;
+    if (live() > peak_live_) peak_live_ = live();
     auto* s = static_cast<std::byte*>(p);
     *reinterpret_cast<void**>(s) = free_;
 #if STRATA_CHECKS >= 2
@@ -223,7 +223,6 @@ void pool::give_back_checked(void* p) noexcept {
 #endif
     poison(s, slot_size_);
     free_ = p;
-    --live_;
     ++frees_;
 }
 
@@ -241,10 +240,9 @@ bool pool::is_live(const void* p) const noexcept {
 }
 
 void pool::reset() noexcept {
-    if (live_ > peak_live_) peak_live_ = live_;
-    frees_ += live_;
+    if (live() > peak_live_) peak_live_ = live();
+    frees_ = allocs_;
     free_ = nullptr;
-    live_ = 0;
     // Highest chunk first, so the lowest address ends up at the head of the list.
     for (auto it = chunks_.rbegin(); it != chunks_.rend(); ++it) {
         chunk* c = *it;
@@ -255,11 +253,11 @@ void pool::reset() noexcept {
 
 strata::stats pool::stats() const noexcept {
     strata::stats s;
-    s.in_use = live_ * slot_size_;
-    s.peak = std::max(peak_live_, live_) * slot_size_;
+    s.in_use = live() * slot_size_;
+    s.peak = std::max(peak_live_, live()) * slot_size_;
     s.capacity = slots_ * slot_size_;
-    s.live_allocations = live_;
-    s.total_allocations = frees_ + live_;
+    s.live_allocations = live();
+    s.total_allocations = allocs_;
     s.largest_free_block = free_ != nullptr ? slot_size_ : 0;
     return s;
 }
@@ -293,7 +291,7 @@ std::vector<bool> pool::live_map() const {
 }
 
 bool pool::check() const noexcept {
-    if (!valid()) return free_ == nullptr && live_ == 0 && slots_ == 0;
+    if (!valid()) return free_ == nullptr && live() == 0 && slots_ == 0;
     std::size_t free_count = 0;
     for (const void* n = free_; n != nullptr; n = read_link(n)) {
         if (++free_count > slots_) return false; // longer than the pool: a cycle or a stray link
@@ -306,13 +304,13 @@ bool pool::check() const noexcept {
         if ((c->bits[i / 64] >> (i % 64)) & 1u) return false; // on the free list yet marked live
 #endif
     }
-    if (free_count + live_ != slots_) return false;
+    if (free_count + live() != slots_) return false;
 #if STRATA_CHECKS >= 1
     std::size_t marked = 0;
     for (const chunk* c : chunks_)
         for (std::size_t w = 0; w < bit_words(c->count); ++w)
             marked += static_cast<std::size_t>(std::popcount(c->bits[w]));
-    if (marked != live_) return false;
+    if (marked != live()) return false;
 #endif
     for (std::size_t i = 1; i < chunks_.size(); ++i) // sorted and disjoint
         if (!std::less<>{}(chunks_[i - 1]->first + chunks_[i - 1]->count * slot_size_, chunks_[i]->first + 1))

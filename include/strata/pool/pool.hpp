@@ -86,7 +86,7 @@ public:
             return take_checked(p);
 #else
             free_ = *static_cast<void**>(p);
-            ++live_;
+            ++allocs_;
             return p;
 #endif
         }
@@ -109,10 +109,12 @@ public:
         give_back_checked(p);
 #else
         if (STRATA_UNLIKELY(p == nullptr)) return;
-        if (live_ > peak_live_) peak_live_ = live_;
+        // One counter bump per verb: a ++ and a -- of one `live` counter per pair would chain two
+        // store-to-load forwards through memory and cost about as much as the free list itself.
+        const std::size_t live = allocs_ - frees_;
+        if (live > peak_live_) peak_live_ = live;
         *static_cast<void**>(p) = free_;
         free_ = p;
-        --live_;
         ++frees_;
 #endif
     }
@@ -152,7 +154,7 @@ public:
     /// Returns: the alignment every slot has.
     [[nodiscard]] std::size_t slot_align() const noexcept { return slot_align_; }
     /// Returns: slots handed out and not yet returned.
-    [[nodiscard]] std::size_t live() const noexcept { return live_; }
+    [[nodiscard]] std::size_t live() const noexcept { return allocs_ - frees_; }
     /// Returns: slots the pool holds now (live and free).
     [[nodiscard]] std::size_t capacity() const noexcept { return slots_; }
     /// Returns: chunks held (the caller's buffer counts as one when it holds a slot).
@@ -198,9 +200,9 @@ private:
     void release_chunks() noexcept;
 
     void* free_ = nullptr;      // head of the free list
-    std::size_t live_ = 0;      // slots handed out
+    std::size_t allocs_ = 0;    // successful allocations (live = allocs - frees)
+    std::size_t frees_ = 0;     // successful deallocations
     std::size_t peak_live_ = 0; // updated before each free; stats() adds the current value
-    std::size_t frees_ = 0;     // successful deallocations (total_allocations = frees + live)
     std::size_t slot_size_ = 0; // the stride; 0 marks an invalid pool
     std::size_t slot_align_ = 0;
     std::size_t slots_ = 0;      // slots in all chunks
