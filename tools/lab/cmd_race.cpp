@@ -1,0 +1,197 @@
+// strata-lab race / replay / record.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <vector>
+
+#include "op_commands.hpp"
+#include "race.hpp"
+#include "report.hpp"
+#include "trace_workload.hpp"
+
+#if defined(STRATA_LAB_HAS_TRACE)
+#include "trace_summary.hpp"
+#endif
+
+extern char** environ;
+
+namespace strata::lab {
+
+namespace {
+
+int emit(const std::vector<race_section>& sections, const calibration& cal, const std::string& title,
+         const std::string& json_path) {
+    if (json_path.empty()) return 0;
+    if (json_path == "-") {
+        write_race_json(std::cout, sections, cal, title);
+        return 0;
+    }
+    std::ofstream f(json_path);
+    write_race_json(f, sections, cal, title);
+    if (!f) {
+        std::cerr << "strata-lab: cannot write " << json_path << "\n";
+        return 1;
+    }
+    std::cerr << "strata-lab: wrote " << json_path << "\n";
+    return 0;
+}
+
+void print_header(std::ostream& out, const calibration& cal) {
+    char line[200];
+    std::snprintf(
+        line, sizeof line,
+        "strata-lab: latencies in ns net of the timer (%s, %.2f GHz, overhead %.0f ns, resolution %.0f ns);\n"
+        "p99.99f / max f = filtered: per-op minimum over the latency passes. frag = worst 1 - largest free "
+        "/ free.\n",
+        cal.counter.c_str(), cal.ghz(), cal.overhead_ns(), cal.resolution_ns());
+    out << line;
+}
+
+} // namespace
+
+int race_command(const race_command_options& o) {
+    std::vector<std::string> names = o.workloads;
+    if (names.empty())
+        for (auto n : gen::names())
+            names.emplace_back(n);
+    const double scale = o.quick ? std::min(o.scale, 0.05) : o.scale;
+    race_options ro;
+    ro.only = o.only;
+    ro.replay.repeats = o.quick ? 1 : o.repeats;
+    ro.replay.latency_passes = o.quick ? 1 : o.latency_passes;
+    ro.progress = o.json_path != "-" && isatty(2);
+    const calibration cal = calibrate();
+    const bool table = o.json_path != "-";
+    if (table) print_header(std::cout, cal);
+    std::vector<race_section> sections;
+    for (const std::string& n : names) {
+        op_workload w;
+        try {
+            w = gen::make(n, scale, o.seed);
+        } catch (const std::invalid_argument& e) {
+            std::cerr << "strata-lab: " << e.what() << " (known:";
+            for (auto k : gen::names())
+                std::cerr << ' ' << k;
+            std::cerr << ")\n";
+            return 2;
+        }
+        sections.push_back(race_workload(w, ro, cal));
+        if (table) print_section(std::cout, sections.back());
+    }
+    return emit(sections, cal,
+                "strata-lab race (scale " + std::to_string(scale) + ", seed " + std::to_string(o.seed) + ")",
+                o.json_path);
+}
+
+int replay_command(const replay_command_options& o) {
+    if (!trace_support()) {
+        std::cerr << "strata-lab: built without trace support (install libzstd-dev and rebuild)\n";
+        return 1;
+    }
+    trace_conversion conv;
+    const op_workload w = load_trace(o.trace, o.max_ops, &conv);
+    race_options ro;
+    ro.only = o.only;
+    ro.replay.repeats = o.repeats;
+    ro.replay.latency_passes = o.latency_passes;
+    ro.progress = o.json_path != "-" && isatty(2);
+    const calibration cal = calibrate();
+    const bool table = o.json_path != "-";
+    if (table) {
+        print_header(std::cout, cal);
+        std::cout << "trace " << o.trace << ": " << format_count(conv.records) << " records";
+        if (conv.failed_calls)
+            std::cout << ", " << format_count(conv.failed_calls) << " failed calls skipped";
+        if (conv.unknown_blocks)
+            std::cout << ", " << format_count(conv.unknown_blocks)
+                      << " frees of blocks from before recording skipped";
+        if (conv.truncated_ops)
+            std::cout << ", " << format_count(conv.truncated_ops) << " ops past --max-ops skipped";
+        if (conv.gaps || conv.truncated_file)
+            std::cout << " (the file lost " << conv.gaps << " records; truncated)";
+        std::cout << "\n";
+    }
+    std::vector<race_section> sections{race_workload(w, ro, cal)};
+    if (table) print_section(std::cout, sections.back());
+    return emit(sections, cal, "strata-lab replay " + o.trace, o.json_path);
+}
+
+std::string find_trace_library() {
+    if (const char* env = std::getenv("STRATA_TRACE_LIB"); env != nullptr && *env != '\0') return env;
+    std::error_code ec;
+    const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+    if (ec) return {};
+    for (const char* rel : {"../trace/libstrata_trace.so", "../lib/libstrata_trace.so",
+                            "../lib/x86_64-linux-gnu/libstrata_trace.so"}) {
+        const auto p = (exe.parent_path() / rel).lexically_normal();
+        if (std::filesystem::exists(p, ec)) return p.string();
+    }
+    return {};
+}
+
+int record_command(const record_command_options& o) {
+    if (o.argv.empty() || o.out.empty()) {
+        std::cerr << "strata-lab record: usage: strata-lab record -o FILE -- PROGRAM [ARGS...]\n";
+        return 2;
+    }
+    const std::string lib = find_trace_library();
+    if (lib.empty()) {
+        std::cerr << "strata-lab record: libstrata_trace.so not found (set STRATA_TRACE_LIB)\n";
+        return 1;
+    }
+    const std::string out = std::filesystem::absolute(o.out).string();
+    // Old files of the same name would make the recorder pick OUT.<pid> (it never overwrites).
+    std::error_code ec;
+    std::filesystem::remove(out, ec);
+    std::vector<std::string> env;
+    std::string preload = lib;
+    for (char** e = environ; *e != nullptr; ++e) {
+        if (std::strncmp(*e, "LD_PRELOAD=", 11) == 0) {
+            if ((*e)[11] != '\0') preload += std::string(":") + (*e + 11);
+        } else if (std::strncmp(*e, "STRATA_TRACE_OUT=", 17) != 0) {
+            env.emplace_back(*e);
+        }
+    }
+    env.push_back("LD_PRELOAD=" + preload);
+    env.push_back("STRATA_TRACE_OUT=" + out);
+    std::vector<char*> envp, argv;
+    for (auto& s : env)
+        envp.push_back(s.data());
+    envp.push_back(nullptr);
+    std::vector<std::string> args(o.argv);
+    for (auto& a : args)
+        argv.push_back(a.data());
+    argv.push_back(nullptr);
+    const pid_t pid = fork();
+    if (pid < 0) {
+        std::cerr << "strata-lab record: fork: " << std::strerror(errno) << "\n";
+        return 1;
+    }
+    if (pid == 0) {
+        execvpe(argv[0], argv.data(), envp.data());
+        std::fprintf(stderr, "strata-lab record: cannot run %s: %s\n", argv[0], std::strerror(errno));
+        _exit(127);
+    }
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    const int rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+#if defined(STRATA_LAB_HAS_TRACE)
+    try {
+        std::cerr << "strata-lab record: " << out << "\n" << trace::to_text(trace::summarize(out));
+    } catch (const std::exception& e) {
+        std::cerr << "strata-lab record: " << e.what() << "\n";
+        return rc != 0 ? rc : 1;
+    }
+#endif
+    return rc;
+}
+
+} // namespace strata::lab

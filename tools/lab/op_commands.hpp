@@ -1,0 +1,46 @@
+#pragma once
+// strata-lab commands over the op model: race (synthetic workloads), replay (a recorded trace) and
+// record (run a program under libstrata_trace.so). main.cpp parses into these and calls one.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace strata::lab {
+
+struct race_command_options {
+    std::vector<std::string> workloads; ///< synthetic workload names; empty = all
+    double scale = 1.0;                 ///< work multiplier (--quick: 0.05)
+    std::uint64_t seed = 42;
+    std::vector<std::string> only; ///< allocator name patterns
+    int repeats = 3;
+    int latency_passes = 3;
+    std::string json_path; ///< "" none, "-" stdout (no table)
+    bool quick = false;
+};
+
+struct replay_command_options {
+    std::string trace;
+    std::vector<std::string> only;
+    int repeats = 3;
+    int latency_passes = 3;
+    std::uint64_t max_ops = 50'000'000; ///< replay at most this many memory ops of the trace
+    std::string json_path;
+};
+
+struct record_command_options {
+    std::string out;               ///< trace file to write
+    std::vector<std::string> argv; ///< the program and its arguments
+};
+
+/// Returns: exit code (0 ok, 1 failure, 2 bad arguments).
+int race_command(const race_command_options& o);
+int replay_command(const replay_command_options& o);
+/// Returns: the recorded program's exit code (128 + signal if it was killed), 2 bad arguments.
+int record_command(const record_command_options& o);
+
+/// Returns: the path of libstrata_trace.so for this strata-lab: $STRATA_TRACE_LIB, else next to
+/// the build tree (../trace/) or the install (../lib/); "" if none exists.
+[[nodiscard]] std::string find_trace_library();
+
+} // namespace strata::lab

@@ -1,0 +1,281 @@
+#include "race.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <ostream>
+
+#include "op_contenders.hpp"
+#include "registry.hpp" // glob_match
+#include "report.hpp"   // format_bytes
+
+namespace strata::lab {
+
+namespace {
+
+struct tail5 {
+    double p50, p99, p999, p9999, max;
+};
+
+tail5 tail_of(std::vector<std::uint32_t> ticks, const calibration& cal) {
+    if (ticks.empty()) return {0, 0, 0, 0, 0};
+    std::sort(ticks.begin(), ticks.end());
+    const std::span<const std::uint32_t> s(ticks);
+    auto at = [&](double q) { return cal.net_ns(static_cast<double>(percentile_sorted(s, q))); };
+    return {at(50), at(99), at(99.9), at(99.99), cal.net_ns(static_cast<double>(s.back()))};
+}
+
+bool selected(const std::string& name, const std::vector<std::string>& only) {
+    if (only.empty()) return true;
+    return std::any_of(only.begin(), only.end(), [&](const std::string& p) { return glob_match(p, name); });
+}
+
+std::string why_not(const op_workload& w) {
+    if (!w.frame_scoped) return "blocks outlive their frame";
+    if (!w.fixed_size()) return "sizes differ";
+    return "does not apply";
+}
+
+void progress(bool on, const std::string& text) {
+    if (!on) return;
+    std::fprintf(stderr, "\r\033[K%s", text.c_str());
+    std::fflush(stderr);
+}
+
+} // namespace
+
+race_section race_workload(const op_workload& w, const race_options& o, const calibration& cal) {
+    race_section s;
+    s.workload = w.name;
+    s.description = w.description;
+    s.memory_ops = w.memory_ops();
+    s.peak_live_bytes = w.peak_live_bytes;
+    s.peak_live_blocks = w.peak_live_blocks;
+    s.threads = w.threads;
+    for (const op_contender& c : op_registry()) {
+        if (!selected(c.name, o.only)) continue;
+        if (!c.applies(w)) {
+            s.skipped.push_back(c.name + ": " + why_not(w));
+            continue;
+        }
+        progress(o.progress, "strata-lab: " + w.name + ": " + c.name + "...");
+        race_row row;
+        row.description = c.description;
+        row.result = c.run(w, o.replay);
+        row.result.allocator = c.name;
+        row.ns_per_op = row.result.ns_per_op();
+        const tail5 raw = tail_of(row.result.ticks_raw, cal), filt = tail_of(row.result.ticks_filtered, cal);
+        row.p50 = raw.p50, row.p99 = raw.p99, row.p999 = raw.p999, row.p9999 = raw.p9999, row.max = raw.max;
+        row.f_p50 = filt.p50, row.f_p99 = filt.p99, row.f_p999 = filt.p999, row.f_p9999 = filt.p9999,
+        row.f_max = filt.max;
+        if (row.result.has_usable_size && row.result.peak_granted > 0) {
+            std::uint64_t live_at_peak = 0, granted_peak = 0;
+            for (const memory_sample& m : row.result.series) {
+                if (m.granted_bytes >= granted_peak) {
+                    granted_peak = m.granted_bytes;
+                    live_at_peak = m.live_bytes;
+                }
+            }
+            if (granted_peak > 0)
+                row.waste = static_cast<double>(granted_peak - std::min(live_at_peak, granted_peak)) /
+                            static_cast<double>(granted_peak);
+        }
+        if (row.result.has_probe) {
+            row.worst_frag = 0;
+            for (const memory_sample& m : row.result.series) {
+                if (m.free_bytes == 0) continue;
+                row.worst_frag = std::max(row.worst_frag, 1.0 - static_cast<double>(m.largest_free) /
+                                                                    static_cast<double>(m.free_bytes));
+            }
+            if (!row.result.series.empty())
+                row.end_largest_free = static_cast<double>(row.result.series.back().largest_free);
+        }
+        s.rows.push_back(std::move(row));
+    }
+    progress(o.progress, "");
+    return s;
+}
+
+void print_section(std::ostream& out, const race_section& s) {
+    char line[256];
+    std::snprintf(line, sizeof line, "\n== %s: %s\n   %s memory ops, peak live %s in %s blocks%s\n",
+                  s.workload.c_str(), s.description.c_str(), format_count(s.memory_ops).c_str(),
+                  format_bytes(s.peak_live_bytes).c_str(), format_count(s.peak_live_blocks).c_str(),
+                  s.threads > 1 ? (", " + std::to_string(s.threads) + " threads (replayed serially)").c_str()
+                                : "");
+    out << line;
+    // 16 + 8 + 6*4 + 8 + 11 + 7 + 7 + 8 = 89 columns
+    std::snprintf(line, sizeof line, "%-16s %7s %6s %6s %6s %7s %8s %10s %6s %6s %6s\n", "allocator", "ns/op",
+                  "p50", "p99", "p99.9", "p99.99f", "max f", "footprint", "waste", "frag", "failed");
+    out << line;
+    const double base = s.rows.empty() ? 0 : s.rows.front().ns_per_op;
+    for (const race_row& r : s.rows) {
+        const std::string fp = r.result.has_footprint ? format_bytes(r.result.peak_footprint) : "-";
+        char waste[16] = "-", frag[16] = "-";
+        if (r.waste >= 0) std::snprintf(waste, sizeof waste, "%.0f%%", r.waste * 100);
+        if (r.worst_frag >= 0) std::snprintf(frag, sizeof frag, "%.0f%%", r.worst_frag * 100);
+        std::snprintf(line, sizeof line, "%-16s %7.1f %6.0f %6.0f %6.0f %7.0f %8.0f %10s %6s %6s %6llu\n",
+                      r.result.allocator.c_str(), r.ns_per_op, r.p50, r.p99, r.p999, r.f_p9999, r.f_max,
+                      fp.c_str(), waste, frag, static_cast<unsigned long long>(r.result.failed));
+        out << line;
+    }
+    if (base > 0 && s.rows.size() > 1) {
+        out << "   speed vs " << s.rows.front().result.allocator << ":";
+        for (std::size_t i = 1; i < s.rows.size(); ++i) {
+            std::snprintf(line, sizeof line, " %s %.2fx", s.rows[i].result.allocator.c_str(),
+                          s.rows[i].ns_per_op > 0 ? base / s.rows[i].ns_per_op : 0.0);
+            out << line;
+        }
+        out << "\n";
+    }
+    for (const std::string& k : s.skipped)
+        out << "   skipped " << k << "\n";
+}
+
+namespace {
+
+void json_string(std::ostream& out, const std::string& s) {
+    out << '"';
+    for (const char c : s) {
+        if (c == '"' || c == '\\')
+            out << '\\' << c;
+        else if (static_cast<unsigned char>(c) < 0x20) {
+            char buf[8];
+            std::snprintf(buf, sizeof buf, "\\u%04x", c);
+            out << buf;
+        } else
+            out << c;
+    }
+    out << '"';
+}
+
+/// Log-binned histogram: 8 bins per doubling from 1 ns; bin i covers [2^(i/8), 2^((i+1)/8)) ns.
+std::vector<std::uint64_t> histogram(const std::vector<std::uint32_t>& ticks, const calibration& cal) {
+    std::vector<std::uint64_t> bins;
+    for (const std::uint32_t t : ticks) {
+        const double ns = std::max(1.0, cal.net_ns(t));
+        const auto i = static_cast<std::size_t>(std::floor(std::log2(ns) * 8));
+        if (i >= bins.size()) bins.resize(i + 1, 0);
+        ++bins[i];
+    }
+    return bins;
+}
+
+template <class T>
+void json_array(std::ostream& out, const std::vector<T>& v) {
+    out << '[';
+    for (std::size_t i = 0; i < v.size(); ++i)
+        out << (i ? "," : "") << v[i];
+    out << ']';
+}
+
+void tail_points(std::ostream& out, std::vector<std::uint32_t> ticks, const calibration& cal) {
+    // The CDF's tail: latency at 1 - 10^-k for k = 0.5 .. 6 in steps of 0.25, as [fraction, ns].
+    std::sort(ticks.begin(), ticks.end());
+    out << '[';
+    bool first = true;
+    for (double k = 0.25; k <= 6.0001 && !ticks.empty(); k += 0.25) {
+        const double q = 100.0 * (1.0 - std::pow(10.0, -k));
+        if (static_cast<double>(ticks.size()) * std::pow(10.0, -k) < 1.0) break; // past the data
+        out << (first ? "" : ",") << '[' << q << ','
+            << cal.net_ns(static_cast<double>(percentile_sorted(std::span<const std::uint32_t>(ticks), q)))
+            << ']';
+        first = false;
+    }
+    out << ']';
+}
+
+} // namespace
+
+void write_race_json(std::ostream& out, const std::vector<race_section>& sections, const calibration& cal,
+                     const std::string& title) {
+    out << "{\"title\":";
+    json_string(out, title);
+    out << ",\"timer\":{\"counter\":";
+    json_string(out, cal.counter);
+    out << ",\"ns_per_tick\":" << cal.ns_per_tick << ",\"overhead_ns\":" << cal.overhead_ns()
+        << ",\"resolution_ns\":" << cal.resolution_ns()
+        << "},\"histogram_bins_per_doubling\":8,\"workloads\":[";
+    for (std::size_t si = 0; si < sections.size(); ++si) {
+        const race_section& s = sections[si];
+        out << (si ? "," : "") << "{\"name\":";
+        json_string(out, s.workload);
+        out << ",\"description\":";
+        json_string(out, s.description);
+        out << ",\"memory_ops\":" << s.memory_ops << ",\"peak_live_bytes\":" << s.peak_live_bytes
+            << ",\"peak_live_blocks\":" << s.peak_live_blocks << ",\"threads\":" << s.threads
+            << ",\"skipped\":[";
+        for (std::size_t i = 0; i < s.skipped.size(); ++i) {
+            out << (i ? "," : "");
+            json_string(out, s.skipped[i]);
+        }
+        out << "],\"allocators\":[";
+        for (std::size_t ri = 0; ri < s.rows.size(); ++ri) {
+            const race_row& r = s.rows[ri];
+            out << (ri ? "," : "") << "{\"name\":";
+            json_string(out, r.result.allocator);
+            out << ",\"description\":";
+            json_string(out, r.description);
+            out << ",\"ns_per_op\":" << r.ns_per_op << ",\"failed\":" << r.result.failed
+                << ",\"latency_raw\":{\"p50\":" << r.p50 << ",\"p99\":" << r.p99 << ",\"p99.9\":" << r.p999
+                << ",\"p99.99\":" << r.p9999 << ",\"max\":" << r.max
+                << "},\"latency_filtered\":{\"passes\":" << r.result.latency_passes << ",\"p50\":" << r.f_p50
+                << ",\"p99\":" << r.f_p99 << ",\"p99.9\":" << r.f_p999 << ",\"p99.99\":" << r.f_p9999
+                << ",\"max\":" << r.f_max << "},\"histogram_raw\":";
+            json_array(out, histogram(r.result.ticks_raw, cal));
+            out << ",\"histogram_filtered\":";
+            json_array(out, histogram(r.result.ticks_filtered, cal));
+            out << ",\"tail_raw\":";
+            tail_points(out, r.result.ticks_raw, cal);
+            out << ",\"tail_filtered\":";
+            tail_points(out, r.result.ticks_filtered, cal);
+            out << ",\"peak_footprint\":";
+            if (r.result.has_footprint)
+                out << r.result.peak_footprint;
+            else
+                out << "null";
+            out << ",\"internal_waste\":";
+            if (r.waste >= 0)
+                out << r.waste;
+            else
+                out << "null";
+            out << ",\"worst_fragmentation\":";
+            if (r.worst_frag >= 0)
+                out << r.worst_frag;
+            else
+                out << "null";
+            out << ",\"series\":{\"op\":[";
+            const auto& ser = r.result.series;
+            for (std::size_t i = 0; i < ser.size(); ++i)
+                out << (i ? "," : "") << ser[i].op;
+            out << "],\"live_bytes\":[";
+            for (std::size_t i = 0; i < ser.size(); ++i)
+                out << (i ? "," : "") << ser[i].live_bytes;
+            out << "],\"footprint\":";
+            if (r.result.has_footprint) {
+                out << '[';
+                for (std::size_t i = 0; i < ser.size(); ++i)
+                    out << (i ? "," : "") << ser[i].footprint;
+                out << ']';
+            } else
+                out << "null";
+            out << ",\"largest_free\":";
+            if (r.result.has_probe) {
+                out << '[';
+                for (std::size_t i = 0; i < ser.size(); ++i)
+                    out << (i ? "," : "") << ser[i].largest_free;
+                out << "],\"free_bytes\":[";
+                for (std::size_t i = 0; i < ser.size(); ++i)
+                    out << (i ? "," : "") << ser[i].free_bytes;
+                out << ']';
+            } else
+                out << "null,\"free_bytes\":null";
+            out << "}}";
+        }
+        out << "]}";
+    }
+    out << "]}\n";
+}
+
+} // namespace strata::lab
