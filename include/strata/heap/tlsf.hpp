@@ -53,10 +53,13 @@ public:
     static constexpr std::size_t max_request = std::size_t{1} << (max_size_log2 - 2);
 
     /// An empty heap: every allocation fails until add_pool().
-    basic_tlsf() noexcept = default;
+    basic_tlsf() noexcept {
+        for (block*& head : heads_)
+            head = nil();
+    }
 
     /// Effects: a heap over `pool` (see add_pool; a pool too small is ignored).
-    explicit basic_tlsf(std::span<std::byte> pool) noexcept { (void)add_pool(pool); }
+    explicit basic_tlsf(std::span<std::byte> pool) noexcept : basic_tlsf() { (void)add_pool(pool); }
 
     basic_tlsf(const basic_tlsf&) = delete;
     basic_tlsf& operator=(const basic_tlsf&) = delete;
@@ -91,10 +94,9 @@ public:
 #endif
         const std::size_t size = b->size();
         used_ -= size;
-        requested_ -= size - b->slack();
         --live_;
         release_bytes(b->payload() + min_payload, size - min_payload);
-        free_block(b);
+        free_block(b, size);
     }
 
     /// Effects: as deallocate(p); the size and alignment are not needed (TLSF knows its blocks).
@@ -161,14 +163,19 @@ public:
                    ? std::size_t{sl} * alignment
                    : (std::size_t{1} << (fl + fl_shift - 1)) + (std::size_t{sl} << (fl + fl_shift - 1 - SLI));
     }
+    /// Returns: the linear class index (first level * 2^SLI + second level) of a free block of
+    /// `size` bytes. Branch-free: sizes below 2^fl_shift take the same 16-byte step as the first
+    /// power above, so level 0 holds exact 16-byte classes and every level above 2^SLI linear ones.
+    [[nodiscard]] static constexpr unsigned class_index(std::size_t size) noexcept {
+        const unsigned msb =
+            63u - static_cast<unsigned>(std::countl_zero(size | (std::size_t{1} << fl_shift)));
+        return ((msb - fl_shift) << SLI) + static_cast<unsigned>(size >> (msb - SLI));
+    }
     /// Effects: stores the class (first level, second level) a free block of `size` bytes sits in.
     static constexpr void mapping(std::size_t size, unsigned& fl, unsigned& sl) noexcept {
-        // Branch-free: sizes below 2^fl_shift take the same 16-byte step as the first power above,
-        // so level 0 holds exact 16-byte classes and every level above holds 2^SLI linear ones.
-        const unsigned msb = static_cast<unsigned>(std::bit_width(size | (std::size_t{1} << fl_shift))) - 1;
-        const auto idx = static_cast<unsigned>(size >> (msb - SLI));
-        fl = msb - fl_shift + (idx >> SLI);
-        sl = idx & (sl_count - 1);
+        const unsigned index = class_index(size);
+        fl = index >> SLI;
+        sl = index & (sl_count - 1);
     }
 
 private:
@@ -221,55 +228,63 @@ private:
         return reinterpret_cast<block*>(const_cast<std::byte*>(static_cast<const std::byte*>(p))) - 1;
     }
 
+    // The empty-list sentinel: list ends and heads of empty classes point here, so linking and
+    // unlinking need no null tests (writes into it are harmless).
+    struct nil_node {
+        block header;
+        block* links[2];
+    };
+    [[nodiscard]] block* nil() noexcept { return &nil_.header; }
+    [[nodiscard]] const block* nil() const noexcept { return &nil_.header; }
+
     // Removes and returns the head of the first non-empty class that holds only blocks >= need, or
-    // nullptr. Requires: need <= max_request + 16, a multiple of 16.
+    // nullptr. Requires: 16 <= need <= 2^46, a multiple of 16.
     STRATA_ALWAYS_INLINE block* take_fit(std::size_t need) noexcept {
-        // Round up to the next class boundary so every block of the class found is large enough.
-        const unsigned m = static_cast<unsigned>(std::bit_width(need | (std::size_t{1} << fl_shift))) - 1;
-        const std::size_t search = need + ((std::size_t{1} << (m - SLI)) - 1);
-        unsigned fl, sl;
-        mapping(search, fl, sl);
-        std::uint32_t sl_map = sl_bitmap_[fl] & (~std::uint32_t{0} << sl);
+        // The class just above the one holding need - 1: every block in it and above fits.
+        unsigned index = class_index(need - 1) + 1;
+        unsigned fl = index >> SLI;
+        std::uint32_t sl_map = sl_bitmap_[fl] & (~std::uint32_t{0} << (index & (sl_count - 1)));
         if (STRATA_UNLIKELY(sl_map == 0)) {
             const std::uint64_t fl_map = fl_bitmap_ & (~std::uint64_t{0} << (fl + 1));
             if (STRATA_UNLIKELY(fl_map == 0)) return nullptr;
-            fl = static_cast<unsigned>(std::countr_zero(fl_map));
+            fl = static_cast<unsigned>(__builtin_ctzll(fl_map));
             sl_map = sl_bitmap_[fl];
         }
-        sl = static_cast<unsigned>(std::countr_zero(sl_map));
-        block* b = heads_[fl][sl];
+        index = (fl << SLI) + static_cast<unsigned>(__builtin_ctz(sl_map));
+        block* b = heads_[index];
         block* next = b->next_free();
-        heads_[fl][sl] = next;
-        if (next != nullptr) {
-            next->prev_free() = nullptr;
-        } else {
-            sl_bitmap_[fl] &= ~(std::uint32_t{1} << sl);
-            if (sl_bitmap_[fl] == 0) fl_bitmap_ &= ~(std::uint64_t{1} << fl);
-        }
+        heads_[index] = next;
+        next->prev_free() = nil();
+        if (next == nil()) clear_class(index);
         return b;
+    }
+
+    STRATA_ALWAYS_INLINE void clear_class(unsigned index) noexcept {
+        const unsigned fl = index >> SLI;
+        sl_bitmap_[fl] &= ~(std::uint32_t{1} << (index & (sl_count - 1)));
+        if (sl_bitmap_[fl] == 0) fl_bitmap_ &= ~(std::uint64_t{1} << fl);
     }
 
     // Marks free block `b` (already off its list) used for `need` payload bytes of which `asked` were
     // requested; splits off and lists the tail when it can hold a block.
     STRATA_ALWAYS_INLINE void* use(block* b, std::size_t need, std::size_t asked) noexcept {
-        const std::size_t have = b->size();
-        const std::size_t flags = b->size_ & block::prev_free_bit;
+        const std::size_t raw = b->size_;
+        const std::size_t have = raw & block::size_mask;
         std::size_t granted = have;
         if (have - need >= header_size + min_payload) {
             auto* rest = reinterpret_cast<block*>(b->payload() + need);
             unpoison(rest, header_size + min_payload);
+            const std::size_t rest_size = have - need - header_size;
             rest->prev_phys = b;
-            rest->size_ = (have - need - header_size) | block::free_bit;
-            rest->next_phys()->prev_phys = rest; // its prev_free bit stays set
-            insert(rest);
+            rest->size_ = rest_size | block::free_bit;
+            reinterpret_cast<block*>(rest->payload() + rest_size)->prev_phys = rest; // prev_free stays
+            insert(rest, rest_size);
             granted = need;
         } else {
-            block* next = b->next_phys();
-            next->size_ &= ~block::prev_free_bit;
+            reinterpret_cast<block*>(b->payload() + have)->size_ &= ~block::prev_free_bit;
         }
-        b->size_ = granted | flags | ((granted - asked) << 56);
+        b->size_ = granted | (raw & block::prev_free_bit) | ((granted - asked) << 56);
         used_ += granted;
-        requested_ += asked;
         if (used_ > peak_) peak_ = used_;
         ++live_;
         ++total_;
@@ -277,47 +292,40 @@ private:
         return b->payload();
     }
 
-    // Lists free block `b` in its class.
-    STRATA_ALWAYS_INLINE void insert(block* b) noexcept {
-        unsigned fl, sl;
-        mapping(b->size(), fl, sl);
-        block* head = heads_[fl][sl];
+    // Lists free block `b` of payload `size` at the head of its class.
+    STRATA_ALWAYS_INLINE void insert(block* b, std::size_t size) noexcept {
+        const unsigned index = class_index(size);
+        block* head = heads_[index];
         b->next_free() = head;
-        b->prev_free() = nullptr;
-        if (head != nullptr) head->prev_free() = b;
-        heads_[fl][sl] = b;
-        sl_bitmap_[fl] |= std::uint32_t{1} << sl;
-        fl_bitmap_ |= std::uint64_t{1} << fl;
+        b->prev_free() = nil();
+        head->prev_free() = b;
+        heads_[index] = b;
+        sl_bitmap_[index >> SLI] |= std::uint32_t{1} << (index & (sl_count - 1));
+        fl_bitmap_ |= std::uint64_t{1} << (index >> SLI);
     }
 
     // Unlists free block `b`.
     STRATA_ALWAYS_INLINE void remove(block* b) noexcept {
         block* next = b->next_free();
         block* prev = b->prev_free();
-        if (next != nullptr) next->prev_free() = prev;
-        if (prev != nullptr) {
-            prev->next_free() = next;
-        } else {
-            unsigned fl, sl;
-            mapping(b->size(), fl, sl);
-            heads_[fl][sl] = next;
-            if (next == nullptr) {
-                sl_bitmap_[fl] &= ~(std::uint32_t{1} << sl);
-                if (sl_bitmap_[fl] == 0) fl_bitmap_ &= ~(std::uint64_t{1} << fl);
-            }
+        next->prev_free() = prev;
+        prev->next_free() = next;
+        if (prev == nil()) { // b was the head of its class
+            const unsigned index = class_index(b->size());
+            heads_[index] = next;
+            if (next == nil()) clear_class(index);
         }
     }
 
-    // Frees used block `b` (accounting already done): merges with free neighbours and lists it.
-    STRATA_ALWAYS_INLINE void free_block(block* b) noexcept {
-        std::size_t size = b->size();
+    // Frees used block `b` of payload `size` (accounting done): merges with free neighbours, lists it.
+    STRATA_ALWAYS_INLINE void free_block(block* b, std::size_t size) noexcept {
         if (b->is_prev_free()) {
             block* prev = b->prev_phys;
             remove(prev);
             size += prev->size() + header_size;
             b = prev; // prev's own predecessor is used: the merged block has no prev_free bit
         }
-        block* next = reinterpret_cast<block*>(b->payload() + size);
+        auto* next = reinterpret_cast<block*>(b->payload() + size);
         if (next->is_free()) {
             remove(next);
             size += next->size() + header_size;
@@ -326,7 +334,7 @@ private:
         b->size_ = size | block::free_bit;
         next->prev_phys = b;
         next->size_ |= block::prev_free_bit;
-        insert(b);
+        insert(b, size);
     }
 
     [[nodiscard]] void* allocate_aligned(std::size_t size, std::size_t align) noexcept;
@@ -342,12 +350,12 @@ private:
     // Hot state first.
     std::uint64_t fl_bitmap_ = 0;
     std::size_t used_ = 0;
-    std::size_t requested_ = 0;
     std::size_t peak_ = 0;
     std::size_t live_ = 0;
     std::size_t total_ = 0;
+    nil_node nil_ = {};
     std::uint32_t sl_bitmap_[fl_count] = {};
-    block* heads_[fl_count][sl_count] = {};
+    block* heads_[fl_count * sl_count]; // by class_index; nil() when empty
     pool_record* first_pool_ = nullptr;
     pool_record* last_pool_ = nullptr;
     std::size_t capacity_ = 0;

@@ -32,7 +32,7 @@ bool basic_tlsf<SLI>::add_pool(std::span<std::byte> pool) noexcept {
     auto* sentinel = reinterpret_cast<block*>(end - header_size);
     sentinel->prev_phys = first;
     sentinel->size_ = block::prev_free_bit; // size 0, used: walks and merges stop here
-    insert(first);
+    insert(first, first->size());
     poison(first->payload() + min_payload, first->size() - min_payload);
     if (last_pool_ != nullptr) {
         last_pool_->next = record;
@@ -68,7 +68,7 @@ void* basic_tlsf<SLI>::allocate_aligned(std::size_t size, std::size_t align) noe
         nb->size_ = (b->size() - gap) | block::free_bit | block::prev_free_bit;
         nb->next_phys()->prev_phys = nb;
         b->size_ = (gap - header_size) | block::free_bit; // b was free: its predecessor is used
-        insert(b);
+        insert(b, b->size());
         b = nb;
     }
     return use(b, need, size);
@@ -79,9 +79,7 @@ void* basic_tlsf<SLI>::allocate_aligned(std::size_t size, std::size_t align) noe
 // the largest free block can always be had (O(list); only ever on the way to exhaustion).
 template <unsigned SLI>
 auto basic_tlsf<SLI>::take_from_own_class(std::size_t need) noexcept -> block* {
-    unsigned fl, sl;
-    mapping(need, fl, sl);
-    for (block* b = heads_[fl][sl]; b != nullptr; b = b->next_free()) {
+    for (block* b = heads_[class_index(need)]; b != nil(); b = b->next_free()) {
         if (b->size() >= need) {
             remove(b);
             return b;
@@ -125,7 +123,6 @@ void* basic_tlsf<SLI>::reallocate(void* p, std::size_t new_size, std::size_t ali
     } else {
         release_bytes(b->payload() + new_size, old_asked - new_size);
     }
-    requested_ = requested_ - old_asked + new_size;
     std::size_t granted = have;
     if (have - need >= header_size + min_payload) {
         auto* rest = reinterpret_cast<block*>(b->payload() + need);
@@ -135,7 +132,7 @@ void* basic_tlsf<SLI>::reallocate(void* p, std::size_t new_size, std::size_t ali
         rest->next_phys()->prev_phys = rest;
         release_bytes(rest->payload() + min_payload, rest->size() - min_payload);
         used_ -= rest->size() + header_size;
-        free_block(rest);
+        free_block(rest, rest->size());
         granted = need;
     }
     b->size_ = granted | (b->size_ & block::prev_free_bit) | ((granted - new_size) << 56);
@@ -149,7 +146,7 @@ std::size_t basic_tlsf<SLI>::largest_free_block() const noexcept {
     const unsigned fl = 63u - static_cast<unsigned>(std::countl_zero(fl_bitmap_));
     const unsigned sl = 31u - static_cast<unsigned>(std::countl_zero(sl_bitmap_[fl]));
     std::size_t largest = 0;
-    for (const block* b = heads_[fl][sl]; b != nullptr; b = b->next_free())
+    for (const block* b = heads_[(fl << SLI) + sl]; b != nil(); b = b->next_free())
         largest = std::max(largest, b->size());
     return largest;
 }
@@ -160,7 +157,10 @@ heap_metrics basic_tlsf<SLI>::metrics() const noexcept {
     for_each_block([&](const block_info& info) { builder.add(info); });
     heap_metrics m = builder.m;
     m.capacity = capacity_;
-    m.requested_bytes = requested_;
+    // Requested bytes are not counted on the hot path: each used block keeps its slack.
+    for (const pool_record* pool = first_pool_; pool != nullptr; pool = pool->next)
+        for (const block* b = pool->first(); b->size() != 0; b = b->next_phys())
+            if (!b->is_free()) m.requested_bytes += b->size() - b->slack();
     std::size_t pools = 0;
     for (const pool_record* pool = first_pool_; pool != nullptr; pool = pool->next)
         ++pools;
@@ -206,7 +206,7 @@ bool basic_tlsf<SLI>::corrupt(const void* where, const char* what) const noexcep
 
 template <unsigned SLI>
 bool basic_tlsf<SLI>::check() const noexcept {
-    std::size_t free_blocks = 0, used_blocks = 0, used_bytes = 0, requested = 0, capacity = 0;
+    std::size_t free_blocks = 0, used_blocks = 0, used_bytes = 0, capacity = 0;
     for (const pool_record* pool = first_pool_; pool != nullptr; pool = pool->next) {
         capacity += pool->bytes;
         const auto* sentinel = reinterpret_cast<const block*>(pool->end - header_size);
@@ -231,7 +231,6 @@ bool basic_tlsf<SLI>::check() const noexcept {
                 if (b->slack() > b->size()) return corrupt(b, "slack larger than the block");
                 ++used_blocks;
                 used_bytes += b->size();
-                requested += b->size() - b->slack();
             }
             bytes += header_size + b->size();
             prev = b;
@@ -247,11 +246,11 @@ bool basic_tlsf<SLI>::check() const noexcept {
         if (((fl_bitmap_ >> fl) & 1u) != (sl_bitmap_[fl] != 0 ? 1u : 0u))
             return corrupt(nullptr, "first-level bitmap disagrees with the second-level bitmap");
         for (unsigned sl = 0; sl < sl_count; ++sl) {
-            const block* head = heads_[fl][sl];
-            if (((sl_bitmap_[fl] >> sl) & 1u) != (head != nullptr ? 1u : 0u))
+            const block* head = heads_[(fl << SLI) + sl];
+            if (((sl_bitmap_[fl] >> sl) & 1u) != (head != nil() ? 1u : 0u))
                 return corrupt(head, "second-level bitmap disagrees with its free list");
-            const block* prev = nullptr;
-            for (const block* b = head; b != nullptr; b = b->next_free()) {
+            const block* prev = nil();
+            for (const block* b = head; b != nil(); b = b->next_free()) {
                 if (++listed > free_blocks)
                     return corrupt(b, "more listed blocks than free blocks (a cycle?)");
                 if (!b->is_free()) return corrupt(b, "a used block sits in a free list");
@@ -264,7 +263,7 @@ bool basic_tlsf<SLI>::check() const noexcept {
         }
     }
     if (listed != free_blocks) return corrupt(nullptr, "a free block is missing from the free lists");
-    if (used_blocks != live_ || used_bytes != used_ || requested != requested_ || capacity != capacity_)
+    if (used_blocks != live_ || used_bytes != used_ || capacity != capacity_)
         return corrupt(nullptr, "counters disagree with the blocks");
     return true;
 }
