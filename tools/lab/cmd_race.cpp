@@ -44,13 +44,12 @@ int emit(const std::vector<race_section>& sections, const calibration& cal, cons
 }
 
 void print_header(std::ostream& out, const calibration& cal) {
-    char line[200];
-    std::snprintf(
-        line, sizeof line,
-        "strata-lab: latencies in ns net of the timer (%s, %.2f GHz, overhead %.0f ns, resolution %.0f ns);\n"
-        "p99.99f / max f = filtered: per-op minimum over the latency passes. frag = worst 1 - largest free "
-        "/ free.\n",
-        cal.counter.c_str(), cal.ghz(), cal.overhead_ns(), cal.resolution_ns());
+    char line[300];
+    std::snprintf(line, sizeof line,
+                  "strata-lab: latency in ns net of the timer (%s, %.2f GHz, overhead %.0f ns, step %.0f ns).\n"
+                  "  p99.99f, max f: filtered (per-op minimum over the latency passes).\n"
+                  "  footprint: peak held from the OS/source; waste: internal; frag: worst 1 - largest/free.\n",
+                  cal.counter.c_str(), cal.ghz(), cal.overhead_ns(), cal.resolution_ns());
     out << line;
 }
 

@@ -22,12 +22,14 @@
 
 namespace strata::lab {
 
-/// glibc malloc/free/realloc. Footprint: mallinfo2's arena + mmapped bytes; usable sizes from
-/// malloc_usable_size (so internal waste includes glibc's rounding and its 8-byte size word is not).
+/// glibc malloc/free/realloc. Footprint: the heap glibc holds (mallinfo2 arena + mmapped) less the
+/// bytes the lab itself had in use when the adapter was made (its vectors share the heap), so it
+/// counts this replay's blocks plus all free space in the heap: an upper bound. Usable sizes from
+/// malloc_usable_size (internal waste includes glibc's rounding, not its size word).
 class malloc_replay {
 public:
     static bool applies(const op_workload&) noexcept { return true; }
-    explicit malloc_replay(const op_workload&) noexcept {}
+    explicit malloc_replay(const op_workload&) noexcept : baseline_(in_use()) {}
     void* allocate(std::size_t size, std::size_t align) noexcept {
         if (align <= alignof(std::max_align_t)) return std::malloc(size);
         void* p = nullptr;
@@ -40,13 +42,28 @@ public:
     }
 #if defined(__GLIBC__)
     [[nodiscard]] std::size_t footprint() const noexcept {
-        const struct mallinfo2 mi = mallinfo2();
-        return mi.arena + mi.hblkhd;
+        const std::size_t now = held();
+        return now > baseline_ ? now - baseline_ : 0;
     }
     [[nodiscard]] std::size_t usable_size(const void* p) const noexcept {
         return malloc_usable_size(const_cast<void*>(p));
     }
 #endif
+
+private:
+#if defined(__GLIBC__)
+    static std::size_t held() noexcept {
+        const struct mallinfo2 mi = mallinfo2();
+        return mi.arena + mi.hblkhd;
+    }
+    static std::size_t in_use() noexcept {
+        const struct mallinfo2 mi = mallinfo2();
+        return mi.uordblks + mi.hblkhd;
+    }
+#else
+    static std::size_t in_use() noexcept { return 0; }
+#endif
+    std::size_t baseline_;
 };
 
 /// std::pmr::unsynchronized_pool_resource (pools up to 64 KiB) over a counting new/delete upstream.
