@@ -1,7 +1,9 @@
 #include "strata/pool/object_pool.hpp"
 
 #include <array>
+#include <cstdint>
 #include <memory>
+#include <random>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -11,6 +13,7 @@
 #include "strata/source/heap_source.hpp"
 
 #include "support/recording_handler.hpp"
+#include "support/reference_model.hpp"
 
 namespace {
 
@@ -147,6 +150,45 @@ TEST(ObjectPoolChecks, EmptyPoolDestructionIsSilent) {
         pool.destroy(pool.create(1));
     }
     EXPECT_TRUE(h.empty());
+}
+
+struct payload {
+    explicit payload(std::uint64_t v) noexcept : value(v) {}
+    std::uint64_t value;
+    std::byte rest[40];
+};
+
+TEST(ObjectPoolRandomized, MillionOpsAgainstTheReferenceModel) {
+    strata::heap_source src;
+    object_pool<payload> pool(src, strata::pool_options{32, SIZE_MAX});
+    strata::test::reference_model model; // covers the bytes after `value`
+    std::vector<payload*> live;
+    std::mt19937_64 rng(0x0B1EC7);
+    constexpr std::size_t ops = 1'000'000;
+    for (std::size_t i = 0; i < ops; ++i) {
+        if (live.empty() || (live.size() < 2500 && rng() % 2 == 0)) {
+            payload* p = pool.create(i);
+            ASSERT_NE(p, nullptr);
+            model.add(p->rest, sizeof(p->rest), 1);
+            live.push_back(p);
+        } else {
+            const std::size_t k = rng() % live.size();
+            model.remove(live[k]->rest);
+            pool.destroy(live[k]);
+            live[k] = live.back();
+            live.pop_back();
+        }
+        if (i % 200'000 == 0) {
+            ASSERT_TRUE(pool.check()) << i;
+        }
+    }
+    EXPECT_EQ(pool.live(), live.size());
+    for (payload* p : live) {
+        model.remove(p->rest);
+        pool.destroy(p);
+    }
+    EXPECT_TRUE(pool.check());
+    EXPECT_EQ(pool.live(), 0u);
 }
 
 } // namespace

@@ -17,6 +17,7 @@
 #include "strata/source/heap_source.hpp"
 
 #include "support/recording_handler.hpp"
+#include "support/reference_model.hpp"
 
 namespace {
 
@@ -36,8 +37,8 @@ constexpr bool under_tsan = false;
 constexpr bool under_tsan = false;
 #endif
 
-// Operations per thread: reduced under TSan (about 10x slower) so the stage stays near a minute.
-constexpr std::size_t ops_per_thread = under_tsan ? 60'000 : 300'000;
+// Operations per thread: halved under TSan (5-15x slower) so the stage stays well under a minute.
+constexpr std::size_t ops_per_thread = under_tsan ? 200'000 : 400'000;
 
 struct alignas(16) item {
     std::uint64_t owner;
@@ -139,6 +140,40 @@ TEST(MagazineCacheChecks, ForeignPointerIsReportedWhenTheMagazineIsFlushed) {
     c.deallocate(&outside);
     c.flush();
     EXPECT_TRUE(h.saw_one(strata::violation_kind::foreign_pointer));
+    EXPECT_TRUE(c.check());
+}
+
+TEST(MagazineCacheRandomized, MillionOpsAgainstTheReferenceModel) {
+    source src;
+    magazine_cache<item> c(src, slab_options{4096, 8, 1, false}, magazine_options{8, 2});
+    strata::test::reference_model model;
+    std::vector<item*> live;
+    std::mt19937_64 rng(0x3A6A);
+    constexpr std::size_t ops = 1'000'000;
+    for (std::size_t i = 0; i < ops; ++i) {
+        const std::size_t target = (i / 50'000) % 2 == 0 ? 2000 : 100;
+        if (live.empty() || (live.size() < target ? rng() % 100 < 70 : rng() % 100 < 30)) {
+            item* p = c.allocate();
+            ASSERT_NE(p, nullptr);
+            model.add(p, sizeof(item), alignof(item));
+            live.push_back(p);
+        } else {
+            const std::size_t k = rng() % live.size();
+            model.remove(live[k]);
+            c.deallocate(live[k]);
+            live[k] = live.back();
+            live.pop_back();
+        }
+        if (i % 100'000 == 0) {
+            ASSERT_TRUE(c.check()) << i;
+        }
+    }
+    for (item* p : live) {
+        model.remove(p);
+        c.deallocate(p);
+    }
+    c.flush();
+    EXPECT_EQ(c.slab_live(), 0u);
     EXPECT_TRUE(c.check());
 }
 
