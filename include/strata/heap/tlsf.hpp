@@ -96,6 +96,7 @@ public:
         used_ -= size;
         --live_;
         release_bytes(b->payload() + min_payload, size - min_payload);
+        unpoison(b->payload(), min_payload); // the free-list links live here (a 1-byte block left most poisoned)
         free_block(b, size);
     }
 

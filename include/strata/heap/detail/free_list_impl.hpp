@@ -184,6 +184,7 @@ void free_list<Policy>::deallocate(void* p) noexcept {
     requested_ -= size - b->slack();
     --live_;
     release_bytes(b->payload() + min_payload, size - min_payload);
+    unpoison(b->payload(), min_payload); // the free-list links live here (a 1-byte block left most poisoned)
     block* next = b->next_phys();
     const bool next_free = next->is_free();
     if (b->is_prev_free()) {

@@ -1,0 +1,114 @@
+#pragma once
+// Shared parts of the heap fuzz targets: a byte reader over the fuzz input, and a model of the live
+// blocks (each filled with its own byte; verified on free and move). Any violation report or
+// failed check() aborts, so libFuzzer records the input as a crash.
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "strata/core/check.hpp"
+
+namespace strata_fuzz {
+
+/// Reads the fuzz input as a stream of small integers; past the end everything reads as 0.
+class reader {
+public:
+    reader(const std::uint8_t* data, std::size_t size) noexcept : data_(data), size_(size) {}
+    [[nodiscard]] bool done() const noexcept { return pos_ >= size_; }
+    std::uint8_t byte() noexcept { return pos_ < size_ ? data_[pos_++] : 0; }
+    std::uint16_t u16() noexcept {
+        const auto lo = byte();
+        return static_cast<std::uint16_t>(lo | (byte() << 8));
+    }
+
+private:
+    const std::uint8_t* data_;
+    std::size_t size_;
+    std::size_t pos_ = 0;
+};
+
+[[noreturn]] inline void fail(const char* what) {
+    std::fprintf(stderr, "strata fuzz: %s\n", what);
+    std::abort();
+}
+
+inline void require(bool ok, const char* what) {
+    if (!ok) fail(what);
+}
+
+/// A live block of the model.
+struct live_block {
+    unsigned char* p;
+    std::size_t size;
+    std::size_t align;
+    unsigned char fill;
+};
+
+/// The live blocks; checks no overlap and alignment on add, contents on remove.
+class model {
+public:
+    void add(void* ptr, std::size_t size, std::size_t align, unsigned char fill) {
+        auto* p = static_cast<unsigned char*>(ptr);
+        require(reinterpret_cast<std::uintptr_t>(p) % align == 0, "misaligned block");
+        for (const live_block& b : live_)
+            require(p + size <= b.p || b.p + b.size <= p, "overlapping blocks");
+        std::memset(p, fill, size);
+        live_.push_back({p, size, align, fill});
+    }
+    void verify(const live_block& b) const {
+        for (std::size_t i = 0; i < b.size; ++i)
+            require(b.p[i] == b.fill, "block contents changed");
+    }
+    /// Removes (after verifying) the block at index i % size(); returns it.
+    live_block take(std::size_t i) {
+        const std::size_t k = i % live_.size();
+        const live_block b = live_[k];
+        verify(b);
+        live_[k] = live_.back();
+        live_.pop_back();
+        return b;
+    }
+    [[nodiscard]] bool empty() const noexcept { return live_.empty(); }
+    [[nodiscard]] std::size_t size() const noexcept { return live_.size(); }
+    [[nodiscard]] std::vector<live_block>& blocks() noexcept { return live_; }
+
+private:
+    std::vector<live_block> live_;
+};
+
+/// Installs a handler that aborts on any violation (valid operations must never report one).
+inline void abort_on_violation() {
+    strata::set_violation_handler([](const strata::violation& v) {
+        std::fprintf(stderr, "strata fuzz: violation %s from %s: %s\n", strata::to_string(v.kind),
+                     v.allocator, v.message);
+        std::abort();
+    });
+}
+
+/// A size drawn from two bytes: mostly small, sometimes up to 64 KiB, sometimes 0 or enormous.
+inline std::size_t draw_size(reader& in) {
+    const std::uint8_t kind = in.byte();
+    const std::uint16_t v = in.u16();
+    switch (kind % 16) {
+    case 0: return 0;
+    case 1: return SIZE_MAX - v;
+    case 2: return std::size_t{v} << 4;
+    case 3:
+    case 4: return v;
+    default: return 1 + (v & 511);
+    }
+}
+
+/// An alignment: usually a power of two up to 4096, sometimes 0 or a non-power of two.
+inline std::size_t draw_align(reader& in) {
+    const std::uint8_t a = in.byte();
+    if (a % 32 == 31) return a % 3 == 0 ? 0 : 24;
+    return std::size_t{1} << (a % 13);
+}
+
+[[nodiscard]] constexpr bool is_pow2(std::size_t x) noexcept { return x != 0 && (x & (x - 1)) == 0; }
+
+} // namespace strata_fuzz

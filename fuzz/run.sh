@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# fuzz/run.sh: builds the libFuzzer targets (clang, ASan+UBSan, STRATA_CHECKS=2) in build/fuzz and
+# runs each for a bounded time. Exits non-zero when a target finds a crash (or fails to build).
+#
+#   bash fuzz/run.sh                       # every target, STRATA_FUZZ_SECONDS (default 30) each
+#   STRATA_FUZZ_SECONDS=300 bash fuzz/run.sh tlsf      # one target, longer
+#
+# Corpora: fuzz/corpus/<target>/ (committed seeds) is read; new inputs go to build/fuzz/corpus/.
+# Crash inputs are written to build/fuzz/crashes/ (reproduce: build/fuzz/fuzz/strata_fuzz_X FILE).
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build="${STRATA_FUZZ_BUILD:-$root/build/fuzz}"
+seconds="${STRATA_FUZZ_SECONDS:-30}"
+jobs="${STRATA_FUZZ_JOBS:-2}"
+cxx="${STRATA_FUZZ_CXX:-clang++}"
+command -v "$cxx" >/dev/null || { echo "fuzz/run.sh: $cxx not found" >&2; exit 2; }
+
+cmake -S "$root" -B "$build" -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_BUILD_TYPE=Debug \
+    -DSTRATA_BUILD_FUZZ=ON -DSTRATA_BUILD_TESTS=OFF -DSTRATA_BUILD_BENCH=OFF -DSTRATA_BUILD_LAB=OFF \
+    -DSTRATA_INSTALL=OFF -DSTRATA_SANITIZE=address -DSTRATA_CHECKS=2 -DSTRATA_WERROR=ON >/dev/null
+targets=("$@")
+if [[ ${#targets[@]} -eq 0 ]]; then
+    for f in "$root"/fuzz/*_fuzz.cpp; do
+        n="$(basename "$f" _fuzz.cpp)"
+        targets+=("$n")
+    done
+fi
+cmake --build "$build" -j "$jobs" --target "${targets[@]/#/strata_fuzz_}"
+
+mkdir -p "$build/crashes"
+status=0
+for t in "${targets[@]}"; do
+    bin="$build/fuzz/strata_fuzz_$t"
+    corpus="$build/corpus/$t"
+    mkdir -p "$corpus"
+    seeds=()
+    [[ -d "$root/fuzz/corpus/$t" ]] && seeds+=("$root/fuzz/corpus/$t")
+    echo "== fuzz $t: ${seconds}s"
+    if ! ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:allocator_may_return_null=1" \
+        UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
+        "$bin" -max_total_time="$seconds" -max_len=4096 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+        -artifact_prefix="$build/crashes/$t-" "$corpus" "${seeds[@]}" 2>"$build/$t.log"; then
+        echo "fuzz/run.sh: $t FAILED; log: $build/$t.log; crash inputs: $build/crashes/" >&2
+        tail -40 "$build/$t.log" >&2
+        status=1
+    else
+        grep -E "stat::number_of_executed_units|cov:" "$build/$t.log" | tail -2
+    fi
+done
+exit $status

@@ -1,0 +1,99 @@
+// libFuzzer target: strata::tlsf (SLI 5, and SLI 4 when the first byte is odd). Ops decoded from the
+// input: allocate (any size/alignment, invalid ones included), free, reallocate, add_pool; check()
+// after every op; contents of every live block verified on free and on move.
+#include <cstddef>
+#include <cstdint>
+#include <new>
+#include <span>
+
+#include "strata/heap/tlsf.hpp"
+
+#include "fuzz_common.hpp"
+
+namespace {
+
+using namespace strata_fuzz;
+
+template <class Heap>
+void run(reader& in) {
+    constexpr std::size_t pool_bytes = 64 << 10;
+    alignas(4096) static std::byte pools[4][pool_bytes];
+    Heap h(std::span<std::byte>(pools[0], pool_bytes / 2));
+    std::size_t pools_added = 1;
+    model m;
+    unsigned char fill = 1;
+    while (!in.done()) {
+        switch (in.byte() % 8) {
+        case 0:
+        case 1:
+        case 2: { // allocate
+            const std::size_t size = draw_size(in);
+            const std::size_t align = draw_align(in);
+            void* p = h.allocate(size, align);
+            const bool valid = size != 0 && is_pow2(align) && size <= Heap::max_request;
+            if (!valid) require(p == nullptr, "invalid request served");
+            if (p != nullptr) {
+                require(h.usable_size(p) >= size, "usable_size below the request");
+                m.add(p, size, align, fill++);
+            }
+            break;
+        }
+        case 3:
+        case 4: // free
+            if (!m.empty()) h.deallocate(m.take(in.u16()).p);
+            break;
+        case 5: { // reallocate
+            if (m.empty()) break;
+            live_block b = m.take(in.u16());
+            const std::size_t size = 1 + (in.u16() & 8191);
+            void* q = h.reallocate(b.p, size, 16);
+            if (q == nullptr) { // failure: the old block must be intact, still live
+                m.add(b.p, b.size, b.align, b.fill);
+                break;
+            }
+            auto* c = static_cast<unsigned char*>(q);
+            for (std::size_t i = 0; i < (size < b.size ? size : b.size); ++i)
+                require(c[i] == b.fill, "reallocate lost contents");
+            m.add(q, size, b.align <= 16 || q == b.p ? b.align : 16, fill++);
+            break;
+        }
+        case 6: // another pool
+            if (pools_added < 4) {
+                const std::size_t off = in.byte() % 64;
+                (void)h.add_pool(std::span<std::byte>(pools[pools_added] + off, pool_bytes - off));
+                ++pools_added;
+            }
+            break;
+        default: { // the largest free block must be servable
+            const std::size_t largest = h.largest_free_block();
+            if (largest != 0 && in.byte() % 4 == 0) {
+                void* p = h.allocate(largest);
+                require(p != nullptr, "largest_free_block() not servable");
+                m.add(p, largest, 16, fill++);
+            }
+            break;
+        }
+        }
+        require(h.check(), "check() failed");
+        require(h.stats().live_allocations == m.size(), "live count drifted");
+    }
+    for (live_block& b : m.blocks()) {
+        m.verify(b);
+        h.deallocate(b.p);
+    }
+    require(h.check(), "check() failed after freeing everything");
+    require(h.stats().in_use == 0, "bytes still in use after freeing everything");
+}
+
+} // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+    abort_on_violation();
+    reader in(data, size);
+    if (in.byte() & 1) {
+        run<strata::basic_tlsf<4>>(in);
+    } else {
+        run<strata::tlsf>(in);
+    }
+    return 0;
+}
