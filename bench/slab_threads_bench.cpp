@@ -63,8 +63,8 @@ void own_thread(A& a, std::uint64_t seed, const std::atomic<bool>& go, std::atom
     for (void*& p : live)
         p = a.allocate();
     ready.fetch_add(1);
-    while (!go.load(std::memory_order_acquire)) {
-    }
+    while (!go.load(std::memory_order_acquire))
+        std::this_thread::yield();
     std::uint64_t s = seed;
     for (std::size_t i = 0; i < pairs_per_thread; ++i) {
         const std::size_t k = next(s) % live_per_thread;
@@ -85,8 +85,8 @@ void bm_own(benchmark::State& state) {
         std::atomic<int> ready{0};
         std::thread t1([&] { own_thread(a, 0x1234567u, go, ready); });
         std::thread t2([&] { own_thread(a, 0x89abcdefu, go, ready); });
-        while (ready.load() != 2) {
-        }
+        while (ready.load() != 2)
+            std::this_thread::yield();
         const auto t0 = std::chrono::steady_clock::now();
         go.store(true, std::memory_order_release);
         t1.join();
@@ -130,29 +130,29 @@ void bm_xfer(benchmark::State& state) {
         std::atomic<int> ready{0};
         std::thread producer([&] {
             ready.fetch_add(1);
-            while (!go.load(std::memory_order_acquire)) {
-            }
+            while (!go.load(std::memory_order_acquire))
+                std::this_thread::yield();
             for (std::size_t i = 0; i < transfers; ++i) {
                 void* p = a.allocate();
                 *static_cast<unsigned char*>(p) = static_cast<unsigned char>(i);
-                while (!ring->push(p)) {
-                }
+                while (!ring->push(p))
+                    std::this_thread::yield(); // 2 threads may share fewer cores: never spin a slice away
             }
         });
         std::thread consumer([&] {
             ready.fetch_add(1);
-            while (!go.load(std::memory_order_acquire)) {
-            }
+            while (!go.load(std::memory_order_acquire))
+                std::this_thread::yield();
             for (std::size_t i = 0; i < transfers; ++i) {
                 void* p;
-                while ((p = ring->pop()) == nullptr) {
-                }
+                while ((p = ring->pop()) == nullptr)
+                    std::this_thread::yield();
                 benchmark::DoNotOptimize(*static_cast<unsigned char*>(p));
                 a.deallocate(p);
             }
         });
-        while (ready.load() != 2) {
-        }
+        while (ready.load() != 2)
+            std::this_thread::yield();
         const auto t0 = std::chrono::steady_clock::now();
         go.store(true, std::memory_order_release);
         producer.join();

@@ -83,11 +83,16 @@ bool pool::add_chunk(std::span<std::byte> memory, memory_block block) noexcept {
     auto meta_bytes = [](std::size_t count) {
         return sizeof(chunk) + alignof(chunk) + (keep_bits ? bit_words(count) * 8 : 0);
     };
-    // First estimate counts one state bit per slot, then step down until everything fits.
-    std::size_t count = avail > meta_bytes(0) ? (avail - meta_bytes(0)) * 8 / (8 * slot_size_ + 1) : 0;
-    count = std::min(count, options_.max_slots - std::min(options_.max_slots, slots_));
-    while (count > 0 && count * slot_size_ + meta_bytes(count) > avail)
+    // Estimate (one state bit per slot at checks >= 1), then settle on the largest count that fits.
+    const std::size_t cap = options_.max_slots - std::min(options_.max_slots, slots_);
+    auto fits = [&](std::size_t n) { return n <= cap && n * slot_size_ + meta_bytes(n) <= avail; };
+    std::size_t count =
+        avail > meta_bytes(0) ? (avail - meta_bytes(0)) * 8 / (8 * slot_size_ + (keep_bits ? 1 : 0)) : 0;
+    count = std::min(count, cap);
+    while (count > 0 && !fits(count))
         --count;
+    while (fits(count + 1))
+        ++count;
     if (count == 0) return false;
     try {
         chunks_.reserve(chunks_.size() + 1);

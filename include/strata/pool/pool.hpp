@@ -38,7 +38,8 @@ struct pool_options {
 /// Slot stride = max(slot_size, sizeof(void*)) rounded up to the slot alignment (itself at least
 /// alignof(void*)). Free slots carry the free-list link in their first word: zero per-slot overhead
 /// at checks 0. Chunk metadata (one small header, and at checks >= 1 one state bit per slot) sits
-/// after the slots of each chunk, out of the way of user data. Not thread-safe.
+/// after the slots of each chunk, out of the way of user data. Not thread-safe. Cache-line aligned:
+/// the hot members share one line, and size_class_pool indexes its pools with a shift.
 ///
 /// Bad input:
 ///  - construction with slot_size 0 or a non-power-of-two alignment: the pool is invalid
@@ -51,7 +52,7 @@ struct pool_options {
 ///    reported at checks >= 1 (foreign_pointer / foreign_pointer / double_free) and ignored;
 ///    undefined at checks 0.
 ///  - sized deallocate naming a size larger than slot_size(): size_mismatch at checks >= 1.
-class pool {
+class alignas(64) pool {
     struct chunk;
 
 public:

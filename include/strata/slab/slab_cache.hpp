@@ -175,14 +175,16 @@ public:
         if (STRATA_UNLIKELY(s->live == 0)) retire(s);
     }
 
-    /// Returns: a T constructed from args, or nullptr on exhaustion. Not for caching mode (reported
-    /// as invalid_argument at checks >= 1, nullptr). Throws: what T's constructor throws (the storage
+    /// Returns: a T constructed from args, or nullptr on exhaustion. Not for caching mode: nullptr
+    /// there, reported as invalid_argument at checks >= 1. Throws: what T's constructor throws (the storage
     /// is returned first).
     template <class... Args>
     [[nodiscard]] T* create(Args&&... args) {
-        if (!STRATA_VERIFY(1, !options_.cache_objects, invalid_argument, "strata::slab_cache", nullptr,
-                           "create() on an object-caching slab_cache; use allocate()"))
+        if (STRATA_UNLIKELY(options_.cache_objects)) { // refused at every level; reported at checks >= 1
+            (void)STRATA_VERIFY(1, false, invalid_argument, "strata::slab_cache", nullptr,
+                                "create() on an object-caching slab_cache; use allocate()");
             return nullptr;
+        }
         T* p = allocate();
         if (p == nullptr) return nullptr;
         try {
