@@ -6,19 +6,24 @@
 #include <deque>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace strata {
 
+// One record per address: live, or freed and remembered (for double-free reports) until
+// `freed_history` later frees push it out. An address the wrapped allocator hands out again is
+// overwritten in place, so a steady allocate/free cycle costs two or three hash lookups and no
+// node allocation.
 struct debug_registry::state {
-    struct freed_block {
-        std::size_t size;
-        strata::source_location allocated_at;
+    struct record {
+        debug_block block;
+        bool live;
         strata::source_location freed_at;
     };
-    std::unordered_map<const void*, debug_block> live;
-    std::unordered_map<const void*, freed_block> freed;
-    std::deque<const void*> freed_order; // oldest first, to bound `freed`
+    std::unordered_map<const void*, record> blocks;
+    std::deque<std::pair<const void*, std::uint64_t>> freed_order; // (address, serial), oldest first
+    std::size_t live = 0;
 };
 
 namespace {
@@ -46,54 +51,64 @@ debug_registry::~debug_registry() = default;
 
 bool debug_registry::add(const debug_block& b) noexcept {
     try {
-        state_->live.insert_or_assign(b.user, b);
+        auto& r = state_->blocks[b.user]; // a freed record at this address is live again
+        r.block = b;
+        r.live = true;
     } catch (...) {
         return false;
     }
-    // A reused address is live again: it no longer counts as freed.
-    state_->freed.erase(b.user);
+    ++state_->live;
     live_bytes_ += b.size;
     return true;
 }
 
 const debug_block* debug_registry::find(const void* p) const noexcept {
-    const auto it = state_->live.find(p);
-    return it == state_->live.end() ? nullptr : &it->second;
+    const auto it = state_->blocks.find(p);
+    return it == state_->blocks.end() || !it->second.live ? nullptr : &it->second.block;
 }
 
 void debug_registry::retire(const void* p, const strata::source_location& freed_at) noexcept {
-    const auto it = state_->live.find(p);
-    if (it == state_->live.end()) return;
-    const debug_block b = it->second;
-    state_->live.erase(it);
-    live_bytes_ -= b.size;
-    if (opts_.freed_history == 0) return;
+    const auto it = state_->blocks.find(p);
+    if (it == state_->blocks.end() || !it->second.live) return;
+    state::record& r = it->second;
+    r.live = false;
+    r.freed_at = freed_at;
+    --state_->live;
+    live_bytes_ -= r.block.size;
+    const std::uint64_t serial = r.block.serial;
+    if (opts_.freed_history == 0) {
+        state_->blocks.erase(it);
+        return;
+    }
     try {
-        if (state_->freed.insert_or_assign(p, state::freed_block{b.size, b.site, freed_at}).second)
-            state_->freed_order.push_back(p);
-        while (state_->freed_order.size() > opts_.freed_history) {
-            const void* old = state_->freed_order.front();
-            state_->freed_order.pop_front();
-            state_->freed.erase(old); // may already be live again: then it is not in `freed`
-        }
+        state_->freed_order.emplace_back(p, serial);
     } catch (...) {
-        // Out of memory for the history: this block's double free will read as a foreign pointer.
+        state_->blocks.erase(it); // no room to remember it: forget it now
+        return;
+    }
+    while (state_->freed_order.size() > opts_.freed_history) {
+        const auto [old, old_serial] = state_->freed_order.front();
+        state_->freed_order.pop_front();
+        // The address may be live again, or freed again since (a newer serial): keep those.
+        const auto o = state_->blocks.find(old);
+        if (o != state_->blocks.end() && !o->second.live && o->second.block.serial == old_serial)
+            state_->blocks.erase(o);
     }
 }
 
 void debug_registry::clear_live() noexcept {
-    state_->live.clear();
-    state_->freed.clear();
+    state_->blocks.clear();
     state_->freed_order.clear();
+    state_->live = 0;
     live_bytes_ = 0;
 }
 
 void debug_registry::report_bad_free(const void* p, const strata::source_location& where) const {
-    const auto it = state_->freed.find(p);
-    if (it != state_->freed.end()) {
+    const auto it = state_->blocks.find(p);
+    if (it != state_->blocks.end() && !it->second.live) {
         report(violation_kind::double_free, opts_.name, p,
-               "double free of " + std::to_string(it->second.size) + " bytes at " + pointer_text(p) +
-                   ", allocated at " + site_text(it->second.allocated_at) + ", first freed at " +
+               "double free of " + std::to_string(it->second.block.size) + " bytes at " + pointer_text(p) +
+                   ", allocated at " + site_text(it->second.block.site) + ", first freed at " +
                    site_text(it->second.freed_at),
                where);
         return;
@@ -141,13 +156,14 @@ std::size_t debug_registry::verify(const strata::source_location& where) const {
     return broken;
 }
 
-std::size_t debug_registry::live_blocks() const noexcept { return state_->live.size(); }
+std::size_t debug_registry::live_blocks() const noexcept { return state_->live; }
 
 void debug_registry::for_each_live_impl(void* ctx, void (*fn)(void*, const debug_block&)) const {
     std::vector<const debug_block*> blocks;
-    blocks.reserve(state_->live.size());
-    for (const auto& entry : state_->live)
-        blocks.push_back(&entry.second);
+    blocks.reserve(state_->live);
+    for (const auto& entry : state_->blocks) {
+        if (entry.second.live) blocks.push_back(&entry.second.block);
+    }
     std::sort(blocks.begin(), blocks.end(),
               [](const debug_block* a, const debug_block* b) { return a->serial < b->serial; });
     for (const debug_block* b : blocks)

@@ -28,9 +28,11 @@ tracker::~tracker() {
             break;
         }
     }
+    // The subtree leaves: its history leaves every ancestor's monotonic counters with it.
     for (tracker* t = parent_; t != nullptr; t = t->parent_) {
-        t->in_use_ -= in_use_;
-        if (t->alarm_ != t->budget_ && t->in_use_ <= t->budget_) t->alarm_ = t->budget_;
+        t->allocated_ -= allocated_;
+        t->freed_ -= freed_;
+        if (t->alarm_ != t->budget_ && t->in_use() <= t->budget_) t->alarm_ = t->budget_;
     }
 }
 
@@ -47,31 +49,43 @@ void tracker::cross(std::size_t bytes) noexcept {
 }
 
 void tracker::reset_frame() noexcept {
-    own_.frame_allocations = 0;
-    own_.frame_bytes = 0;
-    own_.frame_frees = 0;
+    frame_allocs_base_ = allocs_;
+    frame_frees_base_ = frees_;
+    frame_bytes_base_ = own_allocated();
     for (tracker* c = first_child_; c != nullptr; c = c->next_sibling_)
         c->reset_frame();
 }
 
 void tracker::reset_peak() noexcept {
-    peak_ = in_use_;
+    peak_ = in_use();
     for (tracker* c = first_child_; c != nullptr; c = c->next_sibling_)
         c->reset_peak();
 }
 
+std::size_t tracker::own_allocated() const noexcept {
+    std::size_t a = allocated_;
+    for (const tracker* k = first_child_; k != nullptr; k = k->next_sibling_)
+        a -= k->allocated_;
+    return a;
+}
+
 tracker_counters tracker::own() const noexcept {
-    tracker_counters c = own_;
+    tracker_counters c;
     std::size_t children = 0;
     for (const tracker* k = first_child_; k != nullptr; k = k->next_sibling_)
-        children += k->in_use_;
-    c.in_use = in_use_ - children;
+        children += k->in_use();
+    c.in_use = in_use() - children;
     c.peak = peak_;
+    c.live = allocs_ - frees_;
+    c.total = allocs_;
+    c.frame_allocations = allocs_ - frame_allocs_base_;
+    c.frame_bytes = own_allocated() - frame_bytes_base_;
+    c.frame_frees = frees_ - frame_frees_base_;
     return c;
 }
 
 tracker_counters tracker::totals() const noexcept {
-    tracker_counters c = own_;
+    tracker_counters c = own();
     for (const tracker* k = first_child_; k != nullptr; k = k->next_sibling_) {
         const tracker_counters s = k->totals();
         c.live += s.live;
@@ -80,7 +94,7 @@ tracker_counters tracker::totals() const noexcept {
         c.frame_bytes += s.frame_bytes;
         c.frame_frees += s.frame_frees;
     }
-    c.in_use = in_use_;
+    c.in_use = in_use();
     c.peak = peak_;
     return c;
 }

@@ -24,7 +24,9 @@ using strata::segregator;
 using strata::test::basic_test_stack;
 using strata::test::test_arena;
 using strata::test::test_heap;
+using strata::test::test_pool;
 using strata::test::test_stack;
+using strata::test::test_tlsf;
 
 using small_stack = basic_test_stack<4096>;
 
@@ -138,7 +140,7 @@ template <class S>
 class SegregatorTyped : public ::testing::Test {};
 using SegregatorPairs =
     ::testing::Types<segregator<128, test_stack, test_heap>, segregator<64, test_heap, test_arena>,
-                     segregator<256, test_arena, test_heap>>;
+                     segregator<256, test_arena, test_heap>, segregator<1024, test_pool, test_tlsf>>;
 TYPED_TEST_SUITE(SegregatorTyped, SegregatorPairs);
 
 TYPED_TEST(SegregatorTyped, RoutesByTheThreshold) {

@@ -22,7 +22,9 @@ namespace {
 using strata::debug;
 using strata::test::test_arena;
 using strata::test::test_heap;
+using strata::test::test_pool;
 using strata::test::test_stack;
+using strata::test::test_tlsf;
 
 // Records construction and destruction order.
 std::vector<int>& events() {
@@ -73,7 +75,8 @@ class ConstructTyped : public ::testing::Test {
 protected:
     void SetUp() override { reset_events(); }
 };
-using ConstructBases = ::testing::Types<debug<test_heap>, debug<test_arena>, debug<test_stack>>;
+using ConstructBases = ::testing::Types<debug<test_heap>, debug<test_arena>, debug<test_stack>,
+                                        debug<test_pool>, debug<test_tlsf>>;
 TYPED_TEST_SUITE(ConstructTyped, ConstructBases);
 
 TYPED_TEST(ConstructTyped, MakeAndDestroy) {

@@ -22,7 +22,9 @@ using strata::debug;
 using strata::violation_kind;
 using strata::test::test_arena;
 using strata::test::test_heap;
+using strata::test::test_pool;
 using strata::test::test_stack;
+using strata::test::test_tlsf;
 
 static_assert(strata::owning_allocator<debug<test_heap>>);
 static_assert(strata::unsized_deallocator<debug<test_arena>>); // debug frees unsized over any allocator
@@ -64,7 +66,7 @@ bool contains(const std::string& s, const std::string& what) { return s.find(wha
 
 template <class A>
 class DebugTyped : public ::testing::Test {};
-using DebugBases = ::testing::Types<test_heap, test_arena, test_stack>;
+using DebugBases = ::testing::Types<test_heap, test_arena, test_stack, test_pool, test_tlsf>;
 TYPED_TEST_SUITE(DebugTyped, DebugBases);
 
 TYPED_TEST(DebugTyped, FreshBlocksAreFilledAndAlignedAndFenced) {

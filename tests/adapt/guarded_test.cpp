@@ -23,6 +23,7 @@ using strata::guarded;
 using strata::guarded_options;
 using strata::test::test_arena;
 using strata::test::test_heap;
+using strata::test::test_tlsf;
 
 static_assert(strata::owning_allocator<guard_page_allocator>);
 static_assert(strata::unsized_deallocator<guard_page_allocator>);
@@ -211,7 +212,7 @@ TEST(GuardedDeathTest, GuardedOverAnotherAllocatorFaultsOnOverrun) {
 // guarded<A> typed over two allocators: routing by the guard's owns().
 template <class A>
 class GuardedTyped : public ::testing::Test {};
-using GuardedBases = ::testing::Types<test_heap, test_arena>;
+using GuardedBases = ::testing::Types<test_heap, test_arena, test_tlsf>;
 TYPED_TEST_SUITE(GuardedTyped, GuardedBases);
 
 TYPED_TEST(GuardedTyped, SamplesEveryNthAndRoutesFrees) {

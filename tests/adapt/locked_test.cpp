@@ -24,7 +24,9 @@ using strata::locked;
 using strata::null_mutex;
 using strata::test::test_arena;
 using strata::test::test_heap;
+using strata::test::test_pool;
 using strata::test::test_stack;
+using strata::test::test_tlsf;
 
 static_assert(strata::owning_allocator<locked<test_heap>>);
 static_assert(strata::unsized_deallocator<locked<test_heap>>);
@@ -33,7 +35,7 @@ static_assert(!strata::unsized_deallocator<locked<test_arena>>);
 
 template <class A>
 class LockedTyped : public ::testing::Test {};
-using LockedBases = ::testing::Types<test_heap, test_arena, test_stack>;
+using LockedBases = ::testing::Types<test_heap, test_arena, test_stack, test_pool, test_tlsf>;
 TYPED_TEST_SUITE(LockedTyped, LockedBases);
 
 TYPED_TEST(LockedTyped, ForwardsEveryVerb) {

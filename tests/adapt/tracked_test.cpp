@@ -20,7 +20,9 @@ using strata::tracked;
 using strata::tracker;
 using strata::test::test_arena;
 using strata::test::test_heap;
+using strata::test::test_pool;
 using strata::test::test_stack;
+using strata::test::test_tlsf;
 
 static_assert(strata::allocator<tracked<test_heap>>);
 static_assert(strata::owning_allocator<tracked<test_heap>>);
@@ -224,7 +226,7 @@ TEST(Tracker, JsonReportHasTheTree) {
 
 template <class A>
 class TrackedTyped : public ::testing::Test {};
-using TrackedBases = ::testing::Types<test_heap, test_arena, test_stack>;
+using TrackedBases = ::testing::Types<test_heap, test_arena, test_stack, test_pool, test_tlsf>;
 TYPED_TEST_SUITE(TrackedTyped, TrackedBases);
 
 TYPED_TEST(TrackedTyped, CountsWhatTheCallerAsked) {

@@ -10,8 +10,10 @@
 #include "strata/core/align.hpp"
 #include "strata/core/allocator.hpp"
 #include "strata/core/stats.hpp"
+#include "strata/heap/tlsf.hpp"
 #include "strata/linear/arena.hpp"
 #include "strata/linear/stack_allocator.hpp"
+#include "strata/pool/pool.hpp"
 #include "strata/source/heap_source.hpp"
 
 namespace strata::test {
@@ -148,7 +150,56 @@ private:
 };
 using test_stack = basic_test_stack<>;
 
+/// A strata::pool of 1 KiB slots aligned to 256, growing from its own heap_source (fixed-size:
+/// requests above 1 KiB fail).
+class test_pool {
+public:
+    static constexpr std::size_t slot = 1024;
+    test_pool() : pool_(slot, 256, source_) {}
+    test_pool(const test_pool&) = delete;
+    test_pool& operator=(const test_pool&) = delete;
+
+    [[nodiscard]] void* allocate(std::size_t size, std::size_t align = default_alignment) noexcept {
+        return pool_.allocate(size, align);
+    }
+    void deallocate(void* p, std::size_t size, std::size_t align = default_alignment) noexcept {
+        pool_.deallocate(p, size, align);
+    }
+    void deallocate(void* p) noexcept { pool_.deallocate(p); }
+    [[nodiscard]] bool owns(const void* p) const noexcept { return pool_.owns(p); }
+    void reset() noexcept { pool_.reset(); }
+    [[nodiscard]] strata::stats stats() const noexcept { return pool_.stats(); }
+
+private:
+    heap_source source_; // declared first: outlives the pool
+    pool pool_;
+};
+
+/// A strata::tlsf over its own 4 MiB buffer.
+class test_tlsf {
+public:
+    test_tlsf()
+        : buffer_(std::size_t{4} << 20), tlsf_(std::span<std::byte>(buffer_.data(), buffer_.size())) {}
+    test_tlsf(const test_tlsf&) = delete;
+    test_tlsf& operator=(const test_tlsf&) = delete;
+
+    [[nodiscard]] void* allocate(std::size_t size, std::size_t align = default_alignment) noexcept {
+        return tlsf_.allocate(size, align);
+    }
+    void deallocate(void* p, std::size_t size, std::size_t align = default_alignment) noexcept {
+        tlsf_.deallocate(p, size, align);
+    }
+    [[nodiscard]] bool owns(const void* p) const noexcept { return tlsf_.owns(p); }
+    [[nodiscard]] strata::stats stats() const noexcept { return tlsf_.stats(); }
+    [[nodiscard]] bool check() const noexcept { return tlsf_.check(); }
+
+private:
+    std::vector<std::byte> buffer_; // declared first: outlives the heap
+    tlsf tlsf_;
+};
+
 static_assert(owning_allocator<test_heap> && unsized_deallocator<test_heap>);
+static_assert(owning_allocator<test_pool> && owning_allocator<test_tlsf>);
 static_assert(owning_allocator<test_arena> && resettable_allocator<test_arena>);
 static_assert(owning_allocator<test_stack> && unsized_deallocator<test_stack>);
 

@@ -70,14 +70,15 @@ public:
     /// Effects: counts an allocation of `bytes` (called by tracked<A>; callable by hand for memory
     /// a subsystem obtains elsewhere). Complexity: O(depth).
     STRATA_ALWAYS_INLINE void on_allocate(std::size_t bytes) noexcept {
-        ++own_.live;
-        ++own_.total;
-        ++own_.frame_allocations;
-        own_.frame_bytes += bytes;
+        // Monotonic counters only: in_use = allocated - freed. A counter that an allocate raises
+        // and the matching free lowers would chain two store-to-load forwards per pair through
+        // memory; counters that only grow cost one each.
+        ++allocs_;
         tracker* t = this;
         do {
-            const std::size_t u = t->in_use_ + bytes;
-            t->in_use_ = u;
+            const std::size_t a = t->allocated_ + bytes;
+            t->allocated_ = a;
+            const std::size_t u = a - t->freed_;
             if (u > t->peak_) t->peak_ = u;
             if (STRATA_UNLIKELY(u > t->alarm_)) t->cross(bytes);
             t = t->parent_;
@@ -90,12 +91,14 @@ public:
 
     /// Effects: counts the release of `count` allocations totalling `bytes` at once (reset, rewind).
     STRATA_ALWAYS_INLINE void on_release(std::size_t bytes, std::size_t count) noexcept {
-        own_.live -= count;
-        own_.frame_frees += count;
+        frees_ += count;
         tracker* t = this;
         do {
-            t->in_use_ -= bytes;
-            if (STRATA_UNLIKELY(t->alarm_ != t->budget_) && t->in_use_ <= t->budget_) t->alarm_ = t->budget_;
+            const std::size_t f = t->freed_ + bytes;
+            t->freed_ = f;
+            // Re-arm a fired budget once in_use is back at or below it.
+            if (STRATA_UNLIKELY(t->alarm_ != t->budget_) && t->allocated_ - f <= t->budget_)
+                t->alarm_ = t->budget_;
             t = t->parent_;
         } while (t != nullptr);
     }
@@ -106,7 +109,7 @@ public:
     /// Returns: the budget in bytes, or no_budget.
     [[nodiscard]] std::size_t budget() const noexcept { return budget_; }
     /// Returns: true when in_use() exceeds the budget.
-    [[nodiscard]] bool over_budget() const noexcept { return in_use_ > budget_; }
+    [[nodiscard]] bool over_budget() const noexcept { return in_use() > budget_; }
     /// Returns: how many times the budget callback has fired.
     [[nodiscard]] std::size_t budget_crossings() const noexcept { return crossings_; }
 
@@ -116,7 +119,7 @@ public:
     void reset_peak() noexcept;
 
     /// Returns: bytes in use by this subtree (eager, exact).
-    [[nodiscard]] std::size_t in_use() const noexcept { return in_use_; }
+    [[nodiscard]] std::size_t in_use() const noexcept { return allocated_ - freed_; }
     /// Returns: the highest in_use() this subtree reached (eager, exact).
     [[nodiscard]] std::size_t peak() const noexcept { return peak_; }
     /// Returns: this tracker's own counters; in_use and peak are the subtree's (see class comment)
@@ -146,13 +149,20 @@ public:
 
 private:
     STRATA_NOINLINE void cross(std::size_t bytes) noexcept;
+    [[nodiscard]] std::size_t own_allocated() const noexcept; // allocated_ less the children's
 
     // Hot state first: what on_allocate touches on every level.
-    std::size_t in_use_ = 0;
-    std::size_t peak_ = 0;
+    std::size_t allocated_ = 0;     // bytes ever allocated in this subtree
+    std::size_t freed_ = 0;         // bytes ever freed in this subtree
+    std::size_t peak_ = 0;          // highest allocated_ - freed_
     std::size_t alarm_ = no_budget; // budget_ while armed, no_budget after firing
     tracker* parent_ = nullptr;
-    tracker_counters own_{}; // counts made through this tracker (in_use/peak unused)
+    std::size_t allocs_ = 0; // allocations counted through this tracker
+    std::size_t frees_ = 0;  // frees counted through this tracker
+    // Per-frame counters are differences from these snapshots (taken by reset_frame()).
+    std::size_t frame_allocs_base_ = 0;
+    std::size_t frame_frees_base_ = 0;
+    std::size_t frame_bytes_base_ = 0; // own bytes allocated at the snapshot
     std::size_t budget_ = no_budget;
     std::size_t crossings_ = 0;
     tracker* first_child_ = nullptr;
@@ -192,7 +202,7 @@ public:
     tracked& operator=(const tracked&) = delete;
     /// Effects: releases whatever is still counted from the tracker (`A` is destroyed with it).
     ~tracked() {
-        if (count_ != 0 || bytes_ != 0) tracker_->on_release(bytes_, count_);
+        if (allocs_ != frees_) tracker_->on_release(bytes_in_use(), live_allocations());
     }
 
     /// Returns: inner().allocate(size, align); counts `size` on the tracker when not nullptr.
@@ -201,8 +211,8 @@ public:
                                                       std::size_t align = default_alignment) noexcept {
         void* p = inner_.allocate(size, align);
         if (STRATA_LIKELY(p != nullptr)) {
-            bytes_ += size;
-            ++count_;
+            allocated_ += size;
+            ++allocs_;
             tracker_->on_allocate(size);
         }
         return p;
@@ -219,8 +229,8 @@ public:
                 return;
         }
         inner_.deallocate(p, size, align);
-        bytes_ -= size;
-        --count_;
+        freed_ += size;
+        ++frees_;
         tracker_->on_deallocate(size);
     }
 
@@ -232,15 +242,13 @@ public:
     /// Effects: inner().reset(); releases everything counted through this adapter.
     void reset() noexcept requires resettable_allocator<A> {
         inner_.reset();
-        tracker_->on_release(bytes_, count_);
-        bytes_ = 0;
-        count_ = 0;
+        release_all();
     }
 
     /// Returns: a marker for inner().mark() and the counts now.
     [[nodiscard]] auto mark() const noexcept requires marking_allocator<A> {
         using M = decltype(inner_.mark());
-        return basic_marker<M>{inner_.mark(), bytes_, count_};
+        return basic_marker<M>{inner_.mark(), bytes_in_use(), live_allocations()};
     }
 
     /// Effects: inner().rewind(m.inner); releases what was counted after the mark. A marker newer
@@ -248,10 +256,12 @@ public:
     template <class M>
     void rewind(const basic_marker<M>& m) noexcept requires marking_allocator<A> {
         inner_.rewind(m.inner);
-        if (m.count <= count_ && m.bytes <= bytes_) {
-            tracker_->on_release(bytes_ - m.bytes, count_ - m.count);
-            bytes_ = m.bytes;
-            count_ = m.count;
+        const std::size_t bytes = bytes_in_use();
+        const std::size_t count = live_allocations();
+        if (m.count <= count && m.bytes <= bytes) {
+            tracker_->on_release(bytes - m.bytes, count - m.count);
+            freed_ += bytes - m.bytes;
+            frees_ += count - m.count;
         }
     }
 
@@ -259,18 +269,27 @@ public:
     [[nodiscard]] strata::stats stats() const noexcept { return inner_.stats(); }
 
     /// Returns: bytes and allocations this adapter has counted and not released.
-    [[nodiscard]] std::size_t bytes_in_use() const noexcept { return bytes_; }
-    [[nodiscard]] std::size_t live_allocations() const noexcept { return count_; }
+    [[nodiscard]] std::size_t bytes_in_use() const noexcept { return allocated_ - freed_; }
+    [[nodiscard]] std::size_t live_allocations() const noexcept { return allocs_ - frees_; }
 
     [[nodiscard]] A& inner() noexcept { return inner_; }
     [[nodiscard]] const A& inner() const noexcept { return inner_; }
     [[nodiscard]] tracker& get_tracker() const noexcept { return *tracker_; }
 
 private:
+    void release_all() noexcept {
+        tracker_->on_release(bytes_in_use(), live_allocations());
+        freed_ = allocated_;
+        frees_ = allocs_;
+    }
+
     A inner_;
     tracker* tracker_; // never null
-    std::size_t bytes_ = 0;
-    std::size_t count_ = 0;
+    // Monotonic, as in tracker: bytes_in_use() = allocated_ - freed_.
+    std::size_t allocated_ = 0;
+    std::size_t freed_ = 0;
+    std::size_t allocs_ = 0;
+    std::size_t frees_ = 0;
 };
 
 } // namespace strata
