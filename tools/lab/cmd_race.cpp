@@ -11,6 +11,7 @@
 #include <iostream>
 #include <vector>
 
+#include "embedded.hpp"
 #include "op_commands.hpp"
 #include "race.hpp"
 #include "report.hpp"
@@ -45,11 +46,12 @@ int emit(const std::vector<race_section>& sections, const calibration& cal, cons
 
 void print_header(std::ostream& out, const calibration& cal) {
     char line[300];
-    std::snprintf(line, sizeof line,
-                  "strata-lab: latency in ns net of the timer (%s, %.2f GHz, overhead %.0f ns, step %.0f ns).\n"
-                  "  p99.99f, max f: filtered (per-op minimum over the latency passes).\n"
-                  "  footprint: peak held from the OS/source; waste: internal; frag: worst 1 - largest/free.\n",
-                  cal.counter.c_str(), cal.ghz(), cal.overhead_ns(), cal.resolution_ns());
+    std::snprintf(
+        line, sizeof line,
+        "strata-lab: latency in ns net of the timer (%s, %.2f GHz, overhead %.0f ns, step %.0f ns).\n"
+        "  p99.99f, max f: filtered (per-op minimum over the latency passes).\n"
+        "  footprint: peak held from the OS/source; waste: internal; frag: worst 1 - largest/free.\n",
+        cal.counter.c_str(), cal.ghz(), cal.overhead_ns(), cal.resolution_ns());
     out << line;
 }
 
@@ -57,9 +59,11 @@ void print_header(std::ostream& out, const calibration& cal) {
 
 int race_command(const race_command_options& o) {
     std::vector<std::string> names = o.workloads;
-    if (names.empty())
+    if (names.empty()) {
         for (auto n : gen::names())
             names.emplace_back(n);
+        if (!embedded_trace().empty()) names.emplace_back(embedded_trace_name);
+    }
     const double scale = o.quick ? std::min(o.scale, 0.05) : o.scale;
     race_options ro;
     ro.only = o.only;
@@ -72,14 +76,27 @@ int race_command(const race_command_options& o) {
     std::vector<race_section> sections;
     for (const std::string& n : names) {
         op_workload w;
-        try {
-            w = gen::make(n, scale, o.seed);
-        } catch (const std::invalid_argument& e) {
-            std::cerr << "strata-lab: " << e.what() << " (known:";
-            for (auto k : gen::names())
-                std::cerr << ' ' << k;
-            std::cerr << ")\n";
-            return 2;
+        if (n == embedded_trace_name) {
+            const auto bytes = embedded_trace();
+            if (bytes.empty()) {
+                std::cerr << "strata-lab: this build has no embedded trace (no trace support)\n";
+                return 2;
+            }
+            // The recording's own allocation count scales like the synthetic work does.
+            const auto max_ops = static_cast<std::uint64_t>(2'000'000.0 * scale);
+            w = load_trace(bytes.data(), bytes.size(), embedded_trace_name, max_ops);
+            w.description = "recorded: OpenTTD 13 dedicated server, 12 s of a new game (3 threads, replayed "
+                            "serially; tools/lab/data)";
+        } else {
+            try {
+                w = gen::make(n, scale, o.seed);
+            } catch (const std::invalid_argument& e) {
+                std::cerr << "strata-lab: " << e.what() << " (known:";
+                for (auto k : gen::names())
+                    std::cerr << ' ' << k;
+                std::cerr << ' ' << embedded_trace_name << ")\n";
+                return 2;
+            }
         }
         sections.push_back(race_workload(w, ro, cal));
         if (table) print_section(std::cout, sections.back());

@@ -19,12 +19,12 @@ bool trace_support() noexcept {
 #endif
 }
 
-op_workload load_trace(const std::string& path, std::uint64_t max_ops, trace_conversion* info) {
 #if defined(STRATA_LAB_HAS_TRACE)
+namespace {
+op_workload convert(trace::trace_reader& reader, const std::string& name, std::uint64_t max_ops,
+                    trace_conversion* info) {
     using trace::flag_failed;
     using trace::record;
-    trace::trace_reader reader(path);
-    const std::string name = std::filesystem::path(path).filename().string();
     std::string command(reader.header().command,
                         strnlen(reader.header().command, sizeof reader.header().command));
     for (char& c : command)
@@ -85,10 +85,28 @@ op_workload load_trace(const std::string& path, std::uint64_t max_ops, trace_con
     conv.truncated_file = reader.stats().truncated;
     if (info != nullptr) *info = conv;
     return b.finish();
+}
+} // namespace
+#endif
+
+op_workload load_trace(const std::string& path, std::uint64_t max_ops, trace_conversion* info) {
+#if defined(STRATA_LAB_HAS_TRACE)
+    trace::trace_reader reader(path);
+    return convert(reader, std::filesystem::path(path).filename().string(), max_ops, info);
 #else
-    (void)path;
-    (void)max_ops;
-    (void)info;
+    (void)path, (void)max_ops, (void)info;
+    throw std::logic_error(
+        "this strata-lab was built without trace support (install libzstd-dev and rebuild)");
+#endif
+}
+
+op_workload load_trace(const void* data, std::size_t size, const std::string& name, std::uint64_t max_ops,
+                       trace_conversion* info) {
+#if defined(STRATA_LAB_HAS_TRACE)
+    trace::trace_reader reader(data, size, name);
+    return convert(reader, name, max_ops, info);
+#else
+    (void)data, (void)size, (void)name, (void)max_ops, (void)info;
     throw std::logic_error(
         "this strata-lab was built without trace support (install libzstd-dev and rebuild)");
 #endif

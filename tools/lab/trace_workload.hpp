@@ -1,5 +1,6 @@
 #pragma once
 // Turns a recorded trace (tools/trace) into an op_workload for replay.
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -23,6 +24,11 @@ struct trace_conversion {
 /// built without trace support (libzstd-dev missing).
 [[nodiscard]] op_workload load_trace(const std::string& path, std::uint64_t max_ops,
                                      trace_conversion* info = nullptr);
+
+/// Effects: as above, for a trace held in memory (the embedded default trace); `name` names the
+/// workload.
+[[nodiscard]] op_workload load_trace(const void* data, std::size_t size, const std::string& name,
+                                     std::uint64_t max_ops, trace_conversion* info = nullptr);
 
 /// Returns: true when this build can read traces.
 [[nodiscard]] bool trace_support() noexcept;

@@ -10,14 +10,28 @@ namespace strata::trace {
 trace_reader::trace_reader(const std::string& path) : path_(path) {
     file_ = std::fopen(path.c_str(), "rb");
     if (file_ == nullptr) throw std::runtime_error("strata trace: cannot open '" + path + "'");
+    open_header();
+}
+
+trace_reader::trace_reader(const void* data, std::size_t size, const std::string& name) : path_(name) {
+    // fmemopen gives the same FILE* interface over the bytes (read-only; "rb" never writes).
+    file_ = fmemopen(const_cast<void*>(data), size, "rb");
+    if (file_ == nullptr) throw std::runtime_error("strata trace: cannot read '" + name + "' from memory");
+    open_header();
+}
+
+void trace_reader::open_header() {
+    const std::string& path = path_;
     if (std::fread(&header_, sizeof header_, 1, file_) != 1 ||
         std::memcmp(header_.magic, file_magic, sizeof file_magic) != 0) {
         std::fclose(file_);
+        file_ = nullptr;
         throw std::runtime_error("strata trace: '" + path + "' is not a strata trace file");
     }
     if (header_.version != format_version || header_.header_bytes != sizeof(file_header) ||
         header_.record_bytes != sizeof(record)) {
         std::fclose(file_);
+        file_ = nullptr;
         throw std::runtime_error("strata trace: '" + path + "' has format version " +
                                  std::to_string(header_.version) + "; this reader reads version " +
                                  std::to_string(format_version));

@@ -30,6 +30,9 @@ public:
     /// Effects: opens `path` and reads its header. Throws: std::runtime_error naming the file when
     /// it cannot be opened, is not a strata trace, or has an unsupported version.
     explicit trace_reader(const std::string& path);
+    /// Effects: reads a trace held in memory (`name` is used in messages). `data` must outlive the
+    /// reader. Throws: as above.
+    trace_reader(const void* data, std::size_t size, const std::string& name);
     ~trace_reader();
     trace_reader(const trace_reader&) = delete;
     trace_reader& operator=(const trace_reader&) = delete;
@@ -48,6 +51,7 @@ public:
     static constexpr std::size_t max_pending = std::size_t{1} << 22;
 
 private:
+    void open_header();
     bool read_more();
     void parse();
 
