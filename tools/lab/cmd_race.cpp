@@ -59,6 +59,7 @@ void print_header(std::ostream& out, const calibration& cal) {
 
 int race_command(const race_command_options& o) {
     std::vector<std::string> names = o.workloads;
+    if (names.empty() && o.view == race_view::fragmentation) names.emplace_back("bimodal");
     if (names.empty()) {
         for (auto n : gen::names())
             names.emplace_back(n);
@@ -99,7 +100,13 @@ int race_command(const race_command_options& o) {
             }
         }
         sections.push_back(race_workload(w, ro, cal));
-        if (table) print_section(std::cout, sections.back());
+        if (table) {
+            switch (o.view) {
+            case race_view::summary: print_section(std::cout, sections.back()); break;
+            case race_view::latency: print_latency(std::cout, sections.back(), cal); break;
+            case race_view::fragmentation: print_fragmentation(std::cout, sections.back()); break;
+            }
+        }
     }
     return emit(sections, cal,
                 "strata-lab race (scale " + std::to_string(scale) + ", seed " + std::to_string(o.seed) + ")",

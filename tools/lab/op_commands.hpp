@@ -8,7 +8,15 @@
 
 namespace strata::lab {
 
+/// What race_command prints for each workload.
+enum class race_view {
+    summary,       ///< `race`: speed, tails, footprint, waste, fragmentation, failures
+    latency,       ///< `latency`: percentiles p50 .. p99.999, raw and filtered
+    fragmentation, ///< `fragmentation`: largest free block over the run (default workload: bimodal)
+};
+
 struct race_command_options {
+    race_view view = race_view::summary;
     std::vector<std::string> workloads; ///< synthetic workload names; empty = all
     double scale = 1.0;                 ///< work multiplier (--quick: 0.05)
     std::uint64_t seed = 42;

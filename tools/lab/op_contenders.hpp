@@ -14,8 +14,16 @@
 #include <malloc.h>
 #endif
 
+#include "strata/core/bit.hpp"
+#include "strata/heap/buddy.hpp"
+#include "strata/heap/free_list.hpp"
+#include "strata/heap/tlsf.hpp"
 #include "strata/linear/arena.hpp"
+#include "strata/linear/stack_allocator.hpp"
+#include "strata/pool/pool.hpp"
+#include "strata/pool/size_class_pool.hpp"
 #include "strata/source/heap_source.hpp"
+#include "strata/source/virtual_memory.hpp"
 
 #include "contestants.hpp" // counting_resource
 #include "replay.hpp"
@@ -104,14 +112,189 @@ private:
     arena arena_;
 };
 
+/// A committed region for heaps that manage one block: reserved and committed up front, its pages
+/// faulted in only as the heap touches them. Footprint = the highest byte any block has reached,
+/// rounded to pages: the resident memory the heap costs.
+class region {
+public:
+    explicit region(std::size_t bytes) : vm_(virtual_memory::reserve(bytes)) {
+        if (!vm_.commit(0, vm_.size())) throw std::bad_alloc();
+    }
+    [[nodiscard]] std::span<std::byte> bytes() const noexcept { return {vm_.data(), vm_.size()}; }
+    void touched(const void* p, std::size_t size) noexcept {
+        const auto end = static_cast<std::size_t>(static_cast<const std::byte*>(p) - vm_.data()) + size;
+        high_ = end > high_ ? end : high_;
+    }
+    [[nodiscard]] std::size_t footprint() const noexcept { return (high_ + 4095) / 4096 * 4096; }
+
+private:
+    virtual_memory vm_;
+    std::size_t high_ = 0;
+};
+
+/// Bytes a general heap gets for `w`: twice its peak live bytes (room to fragment, but not so much
+/// that fragmentation can never show), at least 1 MiB.
+[[nodiscard]] inline std::size_t heap_bytes(const op_workload& w) noexcept {
+    return std::max<std::size_t>(std::size_t{1} << 20, 2 * w.peak_live_bytes + w.peak_live_blocks * 64);
+}
+
+/// A walkable strata heap H over one region sized by heap_bytes().
+template <class H>
+class heap_replay {
+public:
+    static bool applies(const op_workload& w) noexcept { return w.max_align <= 4096; }
+    explicit heap_replay(const op_workload& w) : region_(heap_bytes(w)), heap_(region_.bytes()) {}
+    void* allocate(std::size_t size, std::size_t align) noexcept {
+        void* p = heap_.allocate(size, align);
+        if (p != nullptr) region_.touched(p, size);
+        return p;
+    }
+    void deallocate(void* p, std::size_t size, std::size_t align) noexcept {
+        heap_.deallocate(p, size, align);
+    }
+    [[nodiscard]] std::size_t footprint() const noexcept { return region_.footprint(); }
+    [[nodiscard]] heap_probe probe() const noexcept {
+        const heap_metrics m = heap_.metrics();
+        return {m.free_bytes, m.largest_free_block};
+    }
+    [[nodiscard]] std::size_t usable_size(const void* p) const noexcept { return heap_.usable_size(p); }
+
+protected:
+    region region_;
+    H heap_;
+};
+
+/// TLSF also grows and shrinks in place.
+template <unsigned SLI>
+class tlsf_replay : public heap_replay<basic_tlsf<SLI>> {
+public:
+    using heap_replay<basic_tlsf<SLI>>::heap_replay;
+    void* reallocate(void* p, std::size_t, std::size_t n, std::size_t align) noexcept {
+        void* q = this->heap_.reallocate(p, n, align);
+        if (q != nullptr) this->region_.touched(q, n);
+        return q;
+    }
+};
+
+/// Binary buddy over a power-of-two region: four times the peak live bytes rounded up (a buddy
+/// rounds every block to a power of two, so it needs more room than the other heaps).
+class buddy_replay {
+public:
+    static bool applies(const op_workload& w) noexcept { return w.max_align <= 4096; }
+    explicit buddy_replay(const op_workload& w)
+        : region_(next_pow2(std::max<std::size_t>(std::size_t{1} << 20, 4 * w.peak_live_bytes))),
+          heap_(region_.bytes()) {}
+    void* allocate(std::size_t size, std::size_t align) noexcept {
+        void* p = heap_.allocate(size, align);
+        if (p != nullptr) region_.touched(p, size);
+        return p;
+    }
+    void deallocate(void* p, std::size_t size, std::size_t align) noexcept {
+        heap_.deallocate(p, size, align);
+    }
+    [[nodiscard]] std::size_t footprint() const noexcept { return region_.footprint(); }
+    [[nodiscard]] heap_probe probe() const noexcept {
+        const heap_metrics m = heap_.metrics();
+        return {m.free_bytes, m.largest_free_block};
+    }
+    [[nodiscard]] std::size_t usable_size(const void* p) const noexcept { return heap_.usable_size(p); }
+
+private:
+    region region_;
+    buddy heap_;
+};
+
+/// strata::pool of the workload's one size, growing by chunks from a counting heap source (fixed-size
+/// workloads with alignment <= 16).
+class pool_replay {
+public:
+    static bool applies(const op_workload& w) noexcept { return w.fixed_size() && w.max_align <= 16; }
+    explicit pool_replay(const op_workload& w) : pool_(w.max_size, 16, source_) {}
+    void* allocate(std::size_t size, std::size_t align) noexcept { return pool_.allocate(size, align); }
+    void deallocate(void* p, std::size_t size, std::size_t align) noexcept {
+        pool_.deallocate(p, size, align);
+    }
+    [[nodiscard]] std::size_t footprint() const noexcept { return pool_.stats().capacity; }
+    [[nodiscard]] heap_probe probe() const noexcept {
+        // Every free slot is interchangeable, so all free space is usable by any request the pool
+        // takes: external fragmentation is zero by construction (reported as largest = free).
+        const std::size_t free_bytes = (pool_.capacity() - pool_.live()) * pool_.slot_size();
+        return {free_bytes, free_bytes};
+    }
+
+private:
+    heap_source source_;
+    pool pool_;
+};
+
+/// strata::size_class_pool for workloads whose requests all fit its classes (up to 256 KiB).
+class size_class_replay {
+public:
+    static bool applies(const op_workload& w) noexcept {
+        return w.max_size <= size_class_pool::max_supported_size &&
+               w.max_align <= size_class_pool::max_alignment;
+    }
+    explicit size_class_replay(const op_workload& w) : pool_(source_, options_for(w)) {}
+    void* allocate(std::size_t size, std::size_t align) noexcept { return pool_.allocate(size, align); }
+    void deallocate(void* p, std::size_t size, std::size_t align) noexcept {
+        pool_.deallocate(p, size, align);
+    }
+    [[nodiscard]] std::size_t footprint() const noexcept { return pool_.stats().capacity; }
+
+private:
+    static size_class_options options_for(const op_workload& w) noexcept {
+        size_class_options o;
+        o.max_size = std::max<std::size_t>(o.max_size, next_pow2(w.max_size));
+        return o;
+    }
+    heap_source source_;
+    size_class_pool pool_;
+};
+
+/// strata::stack_allocator over a fixed buffer: LIFO frees only, so it applies to frame-scoped
+/// workloads, which free newest first.
+class stack_replay {
+public:
+    static bool applies(const op_workload& w) noexcept { return w.frame_scoped; }
+    explicit stack_replay(const op_workload& w)
+        : buffer_(2 * w.peak_live_bytes + 64 * w.peak_live_blocks + 4096),
+          stack_(std::span<std::byte>(buffer_.data(), buffer_.size())) {}
+    void* allocate(std::size_t size, std::size_t align) noexcept { return stack_.allocate(size, align); }
+    void deallocate(void* p, std::size_t size, std::size_t align) noexcept {
+        stack_.deallocate(p, size, align);
+    }
+    void end_frame() noexcept { stack_.reset(); }
+    [[nodiscard]] std::size_t footprint() const noexcept { return stack_.stats().peak; }
+
+private:
+    std::vector<std::byte> buffer_;
+    stack_allocator stack_;
+};
+
 /// Returns: every replay contender, in report order.
 inline const std::vector<op_contender>& op_registry() {
     static const std::vector<op_contender> r{
         make_op_contender<malloc_replay>("malloc", "glibc malloc/free/realloc"),
         make_op_contender<pmr_pool_replay>("pmr_pool",
                                            "std::pmr::unsynchronized_pool_resource (pools up to 64 KiB)"),
-        make_op_contender<arena_replay>(
-            "arena", "strata::arena from a heap_source, reset each frame (frame-scoped workloads)"),
+        make_op_contender<arena_replay>("arena", "strata::arena from a heap_source, reset each frame",
+                                        "every block freed within its frame"),
+        make_op_contender<stack_replay>("stack", "strata::stack_allocator over a buffer, LIFO frees",
+                                        "every block freed within its frame"),
+        make_op_contender<pool_replay>("pool",
+                                       "strata::pool of the workload's one size, chunks from a heap_source",
+                                       "one request size, alignment <= 16"),
+        make_op_contender<size_class_replay>("size_class", "strata::size_class_pool (4 classes per doubling)",
+                                             "requests <= 256 KiB"),
+        make_op_contender<tlsf_replay<5>>("tlsf",
+                                          "strata::tlsf (SLI 5) over one region of 2x peak live bytes"),
+        make_op_contender<tlsf_replay<4>>("tlsf_sli4", "strata::basic_tlsf<4> over the same region"),
+        make_op_contender<buddy_replay>("buddy",
+                                        "strata::buddy over a power-of-two region of >= 4x peak live bytes"),
+        make_op_contender<heap_replay<free_list_first_fit>>("first_fit",
+                                                            "strata::free_list<first_fit> (the baseline)"),
+        make_op_contender<heap_replay<free_list_best_fit>>("best_fit", "strata::free_list<best_fit>"),
+        make_op_contender<heap_replay<free_list_next_fit>>("next_fit", "strata::free_list<next_fit>"),
     };
     return r;
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 #include <ostream>
 
@@ -31,12 +32,6 @@ bool selected(const std::string& name, const std::vector<std::string>& only) {
     return std::any_of(only.begin(), only.end(), [&](const std::string& p) { return glob_match(p, name); });
 }
 
-std::string why_not(const op_workload& w) {
-    if (!w.frame_scoped) return "blocks outlive their frame";
-    if (!w.fixed_size()) return "sizes differ";
-    return "does not apply";
-}
-
 void progress(bool on, const std::string& text) {
     if (!on) return;
     std::fprintf(stderr, "\r\033[K%s", text.c_str());
@@ -56,7 +51,8 @@ race_section race_workload(const op_workload& w, const race_options& o, const ca
     for (const op_contender& c : op_registry()) {
         if (!selected(c.name, o.only)) continue;
         if (!c.applies(w)) {
-            s.skipped.push_back(c.name + ": " + why_not(w));
+            s.skipped.push_back(c.name +
+                                " (needs: " + (c.needs.empty() ? "another kind of workload" : c.needs) + ")");
             continue;
         }
         progress(o.progress, "strata-lab: " + w.name + ": " + c.name + "...");
@@ -121,14 +117,81 @@ void print_section(std::ostream& out, const race_section& s) {
         out << line;
     }
     if (base > 0 && s.rows.size() > 1) {
-        out << "   speed vs " << s.rows.front().result.allocator << ":";
+        std::string text = "   speed vs " + s.rows.front().result.allocator + ":";
+        std::size_t col = text.size();
         for (std::size_t i = 1; i < s.rows.size(); ++i) {
             std::snprintf(line, sizeof line, " %s %.2fx", s.rows[i].result.allocator.c_str(),
                           s.rows[i].ns_per_op > 0 ? base / s.rows[i].ns_per_op : 0.0);
-            out << line;
+            if (col + std::strlen(line) > 99) {
+                text += "\n     ";
+                col = 5;
+            }
+            text += line;
+            col += std::strlen(line);
         }
+        out << text << "\n";
+    }
+    if (!s.skipped.empty()) {
+        out << "   skipped:";
+        for (const std::string& k : s.skipped)
+            out << (&k == &s.skipped.front() ? " " : ", ") << k;
         out << "\n";
     }
+}
+
+void print_latency(std::ostream& out, const race_section& s, const calibration& cal) {
+    char line[256];
+    std::snprintf(line, sizeof line, "\n== %s: %s\n   %s memory ops; ns per call, net of the timer\n",
+                  s.workload.c_str(), s.description.c_str(), format_count(s.memory_ops).c_str());
+    out << line;
+    std::snprintf(line, sizeof line, "%-16s %-4s %7s %7s %7s %7s %8s %8s %9s\n", "allocator", "pass", "p50",
+                  "p90", "p99", "p99.9", "p99.99", "p99.999", "max");
+    out << line;
+    static constexpr double qs[] = {50, 90, 99, 99.9, 99.99, 99.999};
+    for (const race_row& r : s.rows) {
+        for (int filtered = 0; filtered < 2; ++filtered) {
+            std::vector<std::uint32_t> t = filtered ? r.result.ticks_filtered : r.result.ticks_raw;
+            if (t.empty()) continue;
+            std::sort(t.begin(), t.end());
+            const std::span<const std::uint32_t> sorted(t);
+            double v[6];
+            for (int i = 0; i < 6; ++i)
+                v[i] = cal.net_ns(static_cast<double>(percentile_sorted(sorted, qs[i])));
+            std::snprintf(line, sizeof line, "%-16s %-4s %7.0f %7.0f %7.0f %7.0f %8.0f %8.0f %9.0f\n",
+                          filtered ? "" : r.result.allocator.c_str(), filtered ? "filt" : "raw", v[0], v[1],
+                          v[2], v[3], v[4], v[5], cal.net_ns(static_cast<double>(t.back())));
+            out << line;
+        }
+    }
+    for (const std::string& k : s.skipped)
+        out << "   skipped " << k << "\n";
+}
+
+void print_fragmentation(std::ostream& out, const race_section& s) {
+    char line[256];
+    std::snprintf(line, sizeof line,
+                  "\n== %s: %s\n   largest free block (external fragmentation) at ten points of the run\n",
+                  s.workload.c_str(), s.description.c_str());
+    out << line;
+    bool any = false;
+    for (const race_row& r : s.rows) {
+        const auto& ser = r.result.series;
+        if (!r.result.has_probe || ser.empty()) continue;
+        any = true;
+        out << "  " << r.result.allocator << "\n   ";
+        for (int k = 1; k <= 10; ++k) {
+            const memory_sample& m = ser[(ser.size() * static_cast<std::size_t>(k)) / 10 - 1];
+            const double frag =
+                m.free_bytes ? 1.0 - static_cast<double>(m.largest_free) / static_cast<double>(m.free_bytes)
+                             : 0.0;
+            std::snprintf(line, sizeof line, " %s(%.0f%%)", format_bytes(m.largest_free).c_str(), frag * 100);
+            out << line << (k == 5 ? "\n   " : "");
+        }
+        std::snprintf(line, sizeof line, "\n    footprint peak %s, worst fragmentation %.0f%%\n",
+                      format_bytes(r.result.peak_footprint).c_str(), r.worst_frag * 100);
+        out << line;
+    }
+    if (!any) out << "   (no allocator here reports its free space)\n";
     for (const std::string& k : s.skipped)
         out << "   skipped " << k << "\n";
 }

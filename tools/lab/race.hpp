@@ -48,6 +48,15 @@ struct race_options {
 /// Effects: prints one section as a table that fits 100 columns.
 void print_section(std::ostream& out, const race_section& s);
 
+/// Effects: prints one section's latency distribution: raw and filtered percentiles per allocator
+/// (p50 .. p99.999 and max), one line each (`strata-lab latency`).
+void print_latency(std::ostream& out, const race_section& s, const calibration& cal);
+
+/// Effects: prints, for every allocator that reports its free space, the largest free block and the
+/// external fragmentation at ten points of the workload, and its footprint (`strata-lab
+/// fragmentation`).
+void print_fragmentation(std::ostream& out, const race_section& s);
+
 /// Effects: writes the sections as one JSON document: per row the summary, a log-binned latency
 /// histogram (raw and filtered), tail points, and the memory series.
 void write_race_json(std::ostream& out, const std::vector<race_section>& sections, const calibration& cal,

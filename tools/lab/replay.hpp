@@ -261,13 +261,14 @@ replay_result replay(const op_workload& w, const replay_options& o) {
 struct op_contender {
     std::string name;
     std::string description;
+    std::string needs; ///< what a workload must be for `applies` (said when one is skipped)
     bool (*applies)(const op_workload&) = nullptr;
     replay_result (*run)(const op_workload&, const replay_options&) = nullptr;
 };
 
 template <class A>
-op_contender make_op_contender(std::string name, std::string description) {
-    return {std::move(name), std::move(description), &A::applies, &replay<A>};
+op_contender make_op_contender(std::string name, std::string description, std::string needs = {}) {
+    return {std::move(name), std::move(description), std::move(needs), &A::applies, &replay<A>};
 }
 
 } // namespace strata::lab
