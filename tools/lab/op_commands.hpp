@@ -41,8 +41,15 @@ struct record_command_options {
     std::vector<std::string> argv; ///< the program and its arguments
 };
 
+struct versus_malloc_options {
+    int repeats = 3;       ///< runs per allocator (the seed averaged 3; we report the median)
+    std::string json_path; ///< "" none, "-" stdout (no table)
+};
+
 /// Returns: exit code (0 ok, 1 failure, 2 bad arguments).
 int race_command(const race_command_options& o);
+/// seed 004's four "malloc vs ..." tables, ours beside the seed's published times.
+int versus_malloc_command(const versus_malloc_options& o);
 int replay_command(const replay_command_options& o);
 /// Returns: the recorded program's exit code (128 + signal if it was killed), 2 bad arguments.
 int record_command(const record_command_options& o);
