@@ -1,6 +1,7 @@
 #pragma once
 // strata-lab commands over the op model: race (synthetic workloads), replay (a recorded trace) and
 // record (run a program under libstrata_trace.so). main.cpp parses into these and calls one.
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -46,8 +47,16 @@ struct versus_malloc_options {
     std::string json_path; ///< "" none, "-" stdout (no table)
 };
 
+struct layout_options {
+    std::size_t entities = 10'000'000; ///< --quick: 1,000,000
+    int runs = 5;                      ///< best of
+    std::string json_path;
+};
+
 /// Returns: exit code (0 ok, 1 failure, 2 bad arguments).
 int race_command(const race_command_options& o);
+/// AoS vs SoA: cache lines loaded vs bytes used for touch-one-field and touch-all, and their times.
+int layout_command(const layout_options& o);
 /// seed 004's four "malloc vs ..." tables, ours beside the seed's published times.
 int versus_malloc_command(const versus_malloc_options& o);
 int replay_command(const replay_command_options& o);

@@ -1,0 +1,183 @@
+// strata-lab layout: AoS vs SoA, as cache lines loaded against bytes used, computed and measured.
+#include <algorithm>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "op_commands.hpp"
+#include "timer.hpp"
+
+namespace strata::lab {
+
+namespace {
+
+/// A typical game entity: 64 bytes, one cache line.
+struct entity {
+    float position[3];
+    float velocity[3];
+    float orientation[4];
+    std::uint32_t health;
+    std::uint32_t flags;
+    std::uint32_t mesh;
+    std::uint32_t material;
+    std::uint32_t padding[2]; // rounds the entity to a cache line, as engines often do
+};
+static_assert(sizeof(entity) == 64);
+
+template <class T>
+struct aligned_array {
+    explicit aligned_array(std::size_t n)
+        : data(static_cast<T*>(::operator new (n * sizeof(T), std::align_val_t{64}))), size(n) {}
+    ~aligned_array() { ::operator delete (data, std::align_val_t{64}); }
+    aligned_array(const aligned_array&) = delete;
+    aligned_array& operator=(const aligned_array&) = delete;
+    T* data;
+    std::size_t size;
+};
+
+template <class F>
+double best_ns_per_entity(std::size_t n, int runs, F&& loop) {
+    double best = 1e300;
+    for (int r = 0; r < runs; ++r) {
+        const auto t0 = std::chrono::steady_clock::now();
+        loop();
+        const double ns =
+            std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
+        best = std::min(best, ns / static_cast<double>(n));
+    }
+    return best;
+}
+
+} // namespace
+
+int layout_command(const layout_options& o) {
+    const std::size_t n = o.entities;
+    if (n == 0) return 2;
+    constexpr std::size_t line = 64;
+    constexpr std::size_t words = sizeof(entity) / sizeof(std::uint32_t); // 16 four-byte fields
+    constexpr std::size_t health_word = offsetof(entity, health) / sizeof(std::uint32_t);
+    // AoS: the entity array. SoA: one 64-byte aligned column per 4-byte field.
+    aligned_array<entity> aos(n);
+    std::vector<std::unique_ptr<aligned_array<std::uint32_t>>> soa;
+    for (std::size_t k = 0; k < words; ++k)
+        soa.push_back(std::make_unique<aligned_array<std::uint32_t>>(n));
+    for (std::size_t i = 0; i < n; ++i) {
+        std::uint32_t w[words];
+        for (std::size_t k = 0; k < words; ++k)
+            w[k] = static_cast<std::uint32_t>(i * 31 + k);
+        std::memcpy(&aos.data[i], w, sizeof w);
+        for (std::size_t k = 0; k < words; ++k)
+            soa[k]->data[i] = w[k];
+    }
+    std::uint64_t sink = 0;
+    // touch-one-field: sum every entity's health.
+    const double aos_one = best_ns_per_entity(n, o.runs, [&] {
+        std::uint64_t s = 0;
+        for (std::size_t i = 0; i < n; ++i)
+            s += aos.data[i].health;
+        sink += s;
+        do_not_optimize(&sink);
+    });
+    const double soa_one = best_ns_per_entity(n, o.runs, [&] {
+        std::uint64_t s = 0;
+        const std::uint32_t* h = soa[health_word]->data;
+        for (std::size_t i = 0; i < n; ++i)
+            s += h[i];
+        sink += s;
+        do_not_optimize(&sink);
+    });
+    // touch-all: sum every field of every entity (AoS: entity by entity; SoA: column by column).
+    const double aos_all = best_ns_per_entity(n, o.runs, [&] {
+        std::uint64_t s = 0;
+        for (std::size_t i = 0; i < n; ++i) {
+            std::uint32_t w[words];
+            std::memcpy(w, &aos.data[i], sizeof w);
+            for (std::size_t k = 0; k < words; ++k)
+                s += w[k];
+        }
+        sink += s;
+        do_not_optimize(&sink);
+    });
+    const double soa_all = best_ns_per_entity(n, o.runs, [&] {
+        std::uint64_t s = 0;
+        for (std::size_t k = 0; k < words; ++k) {
+            const std::uint32_t* c = soa[k]->data;
+            for (std::size_t i = 0; i < n; ++i)
+                s += c[i];
+        }
+        sink += s;
+        do_not_optimize(&sink);
+    });
+    // Bytes loaded from memory are whole cache lines: AoS loads every entity's line for either
+    // loop; SoA touch-one-field loads only the health column (16 entities per line).
+    const double aos_loaded = static_cast<double>((n * sizeof(entity) + line - 1) / line * line);
+    const double soa_one_loaded = static_cast<double>((n * sizeof(std::uint32_t) + line - 1) / line * line);
+    const double soa_all_loaded = soa_one_loaded * words;
+    const double used_one = static_cast<double>(n * sizeof(std::uint32_t));
+    const double used_all = static_cast<double>(n * sizeof(entity));
+    const bool table = o.json_path != "-";
+    if (table) {
+        char buf[1400];
+        auto row = [](double loaded, double used, double ns, const char* name, char* out, std::size_t cap) {
+            return std::snprintf(out, cap, "%-22s %14.0f %14.0f %7.1f%% %10.2f\n", name, loaded, used,
+                                 100.0 * used / loaded, ns);
+        };
+        int k = std::snprintf(
+            buf, sizeof buf,
+            "AoS vs SoA: %zu entities of %zu bytes (16 four-byte fields, one cache line each).\n"
+            "touch-one-field sums the health field; touch-all sums all 16 fields.\n"
+            "%-22s %14s %14s %8s %10s\n",
+            n, sizeof(entity), "loop", "bytes loaded", "bytes used", "useful", "ns/entity");
+        k += row(aos_loaded, used_one, aos_one, "AoS touch-one-field", buf + k,
+                 sizeof buf - static_cast<std::size_t>(k));
+        k += row(soa_one_loaded, used_one, soa_one, "SoA touch-one-field", buf + k,
+                 sizeof buf - static_cast<std::size_t>(k));
+        k += row(aos_loaded, used_all, aos_all, "AoS touch-all", buf + k,
+                 sizeof buf - static_cast<std::size_t>(k));
+        k += row(soa_all_loaded, used_all, soa_all, "SoA touch-all", buf + k,
+                 sizeof buf - static_cast<std::size_t>(k));
+        std::snprintf(buf + k, sizeof buf - static_cast<std::size_t>(k),
+                      "touch-one-field: SoA loads %.0fx fewer bytes and runs %.2fx %s than AoS.\n",
+                      aos_loaded / soa_one_loaded, soa_one > aos_one ? soa_one / aos_one : aos_one / soa_one,
+                      soa_one <= aos_one ? "faster" : "SLOWER");
+        std::cout << buf;
+    }
+    if (o.json_path.empty()) return 0;
+    char json[1500];
+    std::snprintf(json, sizeof json,
+                  "{\"title\":\"strata-lab "
+                  "layout\",\"workloads\":[],\"layout\":{\"cache_line\":%zu,\"entity_bytes\":%zu,"
+                  "\"entities\":%zu,\"fields\":[{\"name\":\"position\",\"offset\":0,\"bytes\":12},{\"name\":"
+                  "\"velocity\","
+                  "\"offset\":12,\"bytes\":12},{\"name\":\"orientation\",\"offset\":24,\"bytes\":16},{"
+                  "\"name\":\"health\","
+                  "\"offset\":40,\"bytes\":4},{\"name\":\"flags\",\"offset\":44,\"bytes\":4},{\"name\":"
+                  "\"mesh\",\"offset\":"
+                  "48,\"bytes\":4},{\"name\":\"material\",\"offset\":52,\"bytes\":4},{\"name\":\"padding\","
+                  "\"offset\":56,"
+                  "\"bytes\":8}],\"touched_field\":\"health\",\"touch_one\":{\"aos\":{\"bytes_loaded\":%.0f,"
+                  "\"bytes_used\":"
+                  "%.0f,\"ns_per_entity\":%.3f},\"soa\":{\"bytes_loaded\":%.0f,\"bytes_used\":%.0f,\"ns_per_"
+                  "entity\":%.3f}},"
+                  "\"touch_all\":{\"aos\":{\"bytes_loaded\":%.0f,\"bytes_used\":%.0f,\"ns_per_entity\":%.3f},"
+                  "\"soa\":{\"bytes_loaded\":%.0f,\"bytes_used\":%.0f,\"ns_per_entity\":%.3f}}}}\n",
+                  line, sizeof(entity), n, aos_loaded, used_one, aos_one, soa_one_loaded, used_one, soa_one,
+                  aos_loaded, used_all, aos_all, soa_all_loaded, used_all, soa_all);
+    if (o.json_path == "-") {
+        std::cout << json;
+        return 0;
+    }
+    std::ofstream f(o.json_path);
+    f << json;
+    return f ? 0 : 1;
+}
+
+} // namespace strata::lab
