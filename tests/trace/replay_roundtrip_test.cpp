@@ -90,6 +90,8 @@ TEST(TraceReplay, RecordedProgramConvertsToItsKnownOps) {
         EXPECT_EQ(r.failed, 0u) << c.name;
         EXPECT_EQ(r.ticks_raw.size(), w.memory_ops()) << c.name;
     }
+    // Recorded times come along, one per op, never decreasing within a thread.
+    ASSERT_EQ(w.times_ns.size(), w.ops.size());
     // Determinism: the same trace converts to the same ops.
     const op_workload again = load_trace(out, UINT64_MAX);
     ASSERT_EQ(again.ops.size(), w.ops.size());

@@ -40,6 +40,8 @@ struct op_workload {
     std::string name;
     std::string description;
     std::vector<op> ops;
+    std::vector<std::uint64_t> times_ns; ///< recorded traces: when each op happened (ns since the
+                                         ///< trace started), parallel to ops; empty for synthetic ones
     std::uint32_t slots = 0;             ///< slot numbers are < slots
     std::uint64_t allocations = 0;       ///< allocate ops
     std::uint64_t frees = 0;             ///< free ops
@@ -122,6 +124,12 @@ public:
         if (live_blocks_ != 0) w_.frame_scoped = false;
         ++w_.frames;
         w_.ops.push_back({0, 0, op_kind::frame, 0, 0});
+    }
+
+    /// Effects: stamps the op just added with `ns` (recorded traces keep their timestamps).
+    void stamp(std::uint64_t ns) {
+        w_.times_ns.resize(w_.ops.size(), 0);
+        w_.times_ns.back() = ns;
     }
 
     [[nodiscard]] std::uint64_t live_blocks() const noexcept { return live_blocks_; }

@@ -55,6 +55,7 @@ op_workload convert(trace::trace_reader& reader, const std::string& name, std::u
                 continue;
             }
             b.free(it->second, thread);
+            b.stamp(r.time_ns);
             slot_of.erase(it);
             ++ops;
             continue;
@@ -72,6 +73,7 @@ op_workload convert(trace::trace_reader& reader, const std::string& name, std::u
                     b.reallocate(slot, r.size == 0 ? 1 : r.size, thread);
                     slot_of[r.id] = slot;
                 }
+                b.stamp(r.time_ns);
                 ++ops;
                 continue;
             }
@@ -79,6 +81,7 @@ op_workload convert(trace::trace_reader& reader, const std::string& name, std::u
         if (r.id == 0) continue;
         const std::uint32_t align = r.log2_align == 0 ? 16u : (1u << std::min<unsigned>(r.log2_align, 30));
         slot_of[r.id] = b.allocate(r.size == 0 ? 1 : r.size, std::max<std::uint32_t>(align, 1), thread);
+        b.stamp(r.time_ns);
         ++ops;
     }
     conv.gaps = reader.stats().gaps;
