@@ -1,22 +1,25 @@
 # Shared by ./test and ./lab (sourced, not executed).
-# - strata_ensure_packages: installs the Debian packages the build needs, once.
+# - strata_ensure_packages [pkg...]: installs the Debian packages the build needs (or the ones
+#   given), once.
 # - strata_configure <preset> [cmake args...]: configures a preset when its build dir is missing or stale.
 
 STRATA_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 STRATA_JOBS="${STRATA_JOBS:-2}"
 STRATA_DEB_PACKAGES=(cmake g++ make libgtest-dev libbenchmark-dev libcli11-dev clang libboost-dev
-    libmimalloc-dev libjemalloc-dev libgoogle-perftools-dev libtbb-dev libplf-colony-dev libzstd-dev python3 libclang-rt-14-dev)
+    libmimalloc-dev libjemalloc-dev libgoogle-perftools-dev libtbb-dev libplf-colony-dev libzstd-dev python3 libclang-rt-14-dev sqlite3)
 
 strata_log() { printf 'strata: %s\n' "$*" >&2; }
 
 strata_ensure_packages() {
     if [[ "${STRATA_SKIP_APT:-0}" == 1 ]]; then return 0; fi
+    local -a wanted=("${STRATA_DEB_PACKAGES[@]}")
+    if (($# > 0)); then wanted=("$@"); fi
     if ! command -v dpkg-query >/dev/null 2>&1; then
-        strata_log "not a Debian system (no dpkg-query); assuming ${STRATA_DEB_PACKAGES[*]} are installed"
+        strata_log "not a Debian system (no dpkg-query); assuming ${wanted[*]} are installed"
         return 0
     fi
     local missing=() pkg status
-    for pkg in "${STRATA_DEB_PACKAGES[@]}"; do
+    for pkg in "${wanted[@]}"; do
         status="$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null || true)"
         [[ "$status" == *" installed" ]] || missing+=("$pkg")
     done
