@@ -245,7 +245,6 @@ constinit writer_state g_writer;
 constinit spinlock g_init_lock;
 constinit std::atomic<int> g_state{0}; // 0 = not started, 1 = starting, 2 = recording, 3 = disabled
 constinit std::atomic<std::uint64_t> g_seq{0};
-constinit std::atomic<std::uint64_t> g_next_id{1};
 constinit std::atomic<std::uint32_t> g_next_thread{1};
 constinit std::uint64_t g_start_ns = 0;
 constinit std::uint64_t g_last_sweep_seq = 0; // guarded by g_writer.lock
@@ -522,10 +521,10 @@ void note_alloc(op kind, void* p, std::size_t size, std::size_t align) noexcept 
     } else {
         const auto key = reinterpret_cast<std::uintptr_t>(p);
         stripe& s = stripe_of(key);
-        r.id = g_next_id.fetch_add(1, std::memory_order_relaxed);
         lock_guard g(s.lock);
-        table_insert(s, key, r.id);
         r.seq = g_seq.fetch_add(1, std::memory_order_relaxed);
+        r.id = r.seq + 1; // unique and never 0, without a second atomic counter
+        table_insert(s, key, r.id);
     }
     r.time_ns = now_ns(CLOCK_MONOTONIC) - g_start_ns;
     append(r);
@@ -619,10 +618,10 @@ STRATA_TRACE_EXPORT void* realloc(void* p, std::size_t size) {
     } else {
         const auto key = reinterpret_cast<std::uintptr_t>(q);
         stripe& s = stripe_of(key);
-        r.id = g_next_id.fetch_add(1, std::memory_order_relaxed);
         lock_guard g(s.lock);
-        table_insert(s, key, r.id);
         r.seq = g_seq.fetch_add(1, std::memory_order_relaxed);
+        r.id = r.seq + 1; // unique and never 0, without a second atomic counter
+        table_insert(s, key, r.id);
     }
     r.time_ns = now_ns(CLOCK_MONOTONIC) - g_start_ns;
     append(r);
