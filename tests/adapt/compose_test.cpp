@@ -1,6 +1,8 @@
 // fallback<Primary, Secondary> and segregator<Threshold, Small, Large>.
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <random>
 #include <type_traits>
 #include <vector>
@@ -11,6 +13,7 @@
 #include "strata/adapt/debug.hpp"
 #include "strata/adapt/fallback.hpp"
 #include "strata/adapt/segregator.hpp"
+#include "strata/adapt/std_allocator.hpp"
 #include "strata/adapt/tracked.hpp"
 
 #include "support/adapt_allocators.hpp"
@@ -241,6 +244,31 @@ TEST(Compose, AdaptersStack) {
     a.deallocate(p, 16);
     EXPECT_EQ(t.in_use(), 0u);
     EXPECT_EQ(a.inner().live_blocks(), 0u);
+}
+
+// STL containers over the stack of adapters: debug<> checks that every free names the size and
+// alignment of its allocation, tracked<> that everything the container took it gave back.
+TEST(Compose, ContainersOverTrackedDebug) {
+    strata::test::recording_handler rec;
+    strata::tracker t("containers");
+    {
+        strata::tracked<strata::debug<test_heap>> a(t);
+        {
+            std::vector<int, strata::std_allocator<int, decltype(a)>> v(a);
+            for (int i = 0; i < 1000; ++i)
+                v.push_back(i);
+            std::map<int, int, std::less<>, strata::std_allocator<std::pair<const int, int>, decltype(a)>> m(
+                a);
+            for (int i = 0; i < 100; ++i)
+                m[i] = i;
+            EXPECT_GT(t.in_use(), 1000 * sizeof(int));
+            EXPECT_EQ(a.inner().live_blocks(), t.totals().live);
+        }
+        EXPECT_EQ(t.in_use(), 0u);
+        EXPECT_EQ(a.inner().live_blocks(), 0u);
+        EXPECT_TRUE(a.inner().verify());
+    }
+    EXPECT_TRUE(rec.empty());
 }
 
 } // namespace
