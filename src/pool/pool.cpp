@@ -129,7 +129,22 @@ void pool::thread_chunk(chunk* c) noexcept {
     }
 }
 
+std::size_t pool::live() const noexcept {
+    std::size_t live = 0;
+#if STRATA_POOL_CHECKED_PATH
+    live = allocs_ - frees_;
+#else
+    std::size_t free_count = 0;
+    for (const void* n = free_; n != nullptr && free_count <= slots_; n = read_link(n))
+        ++free_count;
+    live = slots_ - std::min(free_count, slots_);
+#endif
+    if (live > peak_live_) peak_live_ = live;
+    return live;
+}
+
 void* pool::allocate_slow() noexcept {
+    if (free_ == nullptr && slots_ > peak_live_) peak_live_ = slots_; // every slot is live right now
     if (!valid() || !source_ || slots_ >= options_.max_slots) return nullptr;
     std::size_t want = options_.slots_per_chunk;
     if (want == 0) want = std::max<std::size_t>(8, default_chunk_bytes / slot_size_);
@@ -220,7 +235,7 @@ void pool::give_back_checked(void* p) noexcept {
     const std::size_t i = static_cast<std::size_t>(static_cast<std::byte*>(p) - c->first) / slot_size_;
     c->bits[i / 64] &= ~(std::uint64_t{1} << (i % 64));
 #endif
-    if (live() > peak_live_) peak_live_ = live();
+    (void)live(); // refreshes the peak
     auto* s = static_cast<std::byte*>(p);
     *reinterpret_cast<void**>(s) = free_;
 #if STRATA_CHECKS >= 2
@@ -245,7 +260,7 @@ bool pool::is_live(const void* p) const noexcept {
 }
 
 void pool::reset() noexcept {
-    if (live() > peak_live_) peak_live_ = live();
+    (void)live(); // refreshes the peak
     frees_ = allocs_;
     free_ = nullptr;
     // Highest chunk first, so the lowest address ends up at the head of the list.
@@ -258,10 +273,11 @@ void pool::reset() noexcept {
 
 strata::stats pool::stats() const noexcept {
     strata::stats s;
-    s.in_use = live() * slot_size_;
-    s.peak = std::max(peak_live_, live()) * slot_size_;
+    const std::size_t n = live();
+    s.in_use = n * slot_size_;
+    s.peak = std::max(peak_live_, n) * slot_size_;
     s.capacity = slots_ * slot_size_;
-    s.live_allocations = live();
+    s.live_allocations = n;
     s.total_allocations = allocs_;
     s.largest_free_block = free_ != nullptr ? slot_size_ : 0;
     return s;

