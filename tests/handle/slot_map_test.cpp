@@ -141,3 +141,23 @@ TEST(SlotMap, SixtyFourBitHandles) {
     EXPECT_EQ(m.emplace(1).generation(), 2u);
     EXPECT_EQ(m.max_size(), std::size_t{1} << 32);
 }
+
+TEST(SlotMap, EraseAtErasesByDenseIndex) {
+    strata::slot_map<int, h32> m;
+    const auto a = m.emplace(1), b = m.emplace(2), c = m.emplace(3);
+    ASSERT_TRUE(m.erase_at(0));
+    EXPECT_EQ(m.get(a), nullptr);
+    EXPECT_EQ(*m.get(c), 3);
+    EXPECT_EQ(m.index_of(c), 0u);
+    EXPECT_EQ(*m.get(b), 2);
+    recording_handler rec;
+    EXPECT_FALSE(m.erase_at(2));
+    EXPECT_EQ(m.size(), 2u);
+    if (strata::test::checks_on) {
+        EXPECT_TRUE(rec.saw_one(violation_kind::invalid_argument));
+    }
+    rec.clear();
+    m.for_each([&](int&) { EXPECT_FALSE(m.erase_at(0)); });
+    EXPECT_EQ(m.size(), 2u);
+    EXPECT_TRUE(m.check());
+}

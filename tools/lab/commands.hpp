@@ -26,6 +26,18 @@ struct run_options {
 /// Returns: the process exit code (0 success, 2 bad arguments, 1 I/O failure).
 int run_command(const run_options& options);
 
+/// Options of `strata-lab showdown` (seed 001's handle/pool sets; see cmd_showdown.cpp).
+struct showdown_options {
+    int set = 0;             ///< 1..4 runs one set; 0 runs all four
+    int repeats = 3;         ///< runs per design, best kept
+    std::uint64_t seed = 42; ///< victim sequence seed
+    bool quick = false;      ///< scaled-down sets (tests, CI)
+    bool padded = true;      ///< also run the 32-byte particle
+};
+
+/// Effects: prints the showdown tables. Returns: 0.
+int showdown_command(const showdown_options& options);
+
 /// Effects: prints every registered contestant (name and description). Returns: 0.
 int list_command();
 

@@ -60,6 +60,15 @@ int main(int argc, char** argv) {
     app.add_flag("--quick", run.quick, "small workload (40 frames x 250 allocs) for tests and CI");
 
     app.add_subcommand("run", "run the embedded default workload (the default)");
+    strata::lab::showdown_options showdown;
+    bool showdown_no_padded = false;
+    auto* showdown_cmd = app.add_subcommand(
+        "showdown", "seed 001's particle sets: pools, packed_array, slot_map, handle_table, plf::colony; "
+                    "handle lookup; AoS vs SoA (uses --seed, --repeats, --quick)");
+    showdown_cmd->add_option("--set", showdown.set, "run only set N (1-4; default all)")
+        ->type_name("N")
+        ->check(CLI::Range(1, 4));
+    showdown_cmd->add_flag("--no-padded", showdown_no_padded, "skip the 32-byte particle variant");
 
     try {
         app.parse(argc, argv);
@@ -72,6 +81,14 @@ int main(int argc, char** argv) {
     keep_if_given(allocs_opt, allocs, run.allocs_per_frame);
     keep_if_given(warmup_opt, warmup, run.warmup_frames);
     keep_if_given(repeats_opt, repeats, run.repeats);
+
+    if (showdown_cmd->parsed()) {
+        showdown.quick = run.quick;
+        showdown.padded = !showdown_no_padded;
+        if (run.seed) showdown.seed = *run.seed;
+        showdown.repeats = run.repeats ? *run.repeats : (run.quick ? 1 : 3);
+        return strata::lab::showdown_command(showdown);
+    }
 
     try {
         return strata::lab::run_command(run);

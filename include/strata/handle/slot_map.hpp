@@ -67,12 +67,12 @@ public:
     /// is unchanged.
     template <class... Args>
     Handle emplace(Args&&... args) {
-        (void)slots_.prepare();
-        if (dense_to_slot_.size() == dense_to_slot_.capacity())
-            dense_to_slot_.reserve(grow(dense_to_slot_.size()));
+        // One predictable branch on the hot path: a free slot exists and the reverse map has room.
+        if (STRATA_UNLIKELY(!slots_.has_free() || dense_to_slot_.size() == dense_to_slot_.capacity()))
+            make_room();
         values_.emplace_back(std::forward<Args>(args)...);
         const Handle h = slots_.acquire(static_cast<word>(values_.size() - 1));
-        dense_to_slot_.push_back(h.index()); // capacity reserved above: cannot throw
+        dense_to_slot_.push_back(h.index()); // capacity reserved by make_room: cannot throw
         return h;
     }
     /// Effects, returns, throws: as emplace(value).
@@ -95,6 +95,19 @@ public:
             return false;
         }
         erase_dense(slots_.link(h.index()));
+        return true;
+    }
+
+    /// Effects: erases the value at dense index `i` (as erase(key_of(i)), without the handle round
+    /// trip: for systems that walk the dense array). Returns: true; false when i >= size() or during
+    /// for_each (reported as invalid_argument at checks >= 1).
+    bool erase_at(size_type i) noexcept {
+        if (i >= values_.size() || iterating_ != 0) {
+            (void)STRATA_VERIFY(1, false, invalid_argument, "strata::slot_map", nullptr,
+                                "erase_at: index out of range, or called during for_each/erase_if");
+            return false;
+        }
+        erase_dense(static_cast<word>(i));
         return true;
     }
 
@@ -234,11 +247,25 @@ private:
 
     static size_type grow(size_type n) noexcept { return n < 8 ? 16 : n * 2; }
 
+    // Slow path of emplace: a new slot (or length_error) and room in the reverse map.
+    STRATA_NOINLINE void make_room() {
+        (void)slots_.prepare();
+        if (dense_to_slot_.size() == dense_to_slot_.capacity())
+            dense_to_slot_.reserve(grow(dense_to_slot_.size()));
+    }
+
     // Swap-and-pop dense index d and free its slot.
     void erase_dense(word d) noexcept {
         const word slot = dense_to_slot_[d];
         const word last = static_cast<word>(values_.size() - 1);
-        if (d != last) {
+        if constexpr (std::is_trivially_copyable_v<T>) {
+            // Branch-free: when d == last this copies the value onto itself and points the erased
+            // slot at d, which release() then overwrites. The branch would be unpredictable.
+            values_[d] = values_[last];
+            const word moved = dense_to_slot_[last];
+            dense_to_slot_[d] = moved;
+            slots_.set_link(moved, d);
+        } else if (d != last) {
             values_[d] = std::move(values_[last]);
             const word moved = dense_to_slot_[last];
             dense_to_slot_[d] = moved;

@@ -100,7 +100,9 @@ public:
         if (head_ != npos) {
             i = head_;
             head_ = slots_[i].link;
-            if (head_ == npos) tail_ = npos;
+            if constexpr (std::is_same_v<ReusePolicy, policy::fifo>) {
+                if (head_ == npos) tail_ = npos;
+            }
             --free_;
             slots_[i].gen_word &= static_cast<word>(~free_bit);
             slots_[i].link = link;
@@ -161,6 +163,9 @@ public:
         if (std::is_same_v<ReusePolicy, policy::fifo> && last != tail_) return false;
         return on_list == free_ && retired == retired_;
     }
+
+    /// Returns: true when acquire() will reuse a free slot (so prepare() has nothing to do).
+    [[nodiscard]] bool has_free() const noexcept { return head_ != npos; }
 
     /// Returns: the number of live slots implied by the counters.
     [[nodiscard]] std::size_t live_count() const noexcept { return slots_.size() - free_ - retired_; }

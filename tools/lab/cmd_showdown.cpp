@@ -1,0 +1,124 @@
+// `strata-lab showdown`: seed 001's four particle benchmark sets over six designs (naive pool, free
+// list pool, packed_array, slot_map, handle_table, plf::colony), valid-handle lookup, and the
+// AoS-vs-SoA one-field pass; ratios against packed_array and against the seed's M4 Pro figures.
+#include <cstdio>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "commands.hpp"
+#include "showdown.hpp"
+
+namespace strata::lab {
+
+namespace {
+
+namespace sd = showdown;
+
+double ratio(double a, double b) { return b > 0 ? a / b : 0; }
+
+template <class P>
+std::vector<sd::timings> run_one_set(const sd::set_config& s, int repeats, std::uint64_t seed) {
+    std::vector<sd::timings> out;
+    for (const auto& d : sd::design_list<P>::all)
+        out.push_back(d.run(s, repeats, seed));
+    return out;
+}
+
+struct set_result {
+    std::vector<sd::timings> rows; // one per design, design_list order
+};
+
+template <class P>
+set_result print_set(std::size_t set_index, const sd::set_config& s, const showdown_options& o) {
+    const set_result r{run_one_set<P>(s, o.repeats, o.seed)};
+    std::printf("\n### %s, particle %zu B: %zu allocs, %zu frees, %zu iterations, %zu churn x %zu frames\n\n",
+                s.title, sizeof(P), s.allocs, s.frees, s.iterations, s.churn, s.frames);
+    std::printf(
+        "| design | alloc/free ms | churn ms | iteration ms | churn x packed | iteration x packed |"
+        " seed alloc/free | seed churn | seed iteration | seed churn x packed | seed iteration x packed |\n");
+    std::printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    const sd::timings& packed = r.rows[2];
+    const sd::published* seed_packed = sd::seed_for("packed_array");
+    std::size_t i = 0;
+    for (const auto& d : sd::design_list<P>::all) {
+        const sd::timings& t = r.rows[i++];
+        std::printf("| %s | %.3f | %.3f | %.3f | %.2f | %.2f |", d.name, t.alloc_free_ms, t.churn_ms,
+                    t.iteration_ms, ratio(t.churn_ms, packed.churn_ms),
+                    ratio(t.iteration_ms, packed.iteration_ms));
+        const sd::published* p = sd::seed_for(d.name);
+        if (p != nullptr && !o.quick) {
+            const sd::timings& st = p->sets[set_index];
+            const sd::timings& sp = seed_packed->sets[set_index];
+            std::printf(" %.2f | %.2f | %.2f | %.2f | %.2f |\n", st.alloc_free_ms, st.churn_ms,
+                        st.iteration_ms, ratio(st.churn_ms, sp.churn_ms),
+                        ratio(st.iteration_ms, sp.iteration_ms));
+        } else {
+            std::printf(" - | - | - | - | - |\n");
+        }
+    }
+    return r;
+}
+
+const char* verdict(bool ok) { return ok ? "met" : "MISSED"; }
+
+} // namespace
+
+int showdown_command(const showdown_options& o) {
+    std::printf(
+        "strata-lab showdown: seed 001's sets; times are this thread's CPU time, best of %d run%s%s\n",
+        o.repeats, o.repeats == 1 ? "" : "s", o.quick ? " (--quick: scaled-down sets, no seed figures)" : "");
+    std::printf("(the seed's figures are from an M4 Pro; compare ratios, not milliseconds)\n");
+    std::vector<set_result> results24;
+    for (std::size_t i = 0; i < 4; ++i) {
+        if (o.set != 0 && o.set != static_cast<int>(i) + 1) continue;
+        const sd::set_config s = o.quick ? sd::quick(sd::seed_sets[i]) : sd::seed_sets[i];
+        results24.push_back(print_set<sd::particle>(i, s, o));
+        if (o.padded) (void)print_set<sd::particle32>(i, s, o);
+    }
+
+    const std::size_t lookups = o.quick ? 200'000 : 20'000'000;
+    const double sm_ns =
+        sd::lookup_ns<strata::slot_map<sd::particle, sd::particle_handle>>(10'000, lookups, o.repeats);
+    const double ht_ns =
+        sd::lookup_ns<strata::handle_table<sd::particle, sd::particle_handle>>(10'000, lookups, o.repeats);
+    std::printf("\n### Valid-handle lookup (10,000 live, shuffled handles)\n\n| container | ns per get "
+                "|\n|---|---:|\n");
+    std::printf("| slot_map | %.2f |\n| handle_table | %.2f |\n", sm_ns, ht_ns);
+
+    const std::size_t entities = o.quick ? 100'000 : 10'000'000;
+    const sd::layout_timings lt = sd::layout_pass(entities, std::max(o.repeats, 3));
+    std::printf(
+        "\n### AoS vs SoA: one float field of %zu 32-byte entities\n\n| layout | ms per pass | x AoS |\n"
+        "|---|---:|---:|\n",
+        entities);
+    std::printf("| AoS (std::vector<entity>) | %.3f | 1.00 |\n", lt.aos_ms);
+    std::printf("| SoA soa_vector, padded loop | %.3f | %.2f |\n", lt.soa_ms, ratio(lt.soa_ms, lt.aos_ms));
+    std::printf("| SoA soa_vector, loop to size() | %.3f | %.2f |\n", lt.soa_unpadded_ms,
+                ratio(lt.soa_unpadded_ms, lt.aos_ms));
+
+    std::printf("\n### Targets\n\n");
+    if (!results24.empty()) {
+        // design_list order: naive, free_list, packed_array, slot_map, slot_map_at, handle_table, plf_colony
+        const set_result& first = results24.front();
+        const double it = ratio(first.rows[3].iteration_ms, first.rows[2].iteration_ms);
+        const double ch = ratio(first.rows[3].churn_ms, first.rows[2].churn_ms);
+        const double ch_at = ratio(first.rows[4].churn_ms, first.rows[2].churn_ms);
+        const double colony = ratio(first.rows[6].iteration_ms, first.rows[3].iteration_ms);
+        std::printf("- slot_map iteration <= 1.05x packed_array (first set run): %.2fx, %s\n", it,
+                    verdict(it <= 1.05));
+        std::printf(
+            "- slot_map churn <= 1.2x packed_array, erase by handle: %.2fx, %s; by dense index (erase_at): "
+            "%.2fx, %s\n",
+            ch, verdict(ch <= 1.2), ch_at, verdict(ch_at <= 1.2));
+        std::printf("- iteration >= 4x faster than plf::colony (first set run): %.2fx, %s\n", colony,
+                    verdict(colony >= 4.0));
+    }
+    std::printf("- valid-handle lookup <= 2 ns: slot_map %.2f ns, %s; handle_table %.2f ns, %s\n", sm_ns,
+                verdict(sm_ns <= 2.0), ht_ns, verdict(ht_ns <= 2.0));
+    const double soa = ratio(lt.aos_ms, lt.soa_ms);
+    std::printf("- SoA >= 1.4x faster than AoS on one field: %.2fx, %s\n", soa, verdict(soa >= 1.4));
+    return 0;
+}
+
+} // namespace strata::lab

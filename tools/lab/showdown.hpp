@@ -1,0 +1,560 @@
+#pragma once
+// The handle showdown: seed 001's four benchmark sets (alloc/free, churn, iteration of a particle
+// system) over six designs, plus handle lookup and the AoS-vs-SoA one-field pass. Header-only so
+// `strata-lab showdown`, bench/handle_bench.cpp, bench/layout_bench.cpp and the lab tests share one
+// implementation of every contender and of the workload.
+//
+// Workload of one set (seed 001): spawn `allocs` particles, kill `frees` of them (the alloc/free
+// phase), then `frames` frames of killing `churn` random live particles and spawning `churn` new
+// ones (the churn phase), then `iterations` update passes over every live particle (the iteration
+// phase). Victims are the k-th live particle, k drawn from a seeded generator before timing; each
+// design finds its k-th live particle its own natural way (packed_array: index k; slot_map:
+// key_of(k) then erase(handle); handle_table: handle_at(k) then erase(handle); the pools and
+// plf::colony: a side vector of references with swap-and-pop, which is what their users keep).
+#include <plf_colony.h>
+#include <time.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "strata/handle/handle_table.hpp"
+#include "strata/handle/packed_array.hpp"
+#include "strata/handle/slot_map.hpp"
+#include "strata/layout/soa_vector.hpp"
+
+namespace strata::lab::showdown {
+
+/// Seed 001's particle: 24 bytes.
+struct particle {
+    bool is_active = false;
+    float position[2] = {};
+    float velocity[2] = {};
+    float lifetime_remaining = 0;
+};
+static_assert(sizeof(particle) == 24, "seed 001's particle is 24 bytes");
+
+/// The 32-byte padded variant.
+struct particle32 {
+    bool is_active = false;
+    float position[2] = {};
+    float velocity[2] = {};
+    float lifetime_remaining = 0;
+    float pad[2] = {};
+};
+static_assert(sizeof(particle32) == 32, "the padded particle is 32 bytes");
+
+/// One benchmark set of seed 001.
+struct set_config {
+    const char* name;
+    const char* title;
+    std::size_t allocs;
+    std::size_t frees;
+    std::size_t iterations;
+    std::size_t churn;  ///< kills and spawns per frame
+    std::size_t frames; ///< churn frames
+};
+
+/// The four sets, as seed 001 defines them.
+inline constexpr set_config seed_sets[4] = {
+    {"set1", "Set 1: high churn (95% free)", 10'000, 9'500, 1'000, 500, 1'000},
+    {"set2", "Set 2: low churn (5% free)", 10'000, 500, 1'000, 500, 1'000},
+    {"set3", "Set 3: high alloc/free cost", 100'000, 99'500, 1'000, 500, 1'000},
+    {"set4", "Set 4: high iteration cost", 10'000, 9'500, 100'000, 500, 1'000},
+};
+
+/// Returns: `s` scaled down for tests and --quick (same shape, ~1/10 to 1/100 of the work).
+inline set_config quick(set_config s) {
+    s.allocs = std::max<std::size_t>(s.allocs / 10, 100);
+    s.frees = s.frees / 10;
+    s.iterations = std::max<std::size_t>(s.iterations / 100, 10);
+    s.churn = std::max<std::size_t>(s.churn / 10, 5);
+    s.frames = std::max<std::size_t>(s.frames / 10, 10);
+    return s;
+}
+
+/// The three phase times of one run, in milliseconds.
+struct timings {
+    double alloc_free_ms = 0;
+    double churn_ms = 0;
+    double iteration_ms = 0;
+    double checksum = 0; ///< sum over live particles after the run (keeps the work observable)
+    std::size_t live = 0;
+};
+
+/// Seed 001's published figures (M4 Pro, ms) for the designs it measured; negative = not measured.
+struct published {
+    const char* design;
+    timings sets[4];
+};
+inline const published seed_figures[] = {
+    {"naive",
+     {{12.99, 35.91, 2.79, 0, 0},
+      {12.94, 613.37, 6.51, 0, 0},
+      {1244.46, 34.84, 25.13, 0, 0},
+      {12.78, 35.44, 273.18, 0, 0}}},
+    {"free_list",
+     {{0.17, 0.44, 5.48, 0, 0},
+      {0.13, 0.51, 7.63, 0, 0},
+      {1.41, 0.46, 32.69, 0, 0},
+      {0.15, 0.43, 542.18, 0, 0}}},
+    {"packed_array",
+     {{0.27, 0.39, 0.31, 0, 0},
+      {0.15, 0.80, 6.92, 0, 0},
+      {2.73, 0.39, 0.31, 0, 0},
+      {0.26, 0.38, 30.79, 0, 0}}},
+    {"slot_map",
+     {{0.15, 1.19, 0.31, 0, 0},
+      {0.15, 1.69, 7.00, 0, 0},
+      {1.62, 1.19, 0.31, 0, 0},
+      {0.15, 1.17, 30.62, 0, 0}}},
+};
+
+/// Returns: the seed's figures for `design`, or nullptr when the seed did not measure it.
+inline const published* seed_for(std::string_view design) {
+    for (const published& p : seed_figures)
+        if (design == p.design) return &p;
+    return nullptr;
+}
+
+// ---- the update every design runs per live particle ---------------------------------------------
+
+template <class P>
+inline void update(P& p, float dt) noexcept {
+    p.position[0] += p.velocity[0] * dt;
+    p.position[1] += p.velocity[1] * dt;
+    p.lifetime_remaining -= dt;
+}
+
+template <class P>
+inline P make_particle(std::uint32_t i) noexcept {
+    P p;
+    p.is_active = true;
+    p.position[0] = static_cast<float>(i % 1000);
+    p.position[1] = static_cast<float>(i % 333);
+    p.velocity[0] = 0.5f;
+    p.velocity[1] = -0.25f;
+    p.lifetime_remaining = 100.0f;
+    return p;
+}
+
+// ---- the designs ----------------------------------------------------------------------------------
+// Each offers: explicit D(std::size_t capacity); void spawn(std::uint32_t i); void kill(std::size_t k)
+// (k < live()); std::size_t live() const; void iterate(float dt); double checksum() const.
+
+/// Seed 001 act 1: flag per slot, spawn scans from the front for an inactive slot, iteration
+/// checks every slot ever used.
+template <class P>
+class naive_pool {
+public:
+    explicit naive_pool(std::size_t capacity) {
+        slots_.reserve(capacity);
+        refs_.reserve(capacity);
+    }
+    void spawn(std::uint32_t i) {
+        std::size_t s = 0;
+        while (s < slots_.size() && slots_[s].is_active)
+            ++s;
+        if (s == slots_.size()) slots_.emplace_back();
+        slots_[s] = make_particle<P>(i);
+        refs_.push_back(static_cast<std::uint32_t>(s));
+    }
+    void kill(std::size_t k) noexcept {
+        slots_[refs_[k]].is_active = false;
+        refs_[k] = refs_.back();
+        refs_.pop_back();
+    }
+    [[nodiscard]] std::size_t live() const noexcept { return refs_.size(); }
+    void iterate(float dt) noexcept {
+        for (P& p : slots_)
+            if (p.is_active) update(p, dt);
+    }
+    [[nodiscard]] double checksum() const noexcept {
+        double s = 0;
+        for (const P& p : slots_)
+            if (p.is_active) s += p.lifetime_remaining;
+        return s;
+    }
+
+private:
+    std::vector<P> slots_;
+    std::vector<std::uint32_t> refs_;
+};
+
+/// Seed 001 act 2: a free list threaded through dead particles' bytes; iteration checks every slot.
+template <class P>
+class free_list_pool {
+public:
+    explicit free_list_pool(std::size_t capacity) {
+        slots_.reserve(capacity);
+        refs_.reserve(capacity);
+    }
+    void spawn(std::uint32_t i) {
+        std::uint32_t s;
+        if (head_ != none) {
+            s = head_;
+            std::memcpy(&head_, &slots_[s].position, sizeof head_); // the link lives in dead bytes
+        } else {
+            s = static_cast<std::uint32_t>(slots_.size());
+            slots_.emplace_back();
+        }
+        slots_[s] = make_particle<P>(i);
+        refs_.push_back(s);
+    }
+    void kill(std::size_t k) noexcept {
+        const std::uint32_t s = refs_[k];
+        slots_[s].is_active = false;
+        std::memcpy(&slots_[s].position, &head_, sizeof head_);
+        head_ = s;
+        refs_[k] = refs_.back();
+        refs_.pop_back();
+    }
+    [[nodiscard]] std::size_t live() const noexcept { return refs_.size(); }
+    void iterate(float dt) noexcept {
+        for (P& p : slots_)
+            if (p.is_active) update(p, dt);
+    }
+    [[nodiscard]] double checksum() const noexcept {
+        double s = 0;
+        for (const P& p : slots_)
+            if (p.is_active) s += p.lifetime_remaining;
+        return s;
+    }
+
+private:
+    static constexpr std::uint32_t none = ~std::uint32_t{0};
+    std::vector<P> slots_;
+    std::vector<std::uint32_t> refs_;
+    std::uint32_t head_ = none;
+};
+
+/// strata::packed_array: victims by dense index.
+template <class P>
+class packed_design {
+public:
+    explicit packed_design(std::size_t capacity) { a_.reserve(capacity); }
+    void spawn(std::uint32_t i) { (void)a_.push_back(make_particle<P>(i)); }
+    void kill(std::size_t k) noexcept { (void)a_.erase(k); }
+    [[nodiscard]] std::size_t live() const noexcept { return a_.size(); }
+    void iterate(float dt) noexcept {
+        for (P& p : a_)
+            update(p, dt);
+    }
+    [[nodiscard]] double checksum() const noexcept {
+        double s = 0;
+        for (const P& p : a_)
+            s += p.lifetime_remaining;
+        return s;
+    }
+
+private:
+    strata::packed_array<P> a_;
+};
+
+struct particle_tag {};
+using particle_handle = strata::handle<particle_tag>;
+
+/// strata::slot_map: victims by key_of(dense index), erased through the handle.
+template <class P>
+class slot_map_design {
+public:
+    explicit slot_map_design(std::size_t capacity) { m_.reserve(capacity); }
+    void spawn(std::uint32_t i) { (void)m_.emplace(make_particle<P>(i)); }
+    void kill(std::size_t k) noexcept { (void)m_.erase(m_.key_of(k)); }
+    [[nodiscard]] std::size_t live() const noexcept { return m_.size(); }
+    void iterate(float dt) noexcept {
+        for (P& p : m_)
+            update(p, dt);
+    }
+    [[nodiscard]] double checksum() const noexcept {
+        double s = 0;
+        for (const P& p : m_)
+            s += p.lifetime_remaining;
+        return s;
+    }
+    strata::slot_map<P, particle_handle>& map() noexcept { return m_; }
+
+private:
+    strata::slot_map<P, particle_handle> m_;
+};
+
+/// strata::slot_map killing by dense index (erase_at(k)): what a system that walks the dense array
+/// and kills as it goes pays, without the handle round trip of slot_map_design.
+template <class P>
+class slot_map_at_design : public slot_map_design<P> {
+public:
+    using slot_map_design<P>::slot_map_design;
+    void kill(std::size_t k) noexcept { (void)this->map().erase_at(k); }
+};
+
+/// strata::handle_table: victims by handle_at(k), erased through the handle; objects never move.
+template <class P>
+class handle_table_design {
+public:
+    explicit handle_table_design(std::size_t capacity) { t_.reserve(capacity); }
+    void spawn(std::uint32_t i) { (void)t_.emplace(make_particle<P>(i)); }
+    void kill(std::size_t k) noexcept { (void)t_.erase(t_.handle_at(k)); }
+    [[nodiscard]] std::size_t live() const noexcept { return t_.size(); }
+    void iterate(float dt) noexcept {
+        t_.for_each([dt](P& p) { update(p, dt); });
+    }
+    [[nodiscard]] double checksum() {
+        double s = 0;
+        t_.for_each([&s](P& p) { s += p.lifetime_remaining; });
+        return s;
+    }
+
+private:
+    strata::handle_table<P, particle_handle> t_;
+};
+
+/// plf::colony (Debian libplf-colony-dev): victims through a side vector of iterators.
+template <class P>
+class colony_design {
+public:
+    explicit colony_design(std::size_t capacity) { refs_.reserve(capacity); }
+    void spawn(std::uint32_t i) { refs_.push_back(c_.insert(make_particle<P>(i))); }
+    void kill(std::size_t k) {
+        c_.erase(refs_[k]);
+        refs_[k] = refs_.back();
+        refs_.pop_back();
+    }
+    [[nodiscard]] std::size_t live() const noexcept { return refs_.size(); }
+    void iterate(float dt) noexcept {
+        for (P& p : c_)
+            update(p, dt);
+    }
+    [[nodiscard]] double checksum() const noexcept {
+        double s = 0;
+        for (const P& p : c_)
+            s += p.lifetime_remaining;
+        return s;
+    }
+
+private:
+    plf::colony<P> c_;
+    std::vector<typename plf::colony<P>::iterator> refs_;
+};
+
+// ---- the driver ------------------------------------------------------------------------------------
+
+/// A small fast generator (splitmix64), so every design sees the same victim sequence.
+struct rng64 {
+    std::uint64_t state;
+    std::uint64_t next() noexcept {
+        std::uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+        return z ^ (z >> 31);
+    }
+};
+
+/// Returns: k in [0, n) from a 32-bit draw, without a division.
+inline std::size_t pick(std::uint32_t draw, std::size_t n) noexcept {
+    return static_cast<std::size_t>((static_cast<std::uint64_t>(draw) * n) >> 32);
+}
+
+namespace detail {
+/// The clock of every phase: this thread's CPU time, not wall time. On a shared machine (the CI box
+/// has 2 cores for 5 builds) wall time counts the slices other processes run in; CPU time does not.
+struct cpu_clock {
+    using time_point = std::uint64_t; // nanoseconds
+    static time_point now() noexcept {
+        timespec ts{};
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+        return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000u +
+               static_cast<std::uint64_t>(ts.tv_nsec);
+    }
+};
+inline double ms_since(cpu_clock::time_point t0) { return static_cast<double>(cpu_clock::now() - t0) / 1e6; }
+template <class T>
+inline void keep(T const& v) noexcept {
+    // The address escapes into an opaque asm that may read memory: the work that produced v stays.
+    asm volatile("" : : "g"(&v) : "memory");
+}
+} // namespace detail
+
+/// Runs one set over design D. Returns: the three phase times and a checksum.
+template <class D>
+timings run_set(const set_config& s, std::uint64_t seed = 42) {
+    // Every random draw is made before timing: the phases time only the designs' own work.
+    rng64 rng{seed};
+    std::vector<std::uint32_t> draws(s.frees + s.churn * s.frames);
+    for (auto& d : draws)
+        d = static_cast<std::uint32_t>(rng.next() >> 32);
+    const std::uint32_t* draw = draws.data();
+
+    timings t;
+    D d(s.allocs);
+    std::uint32_t id = 0;
+    auto t0 = detail::cpu_clock::now();
+    for (std::size_t i = 0; i < s.allocs; ++i)
+        d.spawn(id++);
+    for (std::size_t i = 0; i < s.frees; ++i)
+        d.kill(pick(*draw++, d.live()));
+    t.alloc_free_ms = detail::ms_since(t0);
+
+    t0 = detail::cpu_clock::now();
+    for (std::size_t f = 0; f < s.frames; ++f) {
+        for (std::size_t i = 0; i < s.churn; ++i)
+            d.kill(pick(*draw++, d.live()));
+        for (std::size_t i = 0; i < s.churn; ++i)
+            d.spawn(id++);
+    }
+    t.churn_ms = detail::ms_since(t0);
+
+    t0 = detail::cpu_clock::now();
+    for (std::size_t i = 0; i < s.iterations; ++i) {
+        d.iterate(0.001f);
+        detail::keep(d);
+    }
+    t.iteration_ms = detail::ms_since(t0);
+    t.checksum = d.checksum();
+    t.live = d.live();
+    return t;
+}
+
+/// Returns: the best (minimum) of each phase over `repeats` runs: the least disturbed by the
+/// other processes of a shared machine.
+template <class D>
+timings best_of(const set_config& s, int repeats, std::uint64_t seed = 42) {
+    timings best = run_set<D>(s, seed);
+    for (int r = 1; r < repeats; ++r) {
+        const timings t = run_set<D>(s, seed);
+        best.alloc_free_ms = std::min(best.alloc_free_ms, t.alloc_free_ms);
+        best.churn_ms = std::min(best.churn_ms, t.churn_ms);
+        best.iteration_ms = std::min(best.iteration_ms, t.iteration_ms);
+    }
+    return best;
+}
+
+/// The designs, by name, for one particle type.
+template <class P>
+struct design_list {
+    using runner = timings (*)(const set_config&, int, std::uint64_t);
+    struct entry {
+        const char* name;
+        runner run;
+    };
+    static constexpr entry all[] = {
+        {"naive", &best_of<naive_pool<P>>},
+        {"free_list", &best_of<free_list_pool<P>>},
+        {"packed_array", &best_of<packed_design<P>>},
+        {"slot_map", &best_of<slot_map_design<P>>},
+        {"slot_map_at", &best_of<slot_map_at_design<P>>},
+        {"handle_table", &best_of<handle_table_design<P>>},
+        {"plf_colony", &best_of<colony_design<P>>},
+    };
+};
+
+// ---- handle lookup ----------------------------------------------------------------------------------
+
+/// Returns: nanoseconds per valid-handle lookup (get(h) and a read of the value) in a container of
+/// `live` particles with handles visited in a shuffled order, best of `repeats`.
+template <class Container>
+double lookup_ns(std::size_t live, std::size_t lookups, int repeats, std::uint64_t seed = 7) {
+    Container c;
+    std::vector<particle_handle> hs;
+    hs.reserve(live);
+    for (std::size_t i = 0; i < live; ++i)
+        hs.push_back(c.emplace(make_particle<particle>(static_cast<std::uint32_t>(i))));
+    rng64 rng{seed};
+    for (std::size_t i = hs.size(); i > 1; --i)
+        std::swap(hs[i - 1], hs[static_cast<std::size_t>(rng.next() % i)]);
+    const std::size_t rounds = std::max<std::size_t>(1, lookups / live);
+    double best = 1e300;
+    for (int r = 0; r < repeats; ++r) {
+        float sum = 0;
+        const auto t0 = detail::cpu_clock::now();
+        for (std::size_t round = 0; round < rounds; ++round) {
+            for (const particle_handle h : hs) {
+                const particle* p = c.get(h);
+                sum += p->lifetime_remaining;
+            }
+        }
+        const double ms = detail::ms_since(t0);
+        detail::keep(sum);
+        best = std::min(best, ms * 1e6 / static_cast<double>(rounds * live));
+    }
+    return best;
+}
+
+// ---- AoS vs SoA: one field of many entities ------------------------------------------------------------
+
+/// An entity of 32 bytes; the pass touches only `health`.
+struct entity {
+    float position[3];
+    float velocity[3];
+    float health;
+    std::uint32_t flags;
+};
+static_assert(sizeof(entity) == 32);
+
+using entity_columns = strata::soa_vector<float, float, float, float, float, float, float, std::uint32_t>;
+inline constexpr std::size_t health_column = 6;
+
+/// The AoS pass: health -= dt over every entity.
+inline void aos_pass(std::vector<entity>& es, float dt) noexcept {
+    for (entity& e : es)
+        e.health -= dt;
+}
+/// The SoA pass as soa_vector intends it: an index loop over the padded health column.
+inline void soa_pass(entity_columns& es, float dt) noexcept {
+    float* health = es.column_data<health_column>();
+    const std::size_t n = es.padded_size();
+    for (std::size_t i = 0; i < n; ++i)
+        health[i] -= dt;
+}
+/// The naive SoA pass: the same loop to size(), which g++ -O2 does not vectorize (it would need an
+/// epilogue), to show what the padding buys.
+inline void soa_pass_unpadded(entity_columns& es, float dt) noexcept {
+    float* health = es.column_data<health_column>();
+    const std::size_t n = es.size();
+    for (std::size_t i = 0; i < n; ++i)
+        health[i] -= dt;
+}
+
+/// Times of one pass over `count` entities, best of `repeats`, in ms.
+struct layout_timings {
+    double aos_ms = 0;
+    double soa_ms = 0;
+    double soa_unpadded_ms = 0;
+};
+
+inline layout_timings layout_pass(std::size_t count, int repeats) {
+    layout_timings t{1e300, 1e300, 1e300};
+    {
+        std::vector<entity> aos(count, entity{{1, 2, 3}, {0, 0, 0}, 100.0f, 0});
+        for (int r = 0; r < repeats; ++r) {
+            const auto t0 = detail::cpu_clock::now();
+            aos_pass(aos, 0.5f);
+            detail::keep(aos.data());
+            t.aos_ms = std::min(t.aos_ms, detail::ms_since(t0));
+        }
+    }
+    {
+        entity_columns soa;
+        soa.resize(count);
+        for (std::size_t i = 0; i < count; ++i)
+            soa.get<health_column>(i) = 100.0f;
+        for (int r = 0; r < repeats; ++r) {
+            auto t0 = detail::cpu_clock::now();
+            soa_pass(soa, 0.5f);
+            detail::keep(soa.column_data<health_column>());
+            t.soa_ms = std::min(t.soa_ms, detail::ms_since(t0));
+            t0 = detail::cpu_clock::now();
+            soa_pass_unpadded(soa, 0.5f);
+            detail::keep(soa.column_data<health_column>());
+            t.soa_unpadded_ms = std::min(t.soa_unpadded_ms, detail::ms_since(t0));
+        }
+    }
+    return t;
+}
+
+} // namespace strata::lab::showdown
