@@ -96,7 +96,8 @@ public:
         used_ -= size;
         --live_;
         release_bytes(b->payload() + min_payload, size - min_payload);
-        unpoison(b->payload(), min_payload); // the free-list links live here (a 1-byte block left most poisoned)
+        unpoison(b->payload(),
+                 min_payload); // the free-list links live here (a 1-byte block left most poisoned)
         free_block(b, size);
     }
 
@@ -254,8 +255,7 @@ private:
         index = (fl << SLI) + static_cast<unsigned>(__builtin_ctz(sl_map));
         block* b = heads_[index];
         block* next = b->next_free();
-        heads_[index] = next;
-        next->prev_free() = nil();
+        heads_[index] = next; // the new head's back link goes stale: remove() tells heads by heads_
         if (next == nil()) clear_class(index);
         return b;
     }
@@ -297,8 +297,7 @@ private:
     STRATA_ALWAYS_INLINE void insert(block* b, std::size_t size) noexcept {
         const unsigned index = class_index(size);
         block* head = heads_[index];
-        b->next_free() = head;
-        b->prev_free() = nil();
+        b->next_free() = head; // a head's own back link is never read
         head->prev_free() = b;
         heads_[index] = b;
         sl_bitmap_[index >> SLI] |= std::uint32_t{1} << (index & (sl_count - 1));
@@ -308,13 +307,14 @@ private:
     // Unlists free block `b`.
     STRATA_ALWAYS_INLINE void remove(block* b) noexcept {
         block* next = b->next_free();
-        block* prev = b->prev_free();
-        next->prev_free() = prev;
-        prev->next_free() = next;
-        if (prev == nil()) { // b was the head of its class
-            const unsigned index = class_index(b->size());
+        const unsigned index = class_index(b->size());
+        if (heads_[index] == b) {
             heads_[index] = next;
             if (next == nil()) clear_class(index);
+        } else {
+            block* prev = b->prev_free();
+            next->prev_free() = prev;
+            prev->next_free() = next;
         }
     }
 

@@ -254,7 +254,7 @@ bool basic_tlsf<SLI>::check() const noexcept {
                 if (++listed > free_blocks)
                     return corrupt(b, "more listed blocks than free blocks (a cycle?)");
                 if (!b->is_free()) return corrupt(b, "a used block sits in a free list");
-                if (b->prev_free() != prev) return corrupt(b, "free-list back link broken");
+                if (prev != nil() && b->prev_free() != prev) return corrupt(b, "free-list back link broken");
                 unsigned f, s;
                 mapping(b->size(), f, s);
                 if (f != fl || s != sl) return corrupt(b, "free block listed in the wrong size class");
