@@ -273,6 +273,21 @@ private:
     strata_peaks peaks_;
 };
 
+} // namespace strata::lab
+
+// Each family's adapters live in their own header (they include this one for the shared helpers,
+// so when a test includes one of them first, that one is still incomplete here: hence the
+// declarations below).
+#include "contestants_adapt.hpp"
+#include "contestants_heap.hpp"
+#include "contestants_pool.hpp"
+
+namespace strata::lab {
+
+inline void add_pool_contestants(registry& reg);
+inline void add_heap_contestants(registry& reg);
+inline void add_adapt_contestants(registry& reg);
+
 // ---------------------------------------------------------------------------------------------
 // The registry: one line per contestant, in report order (the baseline, malloc, first).
 // ---------------------------------------------------------------------------------------------
@@ -300,6 +315,9 @@ inline const registry& builtin_registry() {
         reg.add(make_contestant<frame2_adapter>(
             "frame_allocator2",
             "strata::frame_allocator<2> growing from a heap_source; next_frame() each frame"));
+        add_pool_contestants(reg);
+        add_heap_contestants(reg);
+        add_adapt_contestants(reg);
         return reg;
     }();
     return r;

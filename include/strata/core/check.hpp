@@ -33,7 +33,7 @@ struct violation {
     violation_kind kind;
     const char* allocator; ///< the reporting component, e.g. "strata::stack_allocator"
     const void* pointer;   ///< the pointer (or marker position) involved, may be null
-    const char* message;   ///< one human sentence, static storage
+    const char* message;   ///< one human sentence; valid until the handler returns (copy to keep)
     strata::source_location where = strata::source_location::current();
 };
 
