@@ -104,7 +104,14 @@ TEST(Buddy, PointerApiAndAlignment) {
             ptrs.push_back(p);
         }
     }
-    EXPECT_EQ(b.allocate(16, 1 << 17), nullptr); // more than the base's own alignment
+    EXPECT_EQ(b.allocate(16, 1 << 21), nullptr); // more than the region
+    {
+        buddy shifted(std::span<std::byte>(buf.data() + 16, 4096), 16); // base aligned to 16 only
+        EXPECT_EQ(shifted.allocate(64, 32), nullptr);                   // more than the base's alignment
+        void* q = shifted.allocate(64, 16);
+        EXPECT_NE(q, nullptr);
+        shifted.deallocate(q);
+    }
     EXPECT_TRUE(b.check());
     for (void* p : ptrs) {
         ASSERT_TRUE(model.remove(p));
