@@ -1,0 +1,4 @@
+# The lab tests link the HTML report writer (tools/lab/html_report.cpp) and its embedded assets.
+include("${PROJECT_SOURCE_DIR}/tools/lab/report/embed_assets.cmake")
+target_sources(${target} PRIVATE "${PROJECT_SOURCE_DIR}/tools/lab/html_report.cpp")
+target_include_directories(${target} PRIVATE "${STRATA_LAB_REPORT_GENERATED_DIR}")

@@ -1,0 +1,434 @@
+// strata-lab report: renders inline SVG plots from the JSON embedded in #strata-data.
+// Dependency-free ES module; see docs/lab-report.md for the schema and how to read each plot.
+// The SVG namespace, spelled so that the page contains no URL at all (the tests look for none).
+const SVG = ['http:', '', 'www.w3.org', '2000', 'svg'].join('/');
+const PALETTE = ['#1f77b4', '#d62728', '#2ca02c', '#ff7f0e', '#9467bd', '#8c564b', '#e377c2', '#17becf',
+                 '#7f7f7f', '#bcbd22', '#393b79', '#ad494a', '#637939', '#843c39', '#3182bd', '#e6550d'];
+const W = 560, H = 300, M = { l: 64, r: 16, t: 12, b: 44 };
+
+const colours = new Map();
+function colour(name) {
+    if (!colours.has(name)) colours.set(name, PALETTE[colours.size % PALETTE.length]);
+    return colours.get(name);
+}
+
+function el(tag, attrs = {}, parent = null, text = null) {
+    const e = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
+    if (text !== null) e.textContent = text;
+    if (parent) parent.appendChild(e);
+    return e;
+}
+function sv(tag, attrs = {}, parent = null, text = null) {
+    const e = document.createElementNS(SVG, tag);
+    for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, String(v));
+    if (text !== null) e.textContent = text;
+    if (parent) parent.appendChild(e);
+    return e;
+}
+function tip(node, text) { sv('title', {}, node, text); return node; }
+
+function fmtNs(ns) {
+    if (ns === null || ns === undefined || !isFinite(ns)) return '–';
+    if (ns === 0) return '0';
+    if (ns >= 1e6) return (ns / 1e6).toPrecision(3) + ' ms';
+    if (ns >= 1e3) return (ns / 1e3).toPrecision(3) + ' µs';
+    return (ns >= 100 ? ns.toFixed(0) : ns.toPrecision(3)) + ' ns';
+}
+function fmtBytes(b) {
+    if (b === null || b === undefined || !isFinite(b)) return '–';
+    if (b === 0) return '0';
+    const u = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+    let i = 0;
+    while (Math.abs(b) >= 1024 && i < u.length - 1) { b /= 1024; ++i; }
+    return (i === 0 ? b.toFixed(0) : String(+b.toPrecision(3))) + ' ' + u[i];
+}
+function fmtPct(x) { return x === null || x === undefined ? '–' : (100 * x).toFixed(1) + ' %'; }
+function fmtNum(x) {
+    if (x === null || x === undefined || !isFinite(x)) return '–';
+    if (Math.abs(x) >= 1e6) return (x / 1e6).toPrecision(3) + 'M';
+    if (Math.abs(x) >= 1e3) return (x / 1e3).toPrecision(3) + 'k';
+    return Number.isInteger(x) ? String(x) : x.toPrecision(3);
+}
+function fmtUnit(x, unit) {
+    if (unit === 'ns') return fmtNs(x);
+    if (unit === 'bytes' || unit === 'B') return fmtBytes(x);
+    if (unit === '%') return x.toPrecision(3) + ' %';
+    return fmtNum(x) + (unit ? ' ' + unit : '');
+}
+
+// Linear "nice" ticks.
+function niceTicks(lo, hi, n = 5) {
+    if (!(hi > lo)) hi = lo + 1;
+    const raw = (hi - lo) / n, mag = Math.pow(10, Math.floor(Math.log10(raw)));
+    const step = [1, 2, 2.5, 5, 10].map(s => s * mag).find(s => s >= raw);
+    const out = [];
+    for (let v = Math.ceil(lo / step) * step; v <= hi + step * 1e-9; v += step) out.push(v);
+    return { ticks: out, lo: Math.min(lo, out[0]), hi: Math.max(hi, out[out.length - 1]) };
+}
+
+// A plot frame: figure.plot with title, legend, svg, caption. Returns {svg, g, x(v), y(v)}.
+function figure(parent, title, caption, legend) {
+    const fig = el('figure', { class: 'plot' }, parent);
+    el('h3', {}, fig, title);
+    if (legend && legend.length) {
+        const lg = el('div', { class: 'legend' }, fig);
+        for (const [name, c] of legend) {
+            const s = el('span', {}, lg);
+            el('span', { class: 'swatch', style: `background:${c}` }, s);
+            s.appendChild(document.createTextNode(name));
+        }
+    }
+    const svg = sv('svg', { viewBox: `0 0 ${W} ${H}`, role: 'img', 'aria-label': title }, fig);
+    el('figcaption', {}, fig, caption);
+    return { fig, svg };
+}
+
+function axes(svg, xs, ys, xlabel, ylabel) {
+    const g = sv('g', {}, svg);
+    for (const t of ys.ticks) {
+        const y = ys.map(t.v);
+        const tg = sv('g', { class: 'tick' }, g);
+        sv('line', { class: 'gridline', x1: M.l, x2: W - M.r, y1: y, y2: y }, tg);
+        sv('text', { x: M.l - 6, y: y + 3.5, 'text-anchor': 'end' }, tg, t.label);
+    }
+    for (const t of xs.ticks) {
+        const x = xs.map(t.v);
+        const tg = sv('g', { class: 'tick' }, g);
+        sv('line', { class: 'gridline', x1: x, x2: x, y1: M.t, y2: H - M.b }, tg);
+        const anchor = x > W - M.r - 20 ? 'end' : 'middle';
+        sv('text', { x: anchor === 'end' ? W - M.r : x, y: H - M.b + 15, 'text-anchor': anchor }, tg, t.label);
+    }
+    sv('line', { class: 'axis', x1: M.l, x2: W - M.r, y1: H - M.b, y2: H - M.b }, g);
+    sv('line', { class: 'axis', x1: M.l, x2: M.l, y1: M.t, y2: H - M.b }, g);
+    sv('text', { x: (M.l + W - M.r) / 2, y: H - 6, 'text-anchor': 'middle' }, g, xlabel);
+    sv('text', { x: 10, y: (M.t + H - M.b) / 2, 'text-anchor': 'middle',
+                 transform: `rotate(-90 10 ${(M.t + H - M.b) / 2})` }, g, ylabel);
+}
+
+function logScale(lo, hi, px0, px1, fmt) {
+    const l0 = Math.floor(Math.log10(lo)), l1 = Math.ceil(Math.log10(hi));
+    const span = Math.max(1, l1 - l0);
+    const map = v => px0 + (Math.log10(Math.max(v, Math.pow(10, l0))) - l0) / span * (px1 - px0);
+    const ticks = [];
+    for (let e = l0; e <= l1; ++e) {
+        ticks.push({ v: Math.pow(10, e), label: fmt(Math.pow(10, e)) });
+        // Few decades: label 2x and 5x too.
+        if (span <= 2 && e < l1) for (const k of [2, 5]) ticks.push({ v: k * Math.pow(10, e), label: fmt(k * Math.pow(10, e)) });
+    }
+    return { map, ticks };
+}
+// Linear scale for bytes: ticks at round KiB/MiB/GiB values.
+function byteScale(lo, hi, px0, px1) {
+    let unit = 1;
+    while (hi / unit >= 1024 * 2 && unit < Math.pow(1024, 4)) unit *= 1024;
+    const n = niceTicks(lo / unit, hi / unit);
+    const map = v => px0 + (v / unit - n.lo) / (n.hi - n.lo) * (px1 - px0);
+    return { map, ticks: n.ticks.map(v => ({ v: v * unit, label: fmtBytes(v * unit) })) };
+}
+function linScale(lo, hi, px0, px1, fmt) {
+    const n = niceTicks(lo, hi);
+    const map = v => px0 + (v - n.lo) / (n.hi - n.lo) * (px1 - px0);
+    return { map, ticks: n.ticks.map(v => ({ v, label: fmt(v) })) };
+}
+
+// ---- latency histogram (log x) ---------------------------------------------------------------
+function plotHistogram(parent, wl, binsPerDoubling) {
+    const allocs = wl.allocators.filter(a => (a.histogram_filtered || a.histogram_raw || []).length);
+    const hist = a => (a.histogram_filtered && a.histogram_filtered.length ? a.histogram_filtered : a.histogram_raw);
+    const edge = i => Math.pow(2, i / binsPerDoubling);
+    let hiBin = 1, maxFrac = 0;
+    const fracs = allocs.map(a => {
+        const h = hist(a), total = h.reduce((s, c) => s + c, 0) || 1;
+        h.forEach((c, i) => { if (c > 0) hiBin = Math.max(hiBin, i + 1); });
+        const f = h.map(c => c / total);
+        maxFrac = Math.max(maxFrac, ...f);
+        return f;
+    });
+    const { svg } = figure(parent, `Latency histogram: ${wl.name}`,
+        'Share of operations (y, log scale) per latency bin (x, log scale; ' + binsPerDoubling +
+        ' bins per doubling), from the filtered pass (per-operation minimum over the latency passes; raw when ' +
+        'there is one pass). Read it as: the tallest step is the typical cost; anything far to the right is the ' +
+        'tail (page faults, refills, lock waits); the log y axis keeps bins of one op in 10^5 visible. Latencies are net of the timer overhead, so the leftmost ' +
+        'bin collects operations at or below the timer resolution. Hover a step for the allocator and bin.',
+        allocs.map(a => [a.name, colour(a.name)]));
+    const xs = logScale(1, edge(hiBin), M.l, W - M.r, fmtNs);
+    // y: share of operations on a log axis (100 % down to one op in 10^6), so the tail stays visible.
+    let minFrac = 1;
+    for (const f of fracs) for (const v of f) if (v > 0) minFrac = Math.min(minFrac, v);
+    const floor = Math.pow(10, Math.max(-6, Math.floor(Math.log10(minFrac))));
+    const ys = logScale(floor, Math.max(maxFrac, floor * 10), H - M.b, M.t,
+                        v => (v >= 0.01 ? (100 * v).toFixed(0) : (100 * v).toPrecision(1)) + ' %');
+    const yOf = v => (v > 0 ? ys.map(Math.max(v, floor)) : H - M.b);
+    axes(svg, xs, ys, 'latency per operation (log)', 'share of operations (log)');
+    allocs.forEach((a, k) => {
+        const f = fracs[k];
+        let d = '';
+        for (let i = 0; i < hiBin; ++i) {
+            const x0 = xs.map(Math.max(1, edge(i))), x1 = xs.map(Math.max(1, edge(i + 1)));
+            const y = yOf(f[i] || 0);
+            d += (i === 0 ? `M${x0.toFixed(1)},${(H - M.b).toFixed(1)}` : '') + `L${x0.toFixed(1)},${y.toFixed(1)}L${x1.toFixed(1)},${y.toFixed(1)}`;
+        }
+        d += `L${xs.map(edge(hiBin)).toFixed(1)},${(H - M.b).toFixed(1)}Z`;
+        const g = sv('g', { class: 'series', 'data-name': a.name }, svg);
+        sv('path', { d, fill: colour(a.name), 'fill-opacity': 0.12, stroke: colour(a.name), 'stroke-width': 1.4,
+                     'stroke-opacity': 0.9, 'stroke-linejoin': 'round' }, g);
+        // Invisible hover targets per non-empty bin.
+        f.forEach((v, i) => {
+            if (!v) return;
+            const x0 = xs.map(Math.max(1, edge(i))), x1 = xs.map(Math.max(1, edge(i + 1)));
+            tip(sv('rect', { x: x0, y: yOf(v) - 2, width: Math.max(1, x1 - x0), height: 4,
+                             fill: colour(a.name), 'fill-opacity': 0.25 }, g),
+                `${a.name}: ${(100 * v).toFixed(2)} % of ops in [${fmtNs(edge(i))}, ${fmtNs(edge(i + 1))})`);
+        });
+    });
+}
+
+// ---- tail CDF on a "nines" axis ----------------------------------------------------------------
+function plotTail(parent, wl) {
+    const allocs = wl.allocators.filter(a => (a.tail_filtered || a.tail_raw || []).length);
+    const tail = a => (a.tail_filtered && a.tail_filtered.length ? a.tail_filtered : a.tail_raw);
+    const nines = p => -Math.log10(Math.max(1e-9, 1 - p / 100));
+    let maxN = 1, lo = Infinity, hi = 1;
+    for (const a of allocs) for (const [p, ns] of tail(a)) {
+        maxN = Math.max(maxN, Math.min(nines(p), 7));
+        if (ns > 0) { lo = Math.min(lo, ns); hi = Math.max(hi, ns); }
+    }
+    maxN = Math.ceil(maxN);
+    const { svg } = figure(parent, `Tail latency: ${wl.name}`,
+        'Latency (y, log) reached by a given fraction of operations (x, "nines" axis: 90 %, 99 %, 99.9 %, … ' +
+        'are equally spaced, so the rare tail gets as much room as the median). Filtered pass. Read it as: ' +
+        'a line lower is faster at that percentile; a line that rises steeply on the right has a long tail ' +
+        '(one op in 10^k pays that much). Hover a point for the exact value.',
+        allocs.map(a => [a.name, colour(a.name)]));
+    const xsMap = v => M.l + v / maxN * (W - M.r - M.l);
+    const xTicks = [];
+    for (let k = 0; k <= maxN; ++k) xTicks.push({ v: k, label: k === 0 ? '0 %' : (100 - Math.pow(10, 2 - k)).toFixed(Math.max(0, k - 2)) + ' %' });
+    const xs = { map: xsMap, ticks: xTicks };
+    const ys = logScale(Math.max(1, isFinite(lo) ? lo : 1), hi, H - M.b, M.t, fmtNs);
+    axes(svg, xs, ys, 'percentile (nines axis)', 'latency (log)');
+    for (const a of allocs) {
+        const pts = tail(a).filter(([p]) => nines(p) <= maxN + 1e-9);
+        const g = sv('g', { class: 'series', 'data-name': a.name }, svg);
+        const d = pts.map(([p, ns], i) => `${i ? 'L' : 'M'}${xsMap(nines(p)).toFixed(1)},${ys.map(Math.max(1, ns)).toFixed(1)}`).join('');
+        sv('path', { d, fill: 'none', stroke: colour(a.name), 'stroke-width': 1.8 }, g);
+        for (const [p, ns] of pts)
+            tip(sv('circle', { cx: xsMap(nines(p)), cy: ys.map(Math.max(1, ns)), r: 2.6, fill: colour(a.name) }, g),
+                `${a.name}: p${+p.toPrecision(6)} = ${fmtNs(ns)}`);
+    }
+}
+
+// ---- a series over the replay (footprint, largest free block) --------------------------------
+function plotSeries(parent, wl, key, title, caption, withLive) {
+    const allocs = wl.allocators.filter(a => a.series && Array.isArray(a.series[key]) && a.series[key].length);
+    if (!allocs.length) return false;
+    let maxOp = 1, maxY = 1;
+    for (const a of allocs) {
+        maxOp = Math.max(maxOp, ...a.series.op);
+        maxY = Math.max(maxY, ...a.series[key].filter(v => v !== null));
+        if (withLive && a.series.live_bytes) maxY = Math.max(maxY, ...a.series.live_bytes);
+    }
+    const legend = allocs.map(a => [a.name, colour(a.name)]);
+    if (withLive) legend.push(['live bytes (requested)', '#222']);
+    const { svg } = figure(parent, title, caption, legend);
+    const xs = linScale(0, maxOp, M.l, W - M.r, fmtNum);
+    const ys = byteScale(0, maxY * 1.05, H - M.b, M.t);
+    axes(svg, xs, ys, 'memory operation #', 'bytes');
+    const line = (ops, vals) => ops.map((o, i) => vals[i] === null ? '' : `${i ? 'L' : 'M'}${xs.map(o).toFixed(1)},${ys.map(vals[i]).toFixed(1)}`).join('');
+    if (withLive) {
+        const a = allocs[0];
+        tip(sv('path', { d: line(a.series.op, a.series.live_bytes), fill: 'none', stroke: '#222', 'stroke-width': 1.2,
+                         'stroke-dasharray': '4 3', class: 'live' }, svg),
+            'live bytes the workload holds (the same for every allocator)');
+    }
+    for (const a of allocs) {
+        const g = sv('g', { class: 'series', 'data-name': a.name }, svg);
+        tip(sv('path', { d: line(a.series.op, a.series[key]), fill: 'none', stroke: colour(a.name), 'stroke-width': 1.7 }, g),
+            `${a.name}: peak ${fmtBytes(Math.max(...a.series[key].filter(v => v !== null)))}`);
+    }
+    return true;
+}
+
+// ---- bars (showdown, versus malloc) -------------------------------------------------------------
+function plotBars(parent, b) {
+    const groups = b.groups || [];
+    const series = [];
+    for (const g of groups) for (const k of Object.keys(g.values || {})) if (!series.includes(k)) series.push(k);
+    let maxV = 0;
+    for (const g of groups) for (const v of Object.values(g.values || {})) if (isFinite(v)) maxV = Math.max(maxV, v);
+    const unit = b.unit || '';
+    const how = b.lower_is_better === false ? 'Longer bars are better.' : 'Shorter bars are better.';
+    const { svg } = figure(parent, b.title || 'bars', (b.caption ? b.caption + ' ' : '') + how +
+        ' Values are labelled at the bar end' + (unit ? ` (${unit})` : '') + '; hover a bar for the exact value.',
+        series.map(s => [s, colour(s)]));
+    const rowH = Math.max(8, Math.min(18, 200 / Math.max(1, series.length)));
+    const groupH = rowH * series.length + 12;
+    const left = 150, height = M.t + groups.length * groupH + 34;
+    svg.setAttribute('viewBox', `0 0 ${W} ${height}`);
+    const xs = linScale(0, maxV * 1.12 || 1, left, W - M.r - 10, v => fmtUnit(v, unit));
+    for (const t of xs.ticks) {
+        const tg = sv('g', { class: 'tick' }, svg);
+        sv('line', { class: 'gridline', x1: xs.map(t.v), x2: xs.map(t.v), y1: M.t, y2: height - 30 }, tg);
+        sv('text', { x: xs.map(t.v), y: height - 16, 'text-anchor': 'middle' }, tg, t.label);
+    }
+    sv('line', { class: 'axis', x1: left, x2: left, y1: M.t, y2: height - 30 }, svg);
+    groups.forEach((g, gi) => {
+        const y0 = M.t + gi * groupH + 6;
+        sv('text', { x: left - 8, y: y0 + (rowH * series.length) / 2 + 4, 'text-anchor': 'end' }, svg, g.label);
+        series.forEach((s, si) => {
+            const v = (g.values || {})[s];
+            if (v === undefined || v === null || !isFinite(v)) return;
+            const y = y0 + si * rowH;
+            const gg = sv('g', { class: 'series', 'data-name': s }, svg);
+            tip(sv('rect', { x: left, y: y + 1, width: Math.max(1, xs.map(v) - left), height: rowH - 2, fill: colour(s) }, gg),
+                `${g.label} / ${s}: ${fmtUnit(v, unit)}`);
+            if (rowH >= 10) sv('text', { x: xs.map(v) + 4, y: y + rowH / 2 + 3.5, 'font-size': 10 }, gg, fmtUnit(v, unit));
+        });
+    });
+}
+
+// ---- AoS vs SoA layout picture -------------------------------------------------------------------
+function layoutLines(L) {
+    const line = L.cache_line || 64, E = L.entity_bytes, f = L.field_bytes, off = L.field_offset || 0, n = L.entities || 16;
+    const linesOf = (ranges) => { const s = new Set(); for (const [a, b] of ranges) for (let l = Math.floor(a / line); l <= Math.floor((b - 1) / line); ++l) s.add(l); return s; };
+    const aosOne = [], aosAll = [], soaOne = [], soaAll = [];
+    for (let i = 0; i < n; ++i) { aosOne.push([i * E + off, i * E + off + f]); aosAll.push([i * E, i * E + E]); soaOne.push([i * f, i * f + f]); }
+    soaAll.push([0, n * E]);
+    return {
+        line, total: Math.ceil(n * E / line),
+        rows: [
+            { label: 'AoS, touch one field', used: aosOne, lines: linesOf(aosOne), usedBytes: n * f },
+            { label: 'SoA, touch one field', used: soaOne, lines: linesOf(soaOne), usedBytes: n * f },
+            { label: 'AoS, touch all fields', used: aosAll, lines: linesOf(aosAll), usedBytes: n * E },
+            { label: 'SoA, touch all fields', used: soaAll, lines: linesOf(soaAll), usedBytes: n * E },
+        ],
+    };
+}
+function plotLayout(parent, L) {
+    const n = L.entities || 16;
+    const m = layoutLines(L);
+    const { svg } = figure(parent, L.title || 'AoS vs SoA: which cache lines a loop loads',
+        (L.caption ? L.caption + ' ' : '') + `Each box is one ${m.line}-byte cache line of the ${n} entities' ` +
+        `data (${L.entity_bytes} B per entity, the touched field is ${L.field_bytes} B at offset ${L.field_offset || 0}). ` +
+        'Shaded boxes are the lines the loop loads; the dark part is the bytes it actually uses. ' +
+        'Read it as: the same work, fewer shaded boxes = less memory traffic. "loaded / used" on the right is ' +
+        'the bytes moved from memory per byte the loop needs (1.0 is perfect).',
+        [['cache line loaded', '#9ecae1'], ['bytes used', '#08519c'], ['not loaded', '#f0f0f0']]);
+    const left = 150, right = 124, cols = m.total;
+    const bw = Math.min(28, (W - left - right) / cols), rowH = 40;
+    const height = M.t + m.rows.length * rowH + 10;
+    svg.setAttribute('viewBox', `0 0 ${W} ${height}`);
+    svg.style.maxWidth = `${Math.round(W * 1.35)}px`;
+    m.rows.forEach((r, ri) => {
+        const y = M.t + ri * rowH;
+        const g = sv('g', { class: 'series', 'data-name': r.label }, svg);
+        sv('text', { x: left - 8, y: y + 17, 'text-anchor': 'end' }, g, r.label);
+        for (let l = 0; l < cols; ++l) {
+            const loaded = r.lines.has(l);
+            const box = sv('rect', { x: left + l * bw, y: y + 4, width: bw - 2, height: 22, rx: 2,
+                                     fill: loaded ? '#9ecae1' : '#f0f0f0', stroke: '#c6cdd4', 'stroke-width': 0.6 }, g);
+            tip(box, `${r.label}: line ${l} (bytes ${l * m.line}-${(l + 1) * m.line - 1}) ${loaded ? 'loaded' : 'not loaded'}`);
+            if (!loaded) continue;
+            for (const [a, b] of r.used) {
+                const s = Math.max(a, l * m.line), e = Math.min(b, (l + 1) * m.line);
+                if (e <= s) continue;
+                sv('rect', { x: left + l * bw + (s - l * m.line) / m.line * (bw - 2), y: y + 4,
+                             width: Math.max(0.8, (e - s) / m.line * (bw - 2)), height: 22, fill: '#08519c' }, g);
+            }
+        }
+        const loadedB = r.lines.size * m.line;
+        sv('text', { x: W - right + 6, y: y + 12 }, g, `${fmtBytes(loadedB)} / ${fmtBytes(r.usedBytes)}`);
+        sv('text', { x: W - right + 6, y: y + 25, class: 'ratio' }, g, `${(loadedB / r.usedBytes).toFixed(1)}× loaded/used`);
+    });
+}
+
+// ---- summary table ----------------------------------------------------------------------------------
+function summaryTable(parent, wl) {
+    const t = el('table', { class: 'summary' }, parent);
+    const hr = el('tr', {}, el('thead', {}, t));
+    for (const h of ['allocator', 'ns/op', 'p99 (f)', 'p99.99 (f)', 'peak footprint', 'internal waste', 'worst frag', 'failed'])
+        el('th', {}, hr, h);
+    const tb = el('tbody', {}, t);
+    const lat = a => a.latency_filtered || a.latency_raw || {};
+    const cols = [
+        a => a.ns_per_op, a => lat(a).p99, a => lat(a)['p99.99'], a => a.peak_footprint, a => a.internal_waste,
+        a => a.worst_fragmentation,
+    ];
+    const best = cols.map(c => Math.min(...wl.allocators.map(c).filter(v => v !== null && v !== undefined && isFinite(v))));
+    for (const a of wl.allocators) {
+        const tr = el('tr', {}, tb);
+        const td0 = el('td', {}, tr);
+        el('span', { class: 'swatch', style: `background:${colour(a.name)}` }, td0);
+        td0.appendChild(document.createTextNode(a.name));
+        if (a.description) td0.title = a.description;
+        const fm = [v => fmtNum(v), fmtNs, fmtNs, fmtBytes, fmtPct, fmtPct];
+        cols.forEach((c, i) => {
+            const v = c(a);
+            el('td', { class: v !== null && v !== undefined && v === best[i] && wl.allocators.length > 1 ? 'best' : '' }, tr, fm[i](v));
+        });
+        el('td', { class: a.failed ? 'bad' : '' }, tr, String(a.failed || 0));
+    }
+    el('p', { class: 'desc' }, parent,
+       'Bold green: the best in its column. (f) = filtered latency (per-operation minimum over the latency passes). ' +
+       'footprint: peak bytes held from the OS/source; waste: internal (granted minus requested); frag: worst ' +
+       '1 − largest free block / free bytes; failed: allocations that returned null.');
+}
+
+function render(data) {
+    const root = document.getElementById('report');
+    root.textContent = '';
+    el('h1', {}, root, data.title || 'strata-lab report');
+    const tm = data.timer;
+    if (tm) el('p', { class: 'meta' }, root,
+        `Timer: ${tm.counter}, ${(1 / tm.ns_per_tick).toFixed(2)} GHz, overhead ${fmtNs(tm.overhead_ns)} (subtracted), ` +
+        `resolution ${fmtNs(tm.resolution_ns)}. Colours are fixed per allocator across all plots.`);
+    const workloads = data.workloads || [];
+    const bpd = data.histogram_bins_per_doubling || 8;
+    // Assign colours in a stable order first, so an allocator has the same colour everywhere.
+    for (const w of workloads) for (const a of w.allocators) colour(a.name);
+    const toc = el('nav', { class: 'toc' }, root);
+    workloads.forEach((w, i) => el('a', { href: `#wl-${i}` }, toc, w.name));
+    if (data.bars && data.bars.length) el('a', { href: '#bars' }, toc, 'comparisons');
+    if (data.layout) el('a', { href: '#layout' }, toc, 'AoS vs SoA');
+    workloads.forEach((w, i) => {
+        const sec = el('section', { class: 'workload', id: `wl-${i}`, 'data-name': w.name }, root);
+        el('h2', {}, sec, w.name);
+        el('p', { class: 'desc' }, sec, `${w.description || ''} — ${fmtNum(w.memory_ops)} memory operations, peak ` +
+           `${fmtBytes(w.peak_live_bytes)} live in ${fmtNum(w.peak_live_blocks)} blocks, ${w.threads || 1} thread(s).`);
+        if (w.skipped && w.skipped.length) el('p', { class: 'skipped' }, sec, 'Skipped (cannot serve this workload): ' + w.skipped.join(', '));
+        summaryTable(sec, w);
+        const grid = el('div', { class: 'grid' }, sec);
+        plotHistogram(grid, w, bpd);
+        plotTail(grid, w);
+        plotSeries(grid, w, 'footprint', `Footprint over time: ${w.name}`,
+            'Bytes the allocator holds from its source (OS or upstream), sampled over the replay (x = memory ' +
+            'operation number). The dashed line is what the workload actually has live; the gap between an ' +
+            'allocator\'s line and the dashed line is its overhead (slack, headers, fragmentation, caching). ' +
+            'Lower and closer to the dashed line is better.', true);
+        plotSeries(grid, w, 'largest_free', `Largest free block over time: ${w.name}`,
+            'The largest single block the allocator could hand out without asking its source for more, sampled ' +
+            'over the replay. Read it with the footprint: a falling line while free bytes stay high means the ' +
+            'free space is splintering (external fragmentation); a big request may then fail or grow the footprint.',
+            false);
+    });
+    if (data.bars && data.bars.length) {
+        const sec = el('section', { class: 'bars', id: 'bars' }, root);
+        el('h2', {}, sec, 'Comparisons');
+        const grid = el('div', { class: 'grid' }, sec);
+        for (const b of data.bars) plotBars(grid, b);
+    }
+    if (data.layout) {
+        const sec = el('section', { class: 'layout', id: 'layout' }, root);
+        el('h2', {}, sec, 'Data layout: AoS vs SoA');
+        plotLayout(el('div', { class: 'grid' }, sec), data.layout);
+    }
+    document.body.setAttribute('data-rendered', String(document.querySelectorAll('figure.plot').length));
+}
+
+try {
+    render(JSON.parse(document.getElementById('strata-data').textContent));
+} catch (e) {
+    const root = document.getElementById('report');
+    el('p', { class: 'error' }, root, 'strata-lab report: cannot render: ' + e.message);
+    throw e;
+}
