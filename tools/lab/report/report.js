@@ -126,6 +126,15 @@ function byteScale(lo, hi, px0, px1) {
     const map = v => px0 + (v / unit - n.lo) / (n.hi - n.lo) * (px1 - px0);
     return { map, ticks: n.ticks.map(v => ({ v: v * unit, label: fmtBytes(v * unit) })) };
 }
+// Log scale for bytes: ticks at powers of two (every second or fourth one when the span is wide).
+function logByteScale(lo, hi, px0, px1) {
+    const k0 = Math.floor(Math.log2(Math.max(1, lo))), k1 = Math.ceil(Math.log2(Math.max(2, hi)));
+    const span = Math.max(1, k1 - k0), step = span > 16 ? 4 : span > 8 ? 2 : 1;
+    const map = v => px0 + (Math.log2(Math.max(v, Math.pow(2, k0))) - k0) / span * (px1 - px0);
+    const ticks = [];
+    for (let k = k0; k <= k1; k += step) ticks.push({ v: Math.pow(2, k), label: fmtBytes(Math.pow(2, k)) });
+    return { map, ticks };
+}
 function linScale(lo, hi, px0, px1, fmt) {
     const n = niceTicks(lo, hi);
     const map = v => px0 + (v - n.lo) / (n.hi - n.lo) * (px1 - px0);
@@ -222,18 +231,22 @@ function plotTail(parent, wl) {
 function plotSeries(parent, wl, key, title, caption, withLive) {
     const allocs = wl.allocators.filter(a => a.series && Array.isArray(a.series[key]) && a.series[key].length);
     if (!allocs.length) return false;
-    let maxOp = 1, maxY = 1;
+    let maxOp = 1, maxY = 1, minY = Infinity;
     for (const a of allocs) {
         maxOp = Math.max(maxOp, ...a.series.op);
-        maxY = Math.max(maxY, ...a.series[key].filter(v => v !== null));
-        if (withLive && a.series.live_bytes) maxY = Math.max(maxY, ...a.series.live_bytes);
+        const vals = a.series[key].filter(v => v !== null);
+        maxY = Math.max(maxY, ...vals);
+        minY = Math.min(minY, ...vals.filter(v => v > 0));
     }
+    if (withLive && allocs[0].series.live_bytes) maxY = Math.max(maxY, ...allocs[0].series.live_bytes);
+    // Allocators that differ by more than 16x share the plot on a log axis.
+    const logY = isFinite(minY) && maxY / minY > 16;
     const legend = allocs.map(a => [a.name, colour(a.name)]);
     if (withLive) legend.push(['live bytes (requested)', '#222']);
-    const { svg } = figure(parent, title, caption, legend);
+    const { svg } = figure(parent, title, caption + (logY ? ' The y axis is logarithmic here: the allocators differ by more than 16×.' : ''), legend);
     const xs = linScale(0, maxOp, M.l, W - M.r, fmtNum);
-    const ys = byteScale(0, maxY * 1.05, H - M.b, M.t);
-    axes(svg, xs, ys, 'memory operation #', 'bytes');
+    const ys = logY ? logByteScale(minY / 2, maxY, H - M.b, M.t) : byteScale(0, maxY * 1.05, H - M.b, M.t);
+    axes(svg, xs, ys, 'memory operation #', logY ? 'bytes (log)' : 'bytes');
     const line = (ops, vals) => ops.map((o, i) => vals[i] === null ? '' : `${i ? 'L' : 'M'}${xs.map(o).toFixed(1)},${ys.map(vals[i]).toFixed(1)}`).join('');
     if (withLive) {
         const a = allocs[0];
