@@ -216,10 +216,12 @@ int versus_malloc_command(const versus_malloc_options& o) {
     };
     const double malloc_mixed = seconds("malloc", mixed), malloc_pool = seconds("malloc", pooled);
     const bool table_out = o.json_path != "-";
-    std::string json = "{\"title\":\"strata-lab versus-malloc (seed 004's tables)\",\"workloads\":[],\"bars\":[";
+    std::string json =
+        "{\"title\":\"strata-lab versus-malloc (seed 004's tables)\",\"workloads\":[],\"bars\":[";
     char line[1024];
     if (table_out)
-        std::cout << "seed 004's tests (whole run, seconds; the seed: release build, mean of 3 runs; ours: median of "
+        std::cout << "seed 004's tests (whole run, seconds; the seed: release build, mean of 3 runs; ours: "
+                     "median of "
                   << o.repeats << ").\nSpeed-up = malloc time / allocator time.\n";
     for (std::size_t i = 0; i < std::size(tables); ++i) {
         const table& t = tables[i];
@@ -228,16 +230,18 @@ int versus_malloc_command(const versus_malloc_options& o) {
         const double ours_x = a > 0 ? m / a : 0, seed_x = t.seed_malloc / t.seed_allocator;
         if (table_out) {
             std::snprintf(line, sizeof line,
-                          "\n### %s (%s)\n%-16s %12s %12s\n%-16s %12.6f %12.6f\n%-16s %12.6f %12.6f\n%-16s %11.0fx %11.0fx\n",
-                          t.title, t.pool_workload ? pooled.description.c_str() : mixed.description.c_str(), "Allocator",
-                          "ours (s)", "seed (s)", "Malloc", m, t.seed_malloc, t.seed_name, a, t.seed_allocator,
-                          "speed-up", ours_x, seed_x);
+                          "\n### %s (%s)\n%-16s %12s %12s\n%-16s %12.6f %12.6f\n%-16s %12.6f %12.6f\n%-16s "
+                          "%11.0fx %11.0fx\n",
+                          t.title, t.pool_workload ? pooled.description.c_str() : mixed.description.c_str(),
+                          "Allocator", "ours (s)", "seed (s)", "Malloc", m, t.seed_malloc, t.seed_name, a,
+                          t.seed_allocator, "speed-up", ours_x, seed_x);
             std::cout << line;
         }
         std::snprintf(line, sizeof line,
                       "%s{\"title\":\"%s\",\"caption\":\"%s; whole-run seconds, ours vs the seed's published "
                       "figures\",\"unit\":\"s\",\"lower_is_better\":true,\"log_scale\":true,\"groups\":[",
-                      i ? "," : "", t.title, t.pool_workload ? pooled.description.c_str() : mixed.description.c_str());
+                      i ? "," : "", t.title,
+                      t.pool_workload ? pooled.description.c_str() : mixed.description.c_str());
         json += line;
         std::snprintf(line, sizeof line,
                       "{\"label\":\"ours\",\"values\":{\"Malloc\":%.9f,\"%s\":%.9f}},"
@@ -254,6 +258,21 @@ int versus_malloc_command(const versus_malloc_options& o) {
     std::ofstream f(o.json_path);
     f << json;
     return f ? 0 : 1;
+}
+
+int list_op_contenders() {
+    for (const op_contender& c : op_registry()) {
+        std::cout << "  " << c.name << std::string(c.name.size() < 12 ? 12 - c.name.size() : 1, ' ')
+                  << c.description;
+        if (!c.needs.empty()) std::cout << " [needs: " << c.needs << "]";
+        std::cout << "\n";
+    }
+    std::cout << "workloads: ";
+    for (auto n : gen::names())
+        std::cout << n << ' ';
+    if (!embedded_trace().empty()) std::cout << embedded_trace_name;
+    std::cout << "\n(`strata-lab run --list` lists the game-loop contestants)\n";
+    return 0;
 }
 
 std::string find_trace_library() {

@@ -7,6 +7,7 @@
 #include <sstream>
 #include <string>
 
+#include "commands.hpp"
 #include "html_report.hpp"
 #include "op_commands.hpp"
 #include "report_command.hpp"
@@ -22,6 +23,27 @@ bool read_file(const std::string& path, std::string& text) {
     s << f.rdbuf();
     text = s.str();
     return static_cast<bool>(f) || f.eof();
+}
+
+/// Returns: the text of the JSON value that follows `"key":` at the top level of `doc` (the
+/// documents strata-lab writes end with that value, then the closing brace), or "".
+std::string tail_value(const std::string& doc, const std::string& key) {
+    const std::size_t at = doc.rfind("\"" + key + "\":");
+    const std::size_t end = doc.find_last_of('}');
+    if (at == std::string::npos || end == std::string::npos || end <= at) return {};
+    return doc.substr(at + key.size() + 3, end - (at + key.size() + 3));
+}
+
+/// Runs one more command into a temporary JSON file; returns its text ("" when it failed).
+template <class Run>
+std::string json_of(const char* what, Run run) {
+    const std::filesystem::path tmp = std::filesystem::temp_directory_path() /
+                                      ("strata-report-" + std::to_string(::getpid()) + "-" + what + ".json");
+    std::string text;
+    if (run(tmp.string()) != 0 || !read_file(tmp.string(), text)) text.clear();
+    std::error_code ec;
+    std::filesystem::remove(tmp, ec);
+    return text;
 }
 
 } // namespace
@@ -45,6 +67,43 @@ int report_command(const report_command_options& o) {
         if (!ok) {
             std::cerr << "strata-lab: cannot read the race results " << tmp.string() << "\n";
             return 1;
+        }
+        // The comparisons and the layout picture: versus-malloc, showdown, layout (--quick: small).
+        std::cout << "\nstrata-lab report: versus-malloc, showdown, layout...\n";
+        const std::string versus = json_of("versus", [&](const std::string& path) {
+            versus_malloc_options v;
+            v.repeats = o.quick ? 1 : 3;
+            v.json_path = path;
+            return versus_malloc_command(v);
+        });
+        const std::string showdown = json_of("showdown", [&](const std::string& path) {
+            showdown_options s;
+            s.quick = o.quick;
+            s.repeats = o.quick ? 1 : 3;
+            s.padded = false;
+            s.json_path = path;
+            return showdown_command(s);
+        });
+        const std::string layout = json_of("layout", [&](const std::string& path) {
+            layout_options l;
+            l.entities = o.quick ? 1'000'000 : 10'000'000;
+            l.runs = o.quick ? 2 : 5;
+            l.json_path = path;
+            return layout_command(l);
+        });
+        std::string bars = tail_value(versus, "bars"), more = tail_value(showdown, "bars");
+        // Each is "[...]": concatenate the two arrays.
+        if (bars.size() >= 2 && more.size() > 2)
+            bars = bars.substr(0, bars.size() - 1) + "," + more.substr(1);
+        else if (bars.size() < 2)
+            bars = more;
+        const std::string layout_value = tail_value(layout, "layout");
+        const std::size_t close = json.find_last_of('}');
+        if (close != std::string::npos) {
+            std::string extra;
+            if (bars.size() > 2) extra += ",\"bars\":" + bars;
+            if (!layout_value.empty()) extra += ",\"layout\":" + layout_value;
+            json.insert(close, extra);
         }
     } else if (!read_file(o.from_json, json)) {
         std::cerr << "strata-lab: cannot read " << o.from_json << "\n";

@@ -2,6 +2,7 @@
 // list pool, packed_array, slot_map, handle_table, plf::colony), valid-handle lookup, and the
 // AoS-vs-SoA one-field pass; ratios against packed_array and against the seed's M4 Pro figures.
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -29,6 +30,9 @@ struct set_result {
     std::vector<sd::timings> rows; // one per design, design_list order
 };
 
+/// The report's bar charts (docs/lab-report.md, "bars"): one per set of the 24-byte particle.
+std::string g_bars;
+
 template <class P>
 set_result print_set(std::size_t set_index, const sd::set_config& s, const showdown_options& o) {
     const set_result r{run_one_set<P>(s, o.repeats, o.seed)};
@@ -40,6 +44,29 @@ set_result print_set(std::size_t set_index, const sd::set_config& s, const showd
     std::printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     const sd::timings& packed = r.rows[2];
     const sd::published* seed_packed = sd::seed_for("packed_array");
+    if (sizeof(P) == sizeof(sd::particle)) {
+        char head[512];
+        std::snprintf(
+            head, sizeof head,
+            "%s{\"title\":\"showdown: %s\",\"caption\":\"seed 001's set, %zu-byte particle: %zu allocs, "
+            "%zu frees, %zu iterations, %zu churn x %zu frames; milliseconds per phase\",\"unit\":\"ms\","
+            "\"lower_is_better\":true,\"log_scale\":true,\"groups\":[",
+            g_bars.empty() ? "" : ",", s.title, sizeof(P), s.allocs, s.frees, s.iterations, s.churn,
+            s.frames);
+        g_bars += head;
+        std::size_t k = 0;
+        for (const auto& d : sd::design_list<P>::all) {
+            const sd::timings& t = r.rows[k];
+            char g[256];
+            std::snprintf(
+                g, sizeof g,
+                "%s{\"label\":\"%s\",\"values\":{\"alloc/free\":%.4f,\"churn\":%.4f,\"iteration\":%.4f}}",
+                k ? "," : "", d.name, t.alloc_free_ms, t.churn_ms, t.iteration_ms);
+            g_bars += g;
+            ++k;
+        }
+        g_bars += "]}";
+    }
     std::size_t i = 0;
     for (const auto& d : sd::design_list<P>::all) {
         const sd::timings& t = r.rows[i++];
@@ -118,6 +145,14 @@ int showdown_command(const showdown_options& o) {
                 verdict(sm_ns <= 2.0), ht_ns, verdict(ht_ns <= 2.0));
     const double soa = ratio(lt.aos_ms, lt.soa_ms);
     std::printf("- SoA >= 1.4x faster than AoS on one field: %.2fx, %s\n", soa, verdict(soa >= 1.4));
+    if (!o.json_path.empty()) {
+        std::ofstream f(o.json_path);
+        f << "{\"title\":\"strata-lab showdown\",\"workloads\":[],\"bars\":[" << g_bars << "]}\n";
+        if (!f) {
+            std::fprintf(stderr, "strata-lab: cannot write %s\n", o.json_path.c_str());
+            return 1;
+        }
+    }
     return 0;
 }
 

@@ -33,6 +33,7 @@ struct showdown_options {
     std::uint64_t seed = 42; ///< victim sequence seed
     bool quick = false;      ///< scaled-down sets (tests, CI)
     bool padded = true;      ///< also run the 32-byte particle
+    std::string json_path;   ///< also write the sets as the report's "bars" (docs/lab-report.md)
 };
 
 /// Effects: prints the showdown tables. Returns: 0.

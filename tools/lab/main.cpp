@@ -1,14 +1,28 @@
-// strata-lab: measures strata's allocators against malloc and std::pmr on game-like workloads.
-// Usage: strata-lab [run] [--quick] [--frames N] [--allocs-per-frame N] [--seed S] [--only NAME]...
-//                   [--list] [--json FILE]
-// The default (no subcommand) is `run`. See docs/lab.md.
+// strata-lab: races allocators on the same workloads and reports speed, latency tails, footprint
+// and fragmentation. See docs/lab.md.
+//
+//   strata-lab [race]            the embedded workload set through every allocator (the default)
+//   strata-lab latency           the same, printed as latency percentiles (raw and filtered)
+//   strata-lab fragmentation     largest free block over the bimodal workload (seed 000's race)
+//   strata-lab replay TRACE      a recorded trace through every allocator that applies
+//   strata-lab record -o FILE -- PROGRAM [ARGS...]     record a program's allocations
+//   strata-lab showdown          seed 001's particle sets (pools, packed array, slot map, colony)
+//   strata-lab versus-malloc     seed 004's malloc-vs-allocator tables
+//   strata-lab layout            AoS vs SoA: cache lines loaded vs bytes used
+//   strata-lab report            one self-contained HTML report with plots
+//   strata-lab run               the v1 game-loop benchmark (frame contestants)
 #include <cstdint>
+#include <cstring>
 #include <exception>
 #include <iostream>
+#include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
 #include "commands.hpp"
+#include "op_commands.hpp"
+#include "report_command.hpp"
 
 namespace {
 
@@ -18,11 +32,43 @@ void keep_if_given(const CLI::Option* opt, const T& value, std::optional<T>& out
     if (opt->count() > 0) out = value;
 }
 
+/// `record` takes the program's own arguments verbatim after `--`, so it is parsed by hand:
+/// strata-lab record -o FILE [--] PROGRAM [ARGS...]
+int record_main(int argc, char** argv) {
+    strata::lab::record_command_options o;
+    int i = 2;
+    for (; i < argc; ++i) {
+        const std::string a = argv[i];
+        if ((a == "-o" || a == "--out") && i + 1 < argc) {
+            o.out = argv[++i];
+        } else if (a.rfind("--out=", 0) == 0) {
+            o.out = a.substr(6);
+        } else if (a == "--") {
+            ++i;
+            break;
+        } else if (a == "-h" || a == "--help") {
+            std::cout
+                << "strata-lab record -o FILE -- PROGRAM [ARGS...]\n"
+                   "  Runs PROGRAM under libstrata_trace.so (LD_PRELOAD) and writes its allocation trace\n"
+                   "  to FILE (children and exec'd programs: FILE.<pid>); prints the trace's summary.\n"
+                   "  Exit code: PROGRAM's. See docs/trace-format.md.\n";
+            return 0;
+        } else {
+            break;
+        }
+    }
+    for (; i < argc; ++i)
+        o.argv.emplace_back(argv[i]);
+    return strata::lab::record_command(o);
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
-    CLI::App app{"strata-lab: game-loop allocator measurements (malloc, std::pmr, strata). "
-                 "Without a subcommand it runs `run`."};
+    if (argc > 1 && std::strcmp(argv[1], "record") == 0) return record_main(argc, argv);
+
+    CLI::App app{"strata-lab: races allocators (strata's, malloc, std::pmr) on the same workloads. "
+                 "Without a subcommand it runs `race` on the embedded workload set."};
     app.require_subcommand(0, 1);
     app.fallthrough(); // options given after a subcommand name still reach the shared options below
 
@@ -31,35 +77,65 @@ int main(int argc, char** argv) {
     std::size_t frames = 0, allocs = 0, warmup = 0;
     int repeats = 0;
 
-    // Workload and selection options: shared by `run` and the default invocation.
-    auto* seed_opt =
-        app.add_option("--seed", seed, "workload seed (default 42; printed in the report)")->type_name("S");
-    auto* frames_opt =
-        app.add_option("--frames", frames, "frames in the loop, warm-up included (default 600)")
-            ->type_name("N")
-            ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 24));
-    auto* allocs_opt =
-        app.add_option("--allocs-per-frame", allocs, "mean allocations per frame (default 2000)")
-            ->type_name("N")
-            ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 24));
-    auto* warmup_opt =
-        app.add_option("--warmup", warmup, "leading frames excluded from all statistics (default 2)")
-            ->type_name("N");
+    // Options shared by every command.
+    auto* seed_opt = app.add_option("--seed", seed, "workload seed (default 42)")->type_name("S");
     auto* repeats_opt = app.add_option("--repeats", repeats,
-                                       "throughput passes per contestant, median reported "
-                                       "(default 5; 1 with --quick)")
+                                       "timed passes per allocator, median reported "
+                                       "(default 3, run: 5; 1 with --quick)")
                             ->type_name("N")
                             ->check(CLI::Range(1, 100));
-    app.add_option("--only", run.only, "run only this contestant (repeatable; '*' and '?' wildcards)")
+    app.add_option("--only", run.only, "only this allocator (repeatable; '*' and '?' wildcards)")
         ->type_name("NAME")
         ->allow_extra_args(false);
-    app.add_flag("--list", run.list, "list the contestants and exit");
+    app.add_flag("--list", run.list, "list the allocators and exit");
     app.add_option("--json", run.json_path,
                    "also write the results as JSON to FILE ('-': JSON on stdout, no table)")
         ->type_name("FILE");
-    app.add_flag("--quick", run.quick, "small workload (40 frames x 250 allocs) for tests and CI");
+    app.add_flag("--quick", run.quick, "small workloads for tests and CI (a few seconds)");
 
-    app.add_subcommand("run", "run the embedded default workload (the default)");
+    // race / latency / fragmentation (and the default).
+    strata::lab::race_command_options race;
+    int latency_passes = 3;
+    double scale = 1.0;
+    [[maybe_unused]] auto* race_cmd =
+        app.add_subcommand("race", "the embedded workload set through every allocator (the default)");
+    auto* latency_cmd =
+        app.add_subcommand("latency", "the race, printed as latency percentiles p50..p99.999");
+    auto* frag_cmd =
+        app.add_subcommand("fragmentation", "largest free block over a workload (default: bimodal)");
+    app.add_option("--workload", race.workloads,
+                   "race only this workload (repeatable): frame_scratch, particles, bimodal, w1, w2, w3, "
+                   "levels, openttd")
+        ->type_name("NAME")
+        ->allow_extra_args(false);
+    app.add_option("--scale", scale, "race: work multiplier (default 1; --quick: 0.05)")
+        ->type_name("X")
+        ->check(CLI::Range(0.0001, 100.0));
+    app.add_option("--latency-passes", latency_passes,
+                   "per-op timed passes; the filtered tail is the per-op minimum (default 3; --quick: 1)")
+        ->type_name("N")
+        ->check(CLI::Range(0, 20));
+
+    // replay
+    strata::lab::replay_command_options replay;
+    auto* replay_cmd =
+        app.add_subcommand("replay", "replay a recorded trace (strata-lab record) through every allocator");
+    replay_cmd->add_option("trace", replay.trace, "the trace file")->required();
+    replay_cmd
+        ->add_option("--max-ops", replay.max_ops, "replay at most N memory operations (default 50,000,000)")
+        ->type_name("N");
+    app.add_subcommand("record", "record a program: strata-lab record -o FILE -- PROGRAM [ARGS...]");
+
+    // versus-malloc, layout
+    auto* versus_cmd =
+        app.add_subcommand("versus-malloc", "seed 004's malloc-vs-allocator tables beside its figures");
+    strata::lab::layout_options layout;
+    auto* layout_cmd = app.add_subcommand("layout", "AoS vs SoA: cache lines loaded vs bytes used, measured");
+    layout_cmd->add_option("--entities", layout.entities, "entities (default 10,000,000; --quick: 1,000,000)")
+        ->type_name("N")
+        ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 28));
+
+    // showdown
     strata::lab::showdown_options showdown;
     bool showdown_no_padded = false;
     auto* showdown_cmd = app.add_subcommand(
@@ -69,6 +145,34 @@ int main(int argc, char** argv) {
         ->type_name("N")
         ->check(CLI::Range(1, 4));
     showdown_cmd->add_flag("--no-padded", showdown_no_padded, "skip the 32-byte particle variant");
+
+    // report
+    strata::lab::report_command_options report;
+    auto* report_cmd = app.add_subcommand(
+        "report", "race the workloads (or read --from JSON) and write one self-contained HTML report "
+                  "(uses --quick, --only); see docs/lab-report.md");
+    report_cmd
+        ->add_option("--from", report.from_json, "render this race/replay --json document instead of racing")
+        ->type_name("FILE");
+    report_cmd->add_option("--out,-o", report.out, "the HTML file to write (default strata-report.html)")
+        ->type_name("FILE");
+    report_cmd->add_option("--workload", report.workloads, "race only this workload (repeatable)")
+        ->type_name("NAME");
+
+    // run: the v1 game loop
+    auto* run_cmd =
+        app.add_subcommand("run", "the v1 game-loop benchmark: frames of allocations released at frame end");
+    auto* frames_opt =
+        run_cmd->add_option("--frames", frames, "frames in the loop, warm-up included (default 600)")
+            ->type_name("N")
+            ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 24));
+    auto* allocs_opt =
+        run_cmd->add_option("--allocs-per-frame", allocs, "mean allocations per frame (default 2000)")
+            ->type_name("N")
+            ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 24));
+    auto* warmup_opt =
+        run_cmd->add_option("--warmup", warmup, "leading frames excluded from all statistics (default 2)")
+            ->type_name("N");
 
     try {
         app.parse(argc, argv);
@@ -82,16 +186,54 @@ int main(int argc, char** argv) {
     keep_if_given(warmup_opt, warmup, run.warmup_frames);
     keep_if_given(repeats_opt, repeats, run.repeats);
 
-    if (showdown_cmd->parsed()) {
-        showdown.quick = run.quick;
-        showdown.padded = !showdown_no_padded;
-        if (run.seed) showdown.seed = *run.seed;
-        showdown.repeats = run.repeats ? *run.repeats : (run.quick ? 1 : 3);
-        return strata::lab::showdown_command(showdown);
-    }
-
     try {
-        return strata::lab::run_command(run);
+        if (run_cmd->parsed()) return strata::lab::run_command(run);
+        if (showdown_cmd->parsed()) {
+            showdown.quick = run.quick;
+            showdown.padded = !showdown_no_padded;
+            if (run.seed) showdown.seed = *run.seed;
+            showdown.repeats = run.repeats ? *run.repeats : (run.quick ? 1 : 3);
+            showdown.json_path = run.json_path;
+            return strata::lab::showdown_command(showdown);
+        }
+        if (report_cmd->parsed()) {
+            report.quick = run.quick;
+            report.only = run.only;
+            report.workloads = race.workloads;
+            return strata::lab::report_command(report);
+        }
+        if (versus_cmd->parsed()) {
+            strata::lab::versus_malloc_options v;
+            v.repeats = run.repeats ? *run.repeats : 3;
+            v.json_path = run.json_path;
+            return strata::lab::versus_malloc_command(v);
+        }
+        if (layout_cmd->parsed()) {
+            if (run.quick && layout_cmd->count("--entities") == 0) layout.entities = 1'000'000;
+            if (run.quick) layout.runs = 2;
+            layout.json_path = run.json_path;
+            return strata::lab::layout_command(layout);
+        }
+        if (run.list) return strata::lab::list_op_contenders();
+        if (replay_cmd->parsed()) {
+            replay.only = run.only;
+            replay.repeats = run.repeats ? *run.repeats : (run.quick ? 1 : 3);
+            replay.latency_passes = run.quick ? std::min(latency_passes, 1) : latency_passes;
+            replay.json_path = run.json_path;
+            return strata::lab::replay_command(replay);
+        }
+        // race, latency, fragmentation, or no subcommand at all.
+        race.view = latency_cmd->parsed() ? strata::lab::race_view::latency
+                    : frag_cmd->parsed()  ? strata::lab::race_view::fragmentation
+                                          : strata::lab::race_view::summary;
+        race.scale = scale;
+        race.quick = run.quick;
+        race.only = run.only;
+        race.seed = run.seed ? *run.seed : 42;
+        race.repeats = run.repeats ? *run.repeats : 3;
+        race.latency_passes = latency_passes;
+        race.json_path = run.json_path;
+        return strata::lab::race_command(race);
     } catch (const std::exception& e) {
         std::cerr << "strata-lab: " << e.what() << "\n";
         return 1;

@@ -63,6 +63,9 @@ int replay_command(const replay_command_options& o);
 /// Returns: the recorded program's exit code (128 + signal if it was killed), 2 bad arguments.
 int record_command(const record_command_options& o);
 
+/// Effects: prints every replay contender (name, description, what it needs). Returns: 0.
+int list_op_contenders();
+
 /// Returns: the path of libstrata_trace.so for this strata-lab: $STRATA_TRACE_LIB, else next to
 /// the build tree (../trace/) or the install (../lib/); "" if none exists.
 [[nodiscard]] std::string find_trace_library();

@@ -132,10 +132,10 @@ private:
     std::size_t high_ = 0;
 };
 
-/// Bytes a general heap gets for `w`: twice its peak live bytes (room to fragment, but not so much
-/// that fragmentation can never show), at least 1 MiB.
+/// Bytes a general heap gets for `w`: twice its peak live bytes plus 64 B per block (room to
+/// fragment, but not so much that fragmentation can never show), at least 64 KiB.
 [[nodiscard]] inline std::size_t heap_bytes(const op_workload& w) noexcept {
-    return std::max<std::size_t>(std::size_t{1} << 20, 2 * w.peak_live_bytes + w.peak_live_blocks * 64);
+    return std::max<std::size_t>(std::size_t{64} << 10, 2 * w.peak_live_bytes + w.peak_live_blocks * 64);
 }
 
 /// A walkable strata heap H over one region sized by heap_bytes().
@@ -182,7 +182,7 @@ class buddy_replay {
 public:
     static bool applies(const op_workload& w) noexcept { return w.max_align <= 4096; }
     explicit buddy_replay(const op_workload& w)
-        : region_(next_pow2(std::max<std::size_t>(std::size_t{1} << 20, 4 * w.peak_live_bytes))),
+        : region_(next_pow2(std::max<std::size_t>(std::size_t{64} << 10, 4 * w.peak_live_bytes))),
           heap_(region_.bytes()) {}
     void* allocate(std::size_t size, std::size_t align) noexcept {
         void* p = heap_.allocate(size, align);
