@@ -131,12 +131,8 @@ void print_section(std::ostream& out, const race_section& s) {
         }
         out << text << "\n";
     }
-    if (!s.skipped.empty()) {
-        out << "   skipped:";
-        for (const std::string& k : s.skipped)
-            out << (&k == &s.skipped.front() ? " " : ", ") << k;
-        out << "\n";
-    }
+    for (const std::string& k : s.skipped)
+        out << "   skipped " << k << "\n";
 }
 
 void print_latency(std::ostream& out, const race_section& s, const calibration& cal) {
