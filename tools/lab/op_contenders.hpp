@@ -164,6 +164,18 @@ protected:
     H heap_;
 };
 
+/// A free list scans: once fragmented it costs microseconds per call, so it takes part only in
+/// runs of at most 500,000 memory operations (the decay shows well before that).
+template <class H>
+class free_list_replay : public heap_replay<H> {
+public:
+    static constexpr std::uint64_t max_ops = 500'000;
+    static bool applies(const op_workload& w) noexcept {
+        return heap_replay<H>::applies(w) && w.memory_ops() <= max_ops;
+    }
+    using heap_replay<H>::heap_replay;
+};
+
 /// TLSF also grows and shrinks in place.
 template <unsigned SLI>
 class tlsf_replay : public heap_replay<basic_tlsf<SLI>> {
@@ -291,10 +303,12 @@ inline const std::vector<op_contender>& op_registry() {
         make_op_contender<tlsf_replay<4>>("tlsf_sli4", "strata::basic_tlsf<4> over the same region"),
         make_op_contender<buddy_replay>("buddy",
                                         "strata::buddy over a power-of-two region of >= 4x peak live bytes"),
-        make_op_contender<heap_replay<free_list_first_fit>>("first_fit",
-                                                            "strata::free_list<first_fit> (the baseline)"),
-        make_op_contender<heap_replay<free_list_best_fit>>("best_fit", "strata::free_list<best_fit>"),
-        make_op_contender<heap_replay<free_list_next_fit>>("next_fit", "strata::free_list<next_fit>"),
+        make_op_contender<free_list_replay<free_list_first_fit>>(
+            "first_fit", "strata::free_list<first_fit> (the baseline)", "at most 500,000 operations"),
+        make_op_contender<free_list_replay<free_list_best_fit>>("best_fit", "strata::free_list<best_fit>",
+                                                                "at most 500,000 operations"),
+        make_op_contender<free_list_replay<free_list_next_fit>>("next_fit", "strata::free_list<next_fit>",
+                                                                "at most 500,000 operations"),
     };
     return r;
 }
