@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "strata/core/align.hpp"
+#include "strata/core/poison.hpp"
 
 namespace strata {
 
@@ -63,7 +64,12 @@ virtual_memory& virtual_memory::operator=(virtual_memory&& other) noexcept {
 virtual_memory::~virtual_memory() { release(); }
 
 void virtual_memory::release() noexcept {
-    if (base_) ::munmap(base_, size_);
+    if (base_) {
+        // ASan keeps shadow state across munmap: bytes an allocator poisoned here would still read
+        // as poisoned when the kernel hands the same addresses to the next mapping.
+        unpoison(base_, size_);
+        ::munmap(base_, size_);
+    }
     base_ = nullptr;
     size_ = 0;
 }
