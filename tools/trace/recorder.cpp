@@ -509,6 +509,18 @@ std::uint8_t log2_of(std::size_t align) noexcept {
     return align == 0 ? 0 : static_cast<std::uint8_t>(63 - __builtin_clzll(align));
 }
 
+/// Effects: gives the block at `p` its id: r.seq is taken inside the stripe lock (so it follows the
+/// free of any earlier block at this address), r.id = r.seq + 1 (unique and never 0, without a
+/// second atomic counter).
+void assign_id(void* p, record& r) noexcept {
+    const auto key = reinterpret_cast<std::uintptr_t>(p);
+    stripe& s = stripe_of(key);
+    lock_guard g(s.lock);
+    r.seq = g_seq.fetch_add(1, std::memory_order_relaxed);
+    r.id = r.seq + 1;
+    table_insert(s, key, r.id);
+}
+
 /// Records an allocation that returned `p` (nullptr: failed).
 void note_alloc(op kind, void* p, std::size_t size, std::size_t align) noexcept {
     record r{};
@@ -519,12 +531,7 @@ void note_alloc(op kind, void* p, std::size_t size, std::size_t align) noexcept 
         r.flags = flag_failed;
         r.seq = g_seq.fetch_add(1, std::memory_order_relaxed);
     } else {
-        const auto key = reinterpret_cast<std::uintptr_t>(p);
-        stripe& s = stripe_of(key);
-        lock_guard g(s.lock);
-        r.seq = g_seq.fetch_add(1, std::memory_order_relaxed);
-        r.id = r.seq + 1; // unique and never 0, without a second atomic counter
-        table_insert(s, key, r.id);
+        assign_id(p, r);
     }
     r.time_ns = now_ns(CLOCK_MONOTONIC) - g_start_ns;
     append(r);
@@ -616,12 +623,7 @@ STRATA_TRACE_EXPORT void* realloc(void* p, std::size_t size) {
     } else if (q == nullptr) { // realloc(p, 0) freed p
         r.seq = g_seq.fetch_add(1, std::memory_order_relaxed);
     } else {
-        const auto key = reinterpret_cast<std::uintptr_t>(q);
-        stripe& s = stripe_of(key);
-        lock_guard g(s.lock);
-        r.seq = g_seq.fetch_add(1, std::memory_order_relaxed);
-        r.id = r.seq + 1; // unique and never 0, without a second atomic counter
-        table_insert(s, key, r.id);
+        assign_id(q, r);
     }
     r.time_ns = now_ns(CLOCK_MONOTONIC) - g_start_ns;
     append(r);
