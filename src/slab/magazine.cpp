@@ -7,7 +7,7 @@
 
 namespace strata {
 
-constinit thread_local magazine_depot::hint magazine_depot::tls_hint{0, nullptr};
+constinit thread_local magazine_depot::hint magazine_depot::tls_hint{0, 0, nullptr};
 
 namespace {
 
@@ -26,7 +26,7 @@ struct magazine_thread_table {
 
     ~magazine_thread_table() {
         dying = true;
-        magazine_depot::tls_hint = {0, nullptr};
+        magazine_depot::tls_hint = {0, 0, nullptr};
         const std::lock_guard<std::mutex> registry(registry_mutex);
         for (magazine_depot::thread_record* r : records) {
             if (r->owner != nullptr) {
@@ -132,7 +132,7 @@ magazine_depot::thread_record* magazine_depot::attach() noexcept {
     if (table.dying) return nullptr;
     for (thread_record* r : table.records) {
         if (r->id == id_) {
-            tls_hint = {id_, r};
+            tls_hint = {id_, reinterpret_cast<std::uintptr_t>(r->loaded), r};
             return r;
         }
     }
@@ -158,7 +158,7 @@ magazine_depot::thread_record* magazine_depot::attach() noexcept {
     r->next = threads_;
     if (threads_ != nullptr) threads_->prev = r;
     threads_ = r;
-    tls_hint = {id_, r};
+    tls_hint = {id_, reinterpret_cast<std::uintptr_t>(r->loaded), r};
     return r;
 }
 
@@ -185,10 +185,14 @@ void* magazine_depot::allocate_slow() noexcept {
             const std::size_t want = std::max<std::size_t>(1, r->loaded->capacity / 2);
             r->loaded->count = static_cast<std::uint32_t>(
                 backend_.allocate_batch(backend_.context, r->loaded->rounds(), want));
-            if (r->loaded->count == 0) return nullptr;
+            if (r->loaded->count == 0) {
+                tls_hint.loaded = reinterpret_cast<std::uintptr_t>(r->loaded);
+                return nullptr;
+            }
         }
     }
     magazine* m = r->loaded;
+    tls_hint.loaded = reinterpret_cast<std::uintptr_t>(m); // attach() made this depot the hint's
     return m->rounds()[--m->count];
 }
 
@@ -230,6 +234,7 @@ void magazine_depot::deallocate_slow(void* p) noexcept {
         }
     }
     magazine* m = r->loaded;
+    tls_hint.loaded = reinterpret_cast<std::uintptr_t>(m);
     m->rounds()[m->count++] = p;
 }
 
