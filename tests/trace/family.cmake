@@ -15,3 +15,8 @@ if(TARGET strata_trace)
     target_compile_definitions(${target} PRIVATE STRATA_TRACE_LIB="$<TARGET_FILE:strata_trace>"
                                                  STRATA_TRACE_VICTIM="$<TARGET_FILE:strata_trace_victim>")
 endif()
+# The lab's embedded real trace: the streaming and determinism tests replay it.
+if(TARGET strata_trace_io AND EXISTS "${PROJECT_SOURCE_DIR}/tools/lab/data/openttd-server.st")
+    target_compile_definitions(${target} PRIVATE
+        STRATA_LAB_DEFAULT_TRACE="${PROJECT_SOURCE_DIR}/tools/lab/data/openttd-server.st")
+endif()

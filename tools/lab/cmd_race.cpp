@@ -119,13 +119,30 @@ int replay_command(const replay_command_options& o) {
         std::cerr << "strata-lab: built without trace support (install libzstd-dev and rebuild)\n";
         return 1;
     }
+    // One streaming pass first: the trace's shape tells whether it fits in memory, and heaps size
+    // their regions from its peak.
     trace_conversion conv;
-    const op_workload w = load_trace(o.trace, o.max_ops, &conv);
+    const bool progress = o.json_path != "-" && isatty(2);
+    if (progress) std::fprintf(stderr, "\r\033[Kstrata-lab: scanning %s...", o.trace.c_str());
+    const op_workload shape = scan_trace(o.trace, o.max_ops, &conv);
+    const bool stream = o.stream || shape.memory_ops() > o.hold_ops;
+    const op_workload w = stream ? shape : load_trace(o.trace, o.max_ops, &conv);
+    if (progress) std::fprintf(stderr, "\r\033[K");
+    struct trace_stream final : op_stream {
+        trace_batches batches;
+        std::size_t batch_ops;
+        trace_stream(const std::string& path, std::uint64_t max_ops, std::size_t n)
+            : batches(path, max_ops), batch_ops(n) {}
+        bool next(std::vector<op>& out) override { return batches.next(out, batch_ops); }
+    };
+    const op_stream_factory open = [&] {
+        return std::make_unique<trace_stream>(o.trace, o.max_ops, o.batch_ops);
+    };
     race_options ro;
     ro.only = o.only;
     ro.replay.repeats = o.repeats;
     ro.replay.latency_passes = o.latency_passes;
-    ro.progress = o.json_path != "-" && isatty(2);
+    ro.progress = progress;
     const calibration cal = calibrate();
     const bool table = o.json_path != "-";
     if (table) {
@@ -142,7 +159,7 @@ int replay_command(const replay_command_options& o) {
             std::cout << " (the file lost " << conv.gaps << " records; truncated)";
         std::cout << "\n";
     }
-    std::vector<race_section> sections{race_workload(w, ro, cal)};
+    std::vector<race_section> sections{race_workload(w, ro, cal, stream ? &open : nullptr)};
     if (table) print_section(std::cout, sections.back());
     return emit(sections, cal, "strata-lab replay " + o.trace, o.json_path);
 }

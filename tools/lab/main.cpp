@@ -84,7 +84,9 @@ int main(int argc, char** argv) {
                                        "(default 3, run: 5; 1 with --quick)")
                             ->type_name("N")
                             ->check(CLI::Range(1, 100));
-    app.add_option("--only", run.only, "only this allocator (repeatable; '*' and '?' wildcards)")
+    app.add_option("--only", run.only,
+                   "only these allocators (repeatable or comma-separated; '*' and '?' wildcards)")
+        ->delimiter(',')
         ->type_name("NAME")
         ->allow_extra_args(false);
     app.add_flag("--list", run.list, "list the allocators and exit");
@@ -124,6 +126,12 @@ int main(int argc, char** argv) {
     replay_cmd
         ->add_option("--max-ops", replay.max_ops, "replay at most N memory operations (default 50,000,000)")
         ->type_name("N");
+    replay_cmd
+        ->add_option("--hold-ops", replay.hold_ops,
+                     "traces with more memory operations than N are streamed in batches instead of "
+                     "loaded (default 20,000,000)")
+        ->type_name("N");
+    replay_cmd->add_flag("--stream", replay.stream, "always stream the trace in batches (bounded memory)");
     app.add_subcommand("record", "record a program: strata-lab record -o FILE -- PROGRAM [ARGS...]");
 
     // versus-malloc, layout

@@ -33,7 +33,10 @@ struct replay_command_options {
     std::vector<std::string> only;
     int repeats = 3;
     int latency_passes = 3;
-    std::uint64_t max_ops = 50'000'000; ///< replay at most this many memory ops of the trace
+    std::uint64_t max_ops = 50'000'000;  ///< replay at most this many memory ops of the trace
+    std::uint64_t hold_ops = 20'000'000; ///< more ops than this: stream in batches, do not load
+    bool stream = false;                 ///< always stream
+    std::size_t batch_ops = 1 << 20;     ///< ops per batch when streaming
     std::string json_path;
 };
 

@@ -132,19 +132,50 @@ public:
         w_.times_ns.back() = ns;
     }
 
+    /// Effects: moves the ops added since the last call into `out` (its old contents are dropped)
+    /// and drops their stamps; the statistics keep counting. Streaming conversion uses it so a
+    /// trace is never held whole.
+    void take_ops(std::vector<op>& out) {
+        out.clear();
+        out.swap(w_.ops);
+        w_.times_ns.clear();
+    }
+    /// Returns: the ops added since the last take_ops (all of them if it was never called).
+    [[nodiscard]] std::size_t pending_ops() const noexcept { return w_.ops.size(); }
+
+    /// Returns: what finish() would return now, without the ops (the builder keeps going).
+    [[nodiscard]] op_workload shape() const {
+        op_workload w;
+        w.name = w_.name;
+        w.description = w_.description;
+        w.slots = w_.slots;
+        w.allocations = w_.allocations, w.frees = w_.frees, w.reallocations = w_.reallocations;
+        w.frames = w_.frames;
+        w.peak_live_bytes = w_.peak_live_bytes, w.peak_live_blocks = w_.peak_live_blocks;
+        w.max_size = w_.max_size, w.min_size = w_.min_size, w.max_align = w_.max_align;
+        w.threads = w_.threads;
+        w.frame_scoped = w_.frame_scoped;
+        finish_stats(w, live_blocks_);
+        return w;
+    }
+
     [[nodiscard]] std::uint64_t live_blocks() const noexcept { return live_blocks_; }
     [[nodiscard]] std::uint64_t size_of(std::uint32_t slot) const noexcept { return sizes_[slot]; }
 
     /// Returns: the finished workload (the builder is left empty).
     [[nodiscard]] op_workload finish() {
-        w_.end_live_blocks = live_blocks_;
-        if (live_blocks_ != 0 && w_.frames != 0) w_.frame_scoped = false;
-        if (w_.frames == 0) w_.frame_scoped = false; // no frames: nothing is frame-scoped
-        if (w_.allocations == 0) w_.min_size = 0;
+        finish_stats(w_, live_blocks_);
         return std::move(w_);
     }
 
 private:
+    static void finish_stats(op_workload& w, std::uint64_t live_blocks) noexcept {
+        w.end_live_blocks = live_blocks;
+        if (live_blocks != 0 && w.frames != 0) w.frame_scoped = false;
+        if (w.frames == 0) w.frame_scoped = false; // no frames: nothing is frame-scoped
+        if (w.allocations == 0) w.min_size = 0;
+    }
+
     static unsigned log2_of(std::uint32_t v) noexcept {
         unsigned r = 0;
         while ((v >>= 1) != 0)

@@ -34,6 +34,7 @@ struct race_section {
     std::uint32_t threads = 1;
     std::vector<race_row> rows;       ///< contenders that apply, in registry order
     std::vector<std::string> skipped; ///< contenders that do not apply ("name: why")
+    bool streamed = false;            ///< replayed batch by batch (race_workload's `stream`)
 };
 
 struct race_options {
@@ -42,8 +43,11 @@ struct race_options {
     bool progress = true;
 };
 
-/// Effects: replays `w` through every selected contender. Returns: its section.
-[[nodiscard]] race_section race_workload(const op_workload& w, const race_options& o, const calibration& cal);
+/// Effects: replays `w` through every selected contender; with `stream`, `w` is only the shape of
+/// a workload too big to hold (statistics, no ops) and every pass reads its ops from a new
+/// stream (replay_streamed). Returns: its section.
+[[nodiscard]] race_section race_workload(const op_workload& w, const race_options& o, const calibration& cal,
+                                         const op_stream_factory* stream = nullptr);
 
 /// Effects: prints one section as a table that fits 100 columns.
 void print_section(std::ostream& out, const race_section& s);

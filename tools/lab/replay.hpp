@@ -27,6 +27,7 @@
 #include <limits>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -66,6 +67,7 @@ struct replay_result {
     std::uint64_t peak_footprint = 0;
     std::uint64_t peak_granted = 0; ///< most usable bytes live at once
     bool has_footprint = false, has_probe = false, has_usable_size = false;
+    bool streamed = false; ///< replay_streamed: latencies are a sample, no filtered tail
 
     [[nodiscard]] double ns_per_op() const noexcept {
         if (seconds.empty() || memory_ops == 0) return 0;
@@ -117,17 +119,26 @@ void* do_reallocate(A& a, void* p, std::uint64_t old_size, std::uint64_t new_siz
 
 enum class pass { throughput, latency, sampling };
 
-/// Runs every op of w through a. Latency: ticks[i] = min(ticks[i], ticks of memory op i).
-/// Sampling: appends to `series` every `every` memory ops. Returns: allocations that failed.
+/// What a pass carries from one batch to the next.
+struct pass_state {
+    std::uint64_t failed = 0;  ///< allocations / reallocations answered nullptr
+    std::uint64_t m = 0;       ///< memory ops done so far in this pass
+    std::uint64_t live = 0;    ///< requested bytes live
+    std::uint64_t granted = 0; ///< usable bytes live (sampling pass, when the allocator tells)
+};
+
+/// Runs the ops of one batch through a (a whole workload is one batch). Latency: ticks[k] =
+/// min(ticks[k], ticks of the batch's k-th memory op). Sampling: appends to `series` every `every`
+/// memory ops of the pass and after its last (`total` memory ops).
 template <class A, pass P>
-std::uint64_t run_ops(A& a, const op_workload& w, slot_table& t, std::uint32_t* ticks,
-                      std::vector<memory_sample>* series, std::uint64_t every, std::uint64_t* peak_fp,
-                      std::uint64_t* peak_granted) {
-    std::uint64_t failed = 0, m = 0, live = 0, granted = 0;
+void run_batch(A& a, std::span<const op> ops, slot_table& t, pass_state& st, std::uint32_t* ticks,
+               std::vector<memory_sample>* series, std::uint64_t every, std::uint64_t total,
+               std::uint64_t* peak_fp, std::uint64_t* peak_granted) {
+    std::uint64_t failed = st.failed, m = st.m, live = st.live, granted = st.granted, k = 0;
     void** ptr = t.ptr.data();
     std::uint64_t* size = t.size.data();
     std::uint8_t* la = t.log2_align.data();
-    for (const op& o : w.ops) {
+    for (const op& o : ops) {
         if (o.kind == op_kind::frame) {
             if constexpr (has_end_frame<A>) a.end_frame();
             continue;
@@ -154,7 +165,7 @@ std::uint64_t run_ops(A& a, const op_workload& w, slot_table& t, std::uint32_t* 
         if constexpr (P == pass::latency) {
             do_not_optimize(p);
             const std::uint64_t d = tick_end() - t0;
-            ticks[m] = std::min<std::uint32_t>(ticks[m], static_cast<std::uint32_t>(std::min<std::uint64_t>(
+            ticks[k] = std::min<std::uint32_t>(ticks[k], static_cast<std::uint32_t>(std::min<std::uint64_t>(
                                                              d, std::numeric_limits<std::uint32_t>::max())));
         }
         if (o.kind == op_kind::free) {
@@ -179,10 +190,11 @@ std::uint64_t run_ops(A& a, const op_workload& w, slot_table& t, std::uint32_t* 
             }
         }
         ++m;
+        ++k;
         if constexpr (P == pass::sampling) {
             *peak_granted = std::max(*peak_granted, granted);
             if constexpr (has_footprint<A>) *peak_fp = std::max<std::uint64_t>(*peak_fp, a.footprint());
-            if (m % every == 0 || m == w.memory_ops()) {
+            if (m % every == 0 || m == total) {
                 memory_sample s;
                 s.op = m;
                 s.live_bytes = live;
@@ -197,17 +209,74 @@ std::uint64_t run_ops(A& a, const op_workload& w, slot_table& t, std::uint32_t* 
             }
         }
     }
-    // Blocks the workload never frees are released untimed, so the next pass starts clean.
+    st.failed = failed, st.m = m, st.live = live, st.granted = granted;
+}
+
+/// Effects: releases the blocks a pass left live (untimed, so the next pass starts clean) and
+/// ends the frame.
+template <class A>
+void release_all(A& a, slot_table& t) noexcept {
     for (std::size_t s = 0; s < t.ptr.size(); ++s) {
         if (t.ptr[s] != nullptr) a.deallocate(t.ptr[s], t.size[s], std::size_t{1} << t.log2_align[s]);
         t.ptr[s] = nullptr;
         t.size[s] = 0;
     }
     if constexpr (has_end_frame<A>) a.end_frame();
-    return failed;
 }
 
+/// Runs every op of w through a, then releases what w left live. Returns: allocations that failed.
+template <class A, pass P>
+std::uint64_t run_ops(A& a, const op_workload& w, slot_table& t, std::uint32_t* ticks,
+                      std::vector<memory_sample>* series, std::uint64_t every, std::uint64_t* peak_fp,
+                      std::uint64_t* peak_granted) {
+    pass_state st;
+    run_batch<A, P>(a, std::span<const op>(w.ops), t, st, ticks, series, every, w.memory_ops(), peak_fp,
+                    peak_granted);
+    release_all(a, t);
+    return st.failed;
+}
+
+/// Keeps a uniform sample of at most `cap` values of a long stream, plus its exact maximum, so
+/// percentiles of a streamed replay cost bounded memory (Vitter's algorithm R, seeded).
+class tick_reservoir {
+public:
+    explicit tick_reservoir(std::size_t cap) : cap_(cap) { v_.reserve(std::min<std::size_t>(cap, 1 << 20)); }
+    void add(std::uint32_t x) {
+        ++seen_;
+        max_ = std::max(max_, x);
+        if (v_.size() < cap_) {
+            v_.push_back(x);
+        } else if (const std::uint64_t j = rng_.next() % seen_; j < cap_) {
+            v_[j] = x;
+        }
+    }
+    /// Returns: the sample, its largest element replaced by the exact maximum when it was missed.
+    [[nodiscard]] std::vector<std::uint32_t> take() {
+        if (!v_.empty()) {
+            auto it = std::max_element(v_.begin(), v_.end());
+            *it = max_;
+        }
+        return std::move(v_);
+    }
+
+private:
+    std::size_t cap_;
+    std::uint64_t seen_ = 0;
+    std::uint32_t max_ = 0;
+    splitmix64 rng_{0x5eed};
+    std::vector<std::uint32_t> v_;
+};
+
 } // namespace detail
+
+/// One pass over a workload too big to hold: each call of next() replaces `out` with the next
+/// batch of ops; false at the end. Every pass opens a new stream.
+class op_stream {
+public:
+    virtual ~op_stream() = default;
+    virtual bool next(std::vector<op>& out) = 0;
+};
+using op_stream_factory = std::function<std::unique_ptr<op_stream>()>;
 
 /// How much replaying to do.
 struct replay_options {
@@ -215,6 +284,7 @@ struct replay_options {
     int repeats = 3;                   ///< timed throughput passes (the median is reported)
     int latency_passes = 3;            ///< per-op timed passes; the per-op minimum is the filtered tail
     std::uint32_t series_points = 200; ///< memory samples over the workload
+    std::size_t stream_sample = std::size_t{1} << 22; ///< streamed replays: latencies kept for percentiles
 };
 
 /// Replays `w` through a fresh A: warm-up, throughput, latency and one sampling pass (in that
@@ -257,6 +327,73 @@ replay_result replay(const op_workload& w, const replay_options& o) {
     return r;
 }
 
+/// Replays a workload that is streamed in batches (a trace too big to hold; `shape` has its
+/// statistics, no ops) through a fresh A: warm-up, throughput and sampling passes as replay<A>,
+/// each re-reading the stream; only the time spent in the allocator is counted. One latency pass:
+/// its percentiles come from a uniform sample of `stream_sample` ops (plus the exact maximum), and
+/// there is no filtered tail (that needs the per-op minimum over passes, an array per op).
+template <class A>
+replay_result replay_streamed(const op_workload& shape, const op_stream_factory& open,
+                              const replay_options& o) {
+    replay_result r;
+    r.workload = shape.name;
+    r.memory_ops = shape.memory_ops();
+    r.has_footprint = has_footprint<A>;
+    r.has_probe = has_probe<A>;
+    r.has_usable_size = has_usable_size<A>;
+    r.streamed = true;
+    if (!A::applies(shape)) {
+        r.applies = false;
+        return r;
+    }
+    auto a = std::make_unique<A>(shape);
+    detail::slot_table t(shape.slots);
+    using detail::pass;
+    std::vector<op> batch;
+    const auto timed_pass = [&] {
+        detail::pass_state st;
+        double seconds = 0;
+        for (auto in = open(); in->next(batch);) {
+            const auto t0 = std::chrono::steady_clock::now();
+            detail::run_batch<A, pass::throughput>(*a, batch, t, st, nullptr, nullptr, 1, r.memory_ops,
+                                                   nullptr, nullptr);
+            seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        }
+        detail::release_all(*a, t);
+        r.failed = st.failed;
+        return seconds;
+    };
+    for (int i = 0; i < o.warmup; ++i)
+        (void)timed_pass();
+    for (int i = 0; i < std::max(1, o.repeats); ++i)
+        r.seconds.push_back(timed_pass());
+    if (o.latency_passes > 0) {
+        r.latency_passes = 1;
+        detail::tick_reservoir sample(o.stream_sample);
+        std::vector<std::uint32_t> ticks;
+        detail::pass_state st;
+        for (auto in = open(); in->next(batch);) {
+            ticks.assign(batch.size(), std::numeric_limits<std::uint32_t>::max());
+            const std::uint64_t m0 = st.m;
+            detail::run_batch<A, pass::latency>(*a, batch, t, st, ticks.data(), nullptr, 1, r.memory_ops,
+                                                nullptr, nullptr);
+            for (std::uint64_t k = 0; k < st.m - m0; ++k)
+                sample.add(ticks[k]);
+        }
+        detail::release_all(*a, t);
+        r.ticks_raw = sample.take();
+    }
+    const std::uint64_t every =
+        std::max<std::uint64_t>(1, r.memory_ops / std::max<std::uint32_t>(1, o.series_points));
+    detail::pass_state st;
+    for (auto in = open(); in->next(batch);)
+        detail::run_batch<A, pass::sampling>(*a, batch, t, st, nullptr, &r.series, every, r.memory_ops,
+                                             &r.peak_footprint, &r.peak_granted);
+    detail::release_all(*a, t);
+    r.failed = st.failed;
+    return r;
+}
+
 /// One registered replay contender.
 struct op_contender {
     std::string name;
@@ -264,11 +401,14 @@ struct op_contender {
     std::string needs; ///< what a workload must be for `applies` (said when one is skipped)
     bool (*applies)(const op_workload&) = nullptr;
     replay_result (*run)(const op_workload&, const replay_options&) = nullptr;
+    replay_result (*run_streamed)(const op_workload&, const op_stream_factory&,
+                                  const replay_options&) = nullptr;
 };
 
 template <class A>
 op_contender make_op_contender(std::string name, std::string description, std::string needs = {}) {
-    return {std::move(name), std::move(description), std::move(needs), &A::applies, &replay<A>};
+    return {std::move(name), std::move(description), std::move(needs), &A::applies,
+            &replay<A>,      &replay_streamed<A>};
 }
 
 } // namespace strata::lab

@@ -1,7 +1,9 @@
 #include "trace_workload.hpp"
 
+#include <cstdint>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <stdexcept>
 #include <unordered_map>
 
@@ -21,29 +23,63 @@ bool trace_support() noexcept {
 
 #if defined(STRATA_LAB_HAS_TRACE)
 namespace {
-op_workload convert(trace::trace_reader& reader, const std::string& name, std::uint64_t max_ops,
-                    trace_conversion* info) {
-    using trace::flag_failed;
-    using trace::record;
+std::string command_of(const trace::trace_reader& reader) {
     std::string command(reader.header().command,
                         strnlen(reader.header().command, sizeof reader.header().command));
     for (char& c : command)
         if (static_cast<unsigned char>(c) < 0x20) c = ' ';
     while (!command.empty() && command.back() == ' ')
         command.pop_back();
-    op_builder b(name, "recorded: " + command);
+    return command;
+}
+} // namespace
+
+/// Trace records -> ops, incrementally: the whole-file load and the batch stream share it, so both
+/// produce exactly the same ops and slots.
+struct trace_batches::converter {
+    std::unique_ptr<trace::trace_reader> reader;
+    op_builder b;
     trace_conversion conv;
-    std::unordered_map<std::uint64_t, std::uint32_t> slot_of; // trace id -> slot
-    std::uint64_t ops = 0;
-    for (record r; reader.next(r);) {
+    std::unordered_map<std::uint64_t, std::uint32_t> slot_of; // trace id -> slot of a live block
+    std::uint64_t ops = 0, max_ops;
+    bool stamps, done = false;
+
+    converter(std::unique_ptr<trace::trace_reader> r, const std::string& name, std::uint64_t max,
+              bool keep_stamps)
+        : reader(std::move(r)), b(name, "recorded: " + command_of(*reader)), max_ops(max),
+          stamps(keep_stamps) {}
+
+    void stamp(std::uint64_t ns) {
+        if (stamps) b.stamp(ns);
+    }
+
+    /// Effects: converts records until `batch` ops are pending or the trace ends. Returns: false at
+    /// the end of the trace.
+    bool fill(std::size_t batch) {
+        using trace::flag_failed;
+        using trace::record;
+        record r;
+        while (b.pending_ops() < batch) {
+            if (!reader->next(r)) {
+                conv.gaps = reader->stats().gaps;
+                conv.truncated_file = reader->stats().truncated;
+                done = true;
+                return false;
+            }
+            step(r);
+        }
+        return true;
+    }
+
+    void step(const trace::record& r) {
         ++conv.records;
-        if ((r.flags & flag_failed) != 0) {
+        if ((r.flags & trace::flag_failed) != 0) {
             ++conv.failed_calls;
-            continue;
+            return;
         }
         if (ops >= max_ops) {
             ++conv.truncated_ops;
-            continue;
+            return;
         }
         const auto thread =
             static_cast<std::uint16_t>(r.thread > 0 ? std::min<std::uint32_t>(r.thread - 1, 65535) : 0);
@@ -52,13 +88,13 @@ op_workload convert(trace::trace_reader& reader, const std::string& name, std::u
             const auto it = slot_of.find(r.id);
             if (it == slot_of.end()) {
                 ++conv.unknown_blocks;
-                continue;
+                return;
             }
             b.free(it->second, thread);
-            b.stamp(r.time_ns);
+            stamp(r.time_ns);
             slot_of.erase(it);
             ++ops;
-            continue;
+            return;
         }
         if (kind == trace::op::realloc && r.old_id != 0) {
             const auto it = slot_of.find(r.old_id);
@@ -73,45 +109,97 @@ op_workload convert(trace::trace_reader& reader, const std::string& name, std::u
                     b.reallocate(slot, r.size == 0 ? 1 : r.size, thread);
                     slot_of[r.id] = slot;
                 }
-                b.stamp(r.time_ns);
+                stamp(r.time_ns);
                 ++ops;
-                continue;
+                return;
             }
         }
-        if (r.id == 0) continue;
+        if (r.id == 0) return;
         const std::uint32_t align = r.log2_align == 0 ? 16u : (1u << std::min<unsigned>(r.log2_align, 30));
         slot_of[r.id] = b.allocate(r.size == 0 ? 1 : r.size, std::max<std::uint32_t>(align, 1), thread);
-        b.stamp(r.time_ns);
+        stamp(r.time_ns);
         ++ops;
     }
-    conv.gaps = reader.stats().gaps;
-    conv.truncated_file = reader.stats().truncated;
-    if (info != nullptr) *info = conv;
-    return b.finish();
+};
+
+namespace {
+op_workload convert(std::unique_ptr<trace::trace_reader> reader, const std::string& name,
+                    std::uint64_t max_ops, trace_conversion* info) {
+    trace_batches::converter c(std::move(reader), name, max_ops, true);
+    (void)c.fill(SIZE_MAX);
+    if (info != nullptr) *info = c.conv;
+    return c.b.finish();
 }
 } // namespace
+
+trace_batches::trace_batches(const std::string& path, std::uint64_t max_ops)
+    : c_(std::make_unique<converter>(std::make_unique<trace::trace_reader>(path),
+                                     std::filesystem::path(path).filename().string(), max_ops, false)) {}
+
+trace_batches::trace_batches(const void* data, std::size_t size, const std::string& name,
+                             std::uint64_t max_ops)
+    : c_(std::make_unique<converter>(std::make_unique<trace::trace_reader>(data, size, name), name, max_ops,
+                                     false)) {}
+
+trace_batches::~trace_batches() = default;
+
+bool trace_batches::next(std::vector<op>& out, std::size_t batch_ops) {
+    if (!c_->done) (void)c_->fill(std::max<std::size_t>(batch_ops, 1));
+    c_->b.take_ops(out);
+    return !out.empty();
+}
+
+op_workload trace_batches::shape() const { return c_->b.shape(); }
+
+const trace_conversion& trace_batches::conversion() const noexcept { return c_->conv; }
+
+op_workload scan_trace(const std::string& path, std::uint64_t max_ops, trace_conversion* info) {
+    trace_batches t(path, max_ops);
+    std::vector<op> batch;
+    while (t.next(batch, std::size_t{1} << 16)) {
+    }
+    if (info != nullptr) *info = t.conversion();
+    return t.shape();
+}
+#else
+struct trace_batches::converter {};
+namespace {
+[[noreturn]] void no_trace_support() {
+    throw std::logic_error(
+        "this strata-lab was built without trace support (install libzstd-dev and rebuild)");
+}
+} // namespace
+trace_batches::trace_batches(const std::string&, std::uint64_t) { no_trace_support(); }
+trace_batches::trace_batches(const void*, std::size_t, const std::string&, std::uint64_t) {
+    no_trace_support();
+}
+trace_batches::~trace_batches() = default;
+bool trace_batches::next(std::vector<op>&, std::size_t) { return false; }
+op_workload trace_batches::shape() const { return {}; }
+const trace_conversion& trace_batches::conversion() const noexcept {
+    static const trace_conversion none;
+    return none;
+}
+op_workload scan_trace(const std::string&, std::uint64_t, trace_conversion*) { no_trace_support(); }
 #endif
 
 op_workload load_trace(const std::string& path, std::uint64_t max_ops, trace_conversion* info) {
 #if defined(STRATA_LAB_HAS_TRACE)
-    trace::trace_reader reader(path);
-    return convert(reader, std::filesystem::path(path).filename().string(), max_ops, info);
+    return convert(std::make_unique<trace::trace_reader>(path),
+                   std::filesystem::path(path).filename().string(), max_ops, info);
 #else
     (void)path, (void)max_ops, (void)info;
-    throw std::logic_error(
-        "this strata-lab was built without trace support (install libzstd-dev and rebuild)");
+    no_trace_support();
 #endif
 }
 
 op_workload load_trace(const void* data, std::size_t size, const std::string& name, std::uint64_t max_ops,
                        trace_conversion* info) {
 #if defined(STRATA_LAB_HAS_TRACE)
-    trace::trace_reader reader(data, size, name);
-    return convert(reader, name, max_ops, info);
+    return convert(std::make_unique<trace::trace_reader>(data, size, name), name, max_ops, info);
 #else
     (void)data, (void)size, (void)name, (void)max_ops, (void)info;
-    throw std::logic_error(
-        "this strata-lab was built without trace support (install libzstd-dev and rebuild)");
+    no_trace_support();
 #endif
 }
 

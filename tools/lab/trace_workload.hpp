@@ -2,7 +2,9 @@
 // Turns a recorded trace (tools/trace) into an op_workload for replay.
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "ops.hpp"
 
@@ -29,6 +31,41 @@ struct trace_conversion {
 /// workload.
 [[nodiscard]] op_workload load_trace(const void* data, std::size_t size, const std::string& name,
                                      std::uint64_t max_ops, trace_conversion* info = nullptr);
+
+/// A trace converted batch by batch, so a multi-GB trace replays in bounded memory: the ops of
+/// one batch at a time plus one slot per live block. Produces exactly the ops load_trace would
+/// (the same converter), minus the timestamps. Each object is one pass over the trace; open a new
+/// one for every pass.
+class trace_batches {
+public:
+    /// Effects: opens the trace at `path`; at most `max_ops` memory ops are produced.
+    /// Throws: as load_trace.
+    trace_batches(const std::string& path, std::uint64_t max_ops);
+    /// Effects: as above, for a trace held in memory (`data` must outlive this object).
+    trace_batches(const void* data, std::size_t size, const std::string& name, std::uint64_t max_ops);
+    ~trace_batches();
+    trace_batches(const trace_batches&) = delete;
+    trace_batches& operator=(const trace_batches&) = delete;
+
+    /// Effects: replaces `out` with the next batch of about `batch_ops` ops. Returns: false (and
+    /// `out` empty) when the trace is exhausted. Throws: std::runtime_error on a corrupt stream.
+    bool next(std::vector<op>& out, std::size_t batch_ops);
+    /// Returns: the statistics of every op produced so far (the workload's shape once next() has
+    /// returned false), with no ops.
+    [[nodiscard]] op_workload shape() const;
+    /// Returns: what the conversion dropped so far.
+    [[nodiscard]] const trace_conversion& conversion() const noexcept;
+
+    struct converter;
+
+private:
+    std::unique_ptr<converter> c_;
+};
+
+/// Effects: one streaming pass over the trace at `path`. Returns: the shape of its op_workload
+/// (every statistic, no ops), in memory bounded by the live blocks. Throws: as load_trace.
+[[nodiscard]] op_workload scan_trace(const std::string& path, std::uint64_t max_ops,
+                                     trace_conversion* info = nullptr);
 
 /// Returns: true when this build can read traces.
 [[nodiscard]] bool trace_support() noexcept;
