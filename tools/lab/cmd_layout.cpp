@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "op_commands.hpp"
+#include "progress.hpp"
 #include "timer.hpp"
 
 namespace strata::lab {
@@ -65,6 +66,8 @@ int layout_command(const layout_options& o) {
     constexpr std::size_t words = sizeof(entity) / sizeof(std::uint32_t); // 16 four-byte fields
     constexpr std::size_t health_word = offsetof(entity, health) / sizeof(std::uint32_t);
     // AoS: the entity array. SoA: one 64-byte aligned column per 4-byte field.
+    const progress_line progress(o.json_path != "-");
+    progress("layout: filling " + std::to_string(n) + " entities...");
     aligned_array<entity> aos(n);
     std::vector<std::unique_ptr<aligned_array<std::uint32_t>>> soa;
     for (std::size_t k = 0; k < words; ++k)
@@ -79,6 +82,7 @@ int layout_command(const layout_options& o) {
     }
     std::uint64_t sink = 0;
     // touch-one-field: sum every entity's health.
+    progress("layout: touch-one-field, AoS and SoA...");
     const double aos_one = best_ns_per_entity(n, o.runs, [&] {
         std::uint64_t s = 0;
         for (std::size_t i = 0; i < n; ++i)
@@ -95,6 +99,7 @@ int layout_command(const layout_options& o) {
         do_not_optimize(&sink);
     });
     // touch-all: sum every field of every entity (AoS: entity by entity; SoA: column by column).
+    progress("layout: touch-all, AoS and SoA...");
     const double aos_all = best_ns_per_entity(n, o.runs, [&] {
         std::uint64_t s = 0;
         for (std::size_t i = 0; i < n; ++i) {
@@ -123,6 +128,7 @@ int layout_command(const layout_options& o) {
     const double soa_all_loaded = soa_one_loaded * words;
     const double used_one = static_cast<double>(n * sizeof(std::uint32_t));
     const double used_all = static_cast<double>(n * sizeof(entity));
+    progress.clear();
     const bool table = o.json_path != "-";
     if (table) {
         char buf[1400];

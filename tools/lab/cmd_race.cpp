@@ -14,6 +14,7 @@
 #include "embedded.hpp"
 #include "op_commands.hpp"
 #include "op_contenders.hpp"
+#include "progress.hpp"
 #include "race.hpp"
 #include "report.hpp"
 #include "trace_workload.hpp"
@@ -224,7 +225,9 @@ int versus_malloc_command(const versus_malloc_options& o) {
     ro.repeats = o.repeats;
     ro.latency_passes = 0;
     ro.series_points = 1;
+    const progress_line progress(o.json_path != "-");
     auto seconds = [&](const std::string& name, const op_workload& w) {
+        progress("versus-malloc: " + name + " on " + w.name + "...");
         const op_contender* c = contender_named(name);
         if (c == nullptr || !c->applies(w)) return -1.0;
         const replay_result r = c->run(w, ro);
@@ -244,6 +247,7 @@ int versus_malloc_command(const versus_malloc_options& o) {
         const table& t = tables[i];
         const double m = t.pool_workload ? malloc_pool : malloc_mixed;
         const double a = seconds(t.ours, t.pool_workload ? pooled : mixed);
+        progress.clear();
         const double ours_x = a > 0 ? m / a : 0, seed_x = t.seed_malloc / t.seed_allocator;
         if (table_out) {
             std::snprintf(line, sizeof line,

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "commands.hpp"
+#include "progress.hpp"
 #include "showdown.hpp"
 
 namespace strata::lab {
@@ -19,10 +20,15 @@ namespace sd = showdown;
 double ratio(double a, double b) { return b > 0 ? a / b : 0; }
 
 template <class P>
-std::vector<sd::timings> run_one_set(const sd::set_config& s, int repeats, std::uint64_t seed) {
+std::vector<sd::timings> run_one_set(const sd::set_config& s, int repeats, std::uint64_t seed,
+                                     const progress_line& progress) {
     std::vector<sd::timings> out;
-    for (const auto& d : sd::design_list<P>::all)
+    for (const auto& d : sd::design_list<P>::all) {
+        progress(std::string("showdown: ") + s.title + ", " + std::to_string(sizeof(P)) +
+                 "-byte particle: " + d.name + "...");
         out.push_back(d.run(s, repeats, seed));
+    }
+    progress.clear();
     return out;
 }
 
@@ -34,8 +40,10 @@ struct set_result {
 std::string g_bars;
 
 template <class P>
-set_result print_set(std::size_t set_index, const sd::set_config& s, const showdown_options& o) {
-    const set_result r{run_one_set<P>(s, o.repeats, o.seed)};
+set_result print_set(std::size_t set_index, const sd::set_config& s, const showdown_options& o,
+                     const progress_line& progress) {
+    std::fflush(stdout);
+    const set_result r{run_one_set<P>(s, o.repeats, o.seed, progress)};
     std::printf("\n### %s, particle %zu B: %zu allocs, %zu frees, %zu iterations, %zu churn x %zu frames\n\n",
                 s.title, sizeof(P), s.allocs, s.frees, s.iterations, s.churn, s.frames);
     std::printf(
@@ -97,14 +105,17 @@ int showdown_command(const showdown_options& o) {
         o.repeats, o.repeats == 1 ? "" : "s", o.quick ? " (--quick: scaled-down sets, no seed figures)" : "");
     std::printf("(the seed's figures are from an M4 Pro; compare ratios, not milliseconds)\n");
     std::vector<set_result> results24;
+    const progress_line progress(o.json_path != "-");
     for (std::size_t i = 0; i < 4; ++i) {
         if (o.set != 0 && o.set != static_cast<int>(i) + 1) continue;
         const sd::set_config s = o.quick ? sd::quick(sd::seed_sets[i]) : sd::seed_sets[i];
-        results24.push_back(print_set<sd::particle>(i, s, o));
-        if (o.padded) (void)print_set<sd::particle32>(i, s, o);
+        results24.push_back(print_set<sd::particle>(i, s, o, progress));
+        if (o.padded) (void)print_set<sd::particle32>(i, s, o, progress);
     }
 
     const std::size_t lookups = o.quick ? 200'000 : 20'000'000;
+    std::fflush(stdout);
+    progress("showdown: valid-handle lookups...");
     const double sm_ns =
         sd::lookup_ns<strata::slot_map<sd::particle, sd::particle_handle>>(10'000, lookups, o.repeats);
     const double ht_ns =
@@ -114,7 +125,9 @@ int showdown_command(const showdown_options& o) {
     std::printf("| slot_map | %.2f |\n| handle_table | %.2f |\n", sm_ns, ht_ns);
 
     const std::size_t entities = o.quick ? 100'000 : 10'000'000;
+    progress("showdown: AoS vs SoA...");
     const sd::layout_timings lt = sd::layout_pass(entities, std::max(o.repeats, 3));
+    progress.clear();
     std::printf(
         "\n### AoS vs SoA: one float field of %zu 32-byte entities\n\n| layout | ms per pass | x AoS |\n"
         "|---|---:|---:|\n",
