@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# tests/programs/gen/workload.sh: the real-program workloads shared by the CI test
+# (tests/programs/programs_test.cpp), bench/programs.sh and tests/programs/run-programs.sh.
+#
+#   bash workload.sh NAME prepare WORKDIR    generate NAME's inputs into WORKDIR (plain, never preloaded)
+#   bash workload.sh NAME run WORKDIR        run the program on them; everything it prints goes to stdout
+#
+# NAME: sqlite3 | python3 | git | gxx.  `run` puts $STRATA_PRELOAD (empty: the C library's malloc)
+# into LD_PRELOAD of the measured program only, never of this shell or the generators, so a
+# difference is the program's; the program's own children (git gc -> pack-objects, g++ -> cc1plus,
+# as, ld) inherit it. Environment, each optional:
+#   STRATA_PRELOAD   the malloc library to preload into the program (default none)
+#   STRATA_SCALE     input size multiplier (default 1; the CI test uses 1)
+#   SQLITE3 PYTHON3 GIT GXX NM   the programs (default: sqlite3, /usr/bin/python3, git, g++, nm from
+#                    PATH; python3 is Debian's /usr/bin/python3, not a pyenv shim)
+# The output never contains paths, times or addresses: `run` under any malloc must print the same bytes.
+set -euo pipefail
+gen="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+name="${1:?workload name}"
+mode="${2:?prepare or run}"
+work="${3:?work directory}"
+scale="${STRATA_SCALE:-1}"
+preload="${STRATA_PRELOAD:-}"
+SQLITE3="${SQLITE3:-sqlite3}"
+PYTHON3="${PYTHON3:-/usr/bin/python3}"
+GIT="${GIT:-git}"
+GXX="${GXX:-g++}"
+NM="${NM:-nm}"
+export LC_ALL=C TZ=UTC PYTHONHASHSEED=0
+mkdir -p "$work"
+cd "$work"
+
+# The generators run plainly, under Debian's python3.
+generate() { "$PYTHON3" -s -B "$gen/$1" "$scale"; }
+# The measured program: LD_PRELOAD for it (and its children) only.
+under() { LD_PRELOAD="$preload" "$@"; }
+
+case "$name:$mode" in
+sqlite3:prepare) generate sqlite_script.py >script.sql ;;
+sqlite3:run)
+    rm -f db.sqlite db.sqlite-journal
+    under "$SQLITE3" -batch -bail db.sqlite <script.sql
+    ;;
+python3:prepare) cp "$gen/py_workload.py" workload.py ;;
+python3:run) under "$PYTHON3" -s -B workload.py "$scale" ;;
+git:prepare) generate git_history.py >history.fi ;;
+git:run)
+    # No system or user configuration, fixed identities and dates, one pack thread (a threaded delta
+    # search may pick other deltas, and then pack sizes differ), no background gc.
+    export HOME="$work/home" GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_TERMINAL_PROMPT=0 \
+        GIT_AUTHOR_NAME="Ada Lovelace" GIT_AUTHOR_EMAIL=ada@example.org \
+        GIT_COMMITTER_NAME="Ada Lovelace" GIT_COMMITTER_EMAIL=ada@example.org
+    rm -rf repo home && mkdir -p home
+    g() { under "$GIT" -C repo -c pack.threads=1 -c gc.auto=0 -c gc.autoDetach=false -c core.pager=cat \
+        -c color.ui=false -c advice.detachedHead=false "$@"; }
+    under "$GIT" init -q -b main repo
+    g fast-import --quiet <history.fi
+    g checkout -q main
+    # A few porcelain commits on top: the index, the object store and refs written the ordinary way.
+    for i in $(seq 1 12); do
+        export GIT_AUTHOR_DATE="@$((1700000000 + i * 60)) +0000" GIT_COMMITTER_DATE="@$((1700000000 + i * 60)) +0000"
+        printf 'line %d of a working-tree edit\n' $(seq 1 $((i * 7))) >"repo/src/mod$((i % 6))/new$i.txt"
+        f=$((i * 5 % 48))
+        sed -i "s/^\([a-z_]*\) /\1 edited$i /" "repo/src/mod$((f % 6))/file$(printf %02d $f)".*
+        g add -A
+        g commit -q -m "working-tree edit $i"
+    done
+    g log --format='%H %ad %s' --date=iso-strict --stat=100 main
+    g log -p --format='%h %s' -n 40 main
+    g log --graph --oneline --all
+    g diff --stat HEAD~40 HEAD
+    g diff HEAD~25 HEAD
+    g blame -s src/mod1/file07.c
+    g shortlog -s -n --all
+    g rev-list --all --objects | sort | "$GIT" hash-object --stdin
+    g -c pack.threads=1 gc -q --prune=now
+    g count-objects -v | grep -v -e '^size' # sizes depend on the delta search's memory limit, not the malloc
+    g fsck --full --no-progress --strict
+    g verify-pack -s ".git/objects/pack/$(cd repo/.git/objects/pack && ls *.idx)"
+    g archive --format=tar HEAD | cksum
+    g grep -c -e edited -e zz HEAD -- 'src/mod2/*'
+    ;;
+gxx:prepare) generate cpp_source.py >program.cpp ;;
+gxx:run)
+    rm -f program.s program.o program
+    under "$GXX" -std=c++20 -O2 -S -o program.s program.cpp
+    cat program.s
+    under "$GXX" -c -o program.o program.s
+    under "$NM" -C program.o
+    under "$GXX" -o program program.o
+    under ./program
+    ;;
+*)
+    echo "workload.sh: unknown workload/mode '$name $mode' (names: sqlite3 python3 git gxx; modes: prepare run)" >&2
+    exit 2
+    ;;
+esac
