@@ -1,0 +1,446 @@
+#pragma once
+// engine_heap: a general-purpose, thread-caching heap that can serve as the process's malloc.
+//
+//   small  (<= 64 KiB): 44 size classes (16-byte steps to 128, then 4 per doubling), served from
+//                       per-thread runs with no lock and no atomic on the owner's path; a free from
+//                       another thread goes onto the run's atomic "thread free" list.
+//   medium (<= 8 MiB):  TLSF arenas (strata::tlsf) behind one lock.
+//   large:              whole granule spans straight from the reservation.
+//
+// Everything lives in one virtual_memory reservation cut into 64 KiB granules, so owns(p) is a
+// range check and a block's run descriptor is found by one shift. Free granule spans are kept
+// committed up to a retention limit (steady churn never faults) and purged beyond it.
+// See docs/engine.md for the design, the numbers and the C API built on it (libstrata_malloc.so).
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "strata/adapt/allocator_ref.hpp"
+#include "strata/adapt/tracked.hpp"
+#include "strata/core/config.hpp"
+#include "strata/core/stats.hpp"
+#include "strata/engine/fwd.hpp"
+#include "strata/linear/arena.hpp"
+#include "strata/source/memory_source.hpp"
+#include "strata/source/virtual_memory.hpp"
+
+namespace strata {
+
+/// Construction settings of an engine_heap.
+struct engine_options {
+    /// Address space reserved up front (MAP_NORESERVE: costs no memory until used). Bounds the
+    /// heap: requests that do not fit fail with nullptr.
+    std::size_t reserve_bytes = std::size_t{64} << 30;
+    /// Free granules kept committed and resident for reuse; frees beyond it are purged
+    /// (madvise(MADV_DONTNEED)), so idle memory goes back to the OS.
+    std::size_t retain_bytes = std::size_t{64} << 20;
+    /// Empty runs a thread keeps for itself before handing them back to the shared span pool.
+    std::size_t thread_cache_runs = 16;
+    /// Size of one TLSF arena of the medium tier.
+    std::size_t medium_arena_bytes = std::size_t{64} << 20;
+    /// First block of each thread's frame_arena().
+    std::size_t frame_block_bytes = std::size_t{256} << 10;
+};
+
+/// Counters of one size class, summed over every thread (live and exited).
+struct engine_class_stats {
+    std::size_t block_size = 0;      ///< bytes of every block of the class
+    std::size_t allocations = 0;     ///< blocks handed out since construction
+    std::size_t frees = 0;           ///< blocks returned to their run since construction
+    std::size_t live_bytes = 0;      ///< (allocations - frees) * block_size
+    std::size_t committed_bytes = 0; ///< bytes of the runs of this class
+};
+
+/// Counters of the calling thread's cache.
+struct engine_thread_stats {
+    std::size_t allocations = 0;     ///< small blocks handed out from this thread's runs
+    std::size_t frees = 0;           ///< small blocks returned to this thread's runs (any thread's free)
+    std::size_t live_bytes = 0;      ///< bytes of small blocks of this thread's runs now in use
+    std::size_t committed_bytes = 0; ///< bytes of the runs this thread owns (empty cache included)
+};
+
+namespace engine_detail {
+
+inline constexpr unsigned granule_shift = 16; // 64 KiB
+inline constexpr std::size_t granule = std::size_t{1} << granule_shift;
+inline constexpr unsigned class_count = 44;
+inline constexpr std::size_t small_max = 65536;
+inline constexpr unsigned max_instances = 16;
+
+/// Returns: the block size of class `c` (16..128 by 16, then 4 classes per doubling to 64 KiB).
+[[nodiscard]] constexpr std::size_t class_size(unsigned c) noexcept {
+    if (c < 8) return 16 * (std::size_t{c} + 1);
+    const unsigned b = 8 + (c - 8) / 4;
+    const std::size_t k = (c - 8) % 4 + 1;
+    return (std::size_t{1} << (b - 1)) + k * (std::size_t{1} << (b - 3));
+}
+
+/// Returns: the smallest class whose block holds `size` bytes. Requires: size <= small_max.
+[[nodiscard]] constexpr unsigned class_of_computed(std::size_t size) noexcept {
+    if (size <= 128) return size == 0 ? 0u : static_cast<unsigned>((size + 15) >> 4) - 1;
+    unsigned b = 0; // 2^(b-1) < size <= 2^b
+    for (std::size_t v = size - 1; v != 0; v >>= 1)
+        ++b;
+    const std::size_t half = std::size_t{1} << (b - 1);
+    const auto k = static_cast<unsigned>((size - 1 - half) >> (b - 3));
+    return 8 + (b - 8) * 4 + k;
+}
+
+struct class_table {
+    unsigned char by16[65]{}; // sizes 0..1024 in 16-byte steps
+    constexpr class_table() {
+        for (std::size_t i = 0; i <= 64; ++i)
+            by16[i] = static_cast<unsigned char>(class_of_computed(i * 16));
+    }
+};
+inline constexpr class_table classes{};
+
+/// Returns: class_of_computed(size), with a table for the common sizes. Requires: size <= small_max.
+[[nodiscard]] STRATA_ALWAYS_INLINE unsigned class_of(std::size_t size) noexcept {
+    if (STRATA_LIKELY(size <= 1024)) return classes.by16[(size + 15) >> 4];
+    const unsigned b = static_cast<unsigned>(64 - __builtin_clzll(size - 1));
+    const std::size_t half = std::size_t{1} << (b - 1);
+    return 8 + (b - 8) * 4 + static_cast<unsigned>((size - 1 - half) >> (b - 3));
+}
+
+struct free_block {
+    free_block* next;
+};
+
+struct thread_heap;
+
+enum class span_kind : std::uint8_t { free, small, medium, large, meta };
+enum class run_list : std::uint8_t { none, partial, full, cache };
+
+/// One descriptor per granule; only the first granule's descriptor of a span (its head) is
+/// meaningful, the others of a small or medium span say how far back the head is.
+struct alignas(64) run {
+    free_block* free = nullptr;                    // owner's free list
+    std::uint16_t used = 0;                        // blocks out, as far as the owner knows
+    std::uint16_t capacity = 0;                    // blocks that fit
+    std::uint16_t carved = 0;                      // blocks ever threaded into the free list
+    span_kind kind = span_kind::free;              //
+    run_list where = run_list::none;               // which list of the owner holds it
+    std::uint32_t back = 0;                        // granules to the head descriptor
+    std::uint32_t granules = 0;                    // span length (head only)
+    std::uint32_t block_size = 0;                  // small: block size; medium: unused
+    std::uint8_t cls = 0;                          // small: class
+    bool dirty = false;                            // free span: may hold resident pages
+    std::uint16_t spare = 0;                       //
+    std::atomic<thread_heap*> owner{nullptr};      // small: the heap that may pop from `free`
+    std::atomic<free_block*> thread_free{nullptr}; // small: frees from other threads
+    run* next = nullptr;                           // list links (owner lists, free bins)
+    run* prev = nullptr;                           //
+};
+static_assert(sizeof(run) == 64);
+
+/// A thread's slot for one engine_heap instance: valid when `epoch` matches the instance's.
+struct tls_slot {
+    thread_heap* heap;
+    std::uint64_t epoch;
+};
+
+/// Per-thread caches, one slot per live engine_heap (initial-exec: one fs-relative load).
+extern __thread tls_slot tls[max_instances] __attribute__((tls_model("initial-exec")));
+
+/// Relaxed counter only its owner writes and anyone may read (no lock prefix on x86).
+struct counter {
+    std::atomic<std::uint64_t> v{0};
+    STRATA_ALWAYS_INLINE void add(std::uint64_t n) noexcept {
+        v.store(v.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+    }
+    [[nodiscard]] std::uint64_t get() const noexcept { return v.load(std::memory_order_relaxed); }
+};
+
+struct thread_heap {
+    run* current[class_count];   // the run the fast path pops from (the empty sentinel when none)
+    counter allocs[class_count]; //
+    counter frees[class_count];  //
+    run* partial[class_count];   // runs with free blocks
+    run* full[class_count];      // runs the owner found exhausted
+    std::atomic<std::uint32_t> pending[class_count]; // remote frees arrived in a full run
+    counter run_bytes;                               // committed bytes of the runs this heap owns
+    run* cache = nullptr;                            // empty runs kept for reuse
+    std::size_t cache_count = 0;                     //
+    engine_heap* engine = nullptr;
+    thread_heap* next_heap = nullptr; // engine's list of heaps in use, or of free ones
+    thread_heap* prev_heap = nullptr;
+    bool has_arena = false;
+    alignas(arena) unsigned char arena_storage[sizeof(arena)];
+};
+
+/// The run every empty `current` slot points to: its free list is always empty.
+extern run empty_run;
+
+/// memory_source over an engine_heap (frame arenas take their blocks from it).
+struct block_source {
+    engine_heap* heap = nullptr;
+    [[nodiscard]] memory_block allocate_block(std::size_t size, std::size_t align) noexcept;
+    void deallocate_block(memory_block b) noexcept;
+};
+
+class spinlock {
+public:
+    void lock() noexcept {
+        if (!flag_.exchange(true, std::memory_order_acquire)) return;
+        lock_slow();
+    }
+    void unlock() noexcept { flag_.store(false, std::memory_order_release); }
+
+private:
+    void lock_slow() noexcept;
+    std::atomic<bool> flag_{false};
+};
+
+} // namespace engine_detail
+
+/// A general-purpose heap for a whole engine (or process): thread-cached size classes, TLSF
+/// arenas, and large spans, in one reservation.
+///
+/// Thread safety: every member may be called from any thread at once, except the constructor,
+/// the destructor and check() (which requires that no other thread uses the heap meanwhile).
+/// A block may be freed by any thread. A thread's cache is handed back at thread exit (its runs
+/// are adopted by other threads) or by flush_thread_cache().
+///
+/// Bad input: allocate answers nullptr for a non-power-of-two alignment, for sizes that cannot be
+/// reserved, and when address space runs out. deallocate(nullptr) does nothing; deallocating a
+/// pointer this heap does not own is ignored (owns() tells). Double frees are undefined.
+///
+/// At most 16 engine_heap objects may exist at once (each holds a thread-local slot).
+class engine_heap {
+public:
+    static constexpr std::size_t small_max = engine_detail::small_max;  ///< largest size-class block
+    static constexpr std::size_t medium_max = std::size_t{8} << 20;     ///< largest TLSF request
+    static constexpr std::size_t granule = engine_detail::granule;      ///< unit of the span tier
+    static constexpr unsigned class_count = engine_detail::class_count; ///< number of size classes
+    static constexpr std::size_t default_alignment = alignof(std::max_align_t);
+
+    /// Effects: reserves `options.reserve_bytes` of address space; commits nothing yet.
+    /// Never allocates through malloc (the malloc shim constructs one during the first malloc).
+    /// Throws: std::system_error when the reservation fails; std::length_error when 16 engine
+    /// heaps already exist.
+    explicit engine_heap(engine_options options = {});
+    /// Effects: releases the reservation (every block still allocated is gone). Requires: no other
+    /// thread uses the heap any more.
+    ~engine_heap();
+    engine_heap(const engine_heap&) = delete;
+    engine_heap& operator=(const engine_heap&) = delete;
+
+    /// Returns: at least `size` bytes aligned to `align` (any power of two), or nullptr when out of
+    /// memory or `align` is not a power of two. size 0 returns a unique minimal block.
+    /// Complexity: O(1) on the thread-cached path; the medium and large tiers take a lock.
+    [[nodiscard]] STRATA_ALWAYS_INLINE void* allocate(std::size_t size,
+                                                      std::size_t align = default_alignment) noexcept {
+        using namespace engine_detail;
+        if (STRATA_LIKELY(size <= small_max && align <= default_alignment)) {
+            const tls_slot& s = tls[slot_];
+            if (STRATA_LIKELY(s.epoch == epoch_)) {
+                thread_heap* h = s.heap;
+                const unsigned c = class_of(size);
+                run* r = h->current[c];
+                free_block* b = r->free;
+                if (STRATA_LIKELY(b != nullptr)) {
+                    r->free = b->next;
+                    ++r->used;
+                    h->allocs[c].add(1);
+                    return b;
+                }
+            }
+        }
+        return allocate_slow(size, align);
+    }
+
+    /// Effects: returns `p` (from this heap, any thread) to the heap; nullptr and pointers the
+    /// heap does not own are ignored. Complexity: O(1) on the owner's path and for remote frees
+    /// of small blocks (one CAS); the medium and large tiers take a lock.
+    STRATA_ALWAYS_INLINE void deallocate(void* p) noexcept {
+        using namespace engine_detail;
+        const std::uintptr_t off = reinterpret_cast<std::uintptr_t>(p) - data_;
+        if (STRATA_UNLIKELY(off >= data_size_)) return;
+        run* d = runs_ + (off >> granule_shift);
+        d -= d->back;
+        const tls_slot& s = tls[slot_];
+        if (STRATA_LIKELY(s.epoch == epoch_ && d->owner.load(std::memory_order_relaxed) == s.heap)) {
+            auto* b = static_cast<free_block*>(p);
+            b->next = d->free;
+            d->free = b;
+            s.heap->frees[d->cls].add(1);
+            if (STRATA_UNLIKELY(--d->used == 0 || d->where == run_list::full)) local_free_slow(s.heap, d);
+            return;
+        }
+        deallocate_slow(p, d);
+    }
+
+    /// Effects: deallocate(p); the size and alignment are not needed (allocator contract form).
+    STRATA_ALWAYS_INLINE void deallocate(void* p, std::size_t /*size*/, std::size_t /*align*/) noexcept {
+        deallocate(p);
+    }
+
+    /// Returns: a block of at least `new_size` bytes aligned to `align` holding the first
+    /// min(old usable size, new_size) bytes of `p`: `p` itself when its block can hold it (small
+    /// class, TLSF in place, span), otherwise a new block (and `p` is freed). nullptr when out of
+    /// memory (then `p` is untouched). p == nullptr: allocate(new_size, align). new_size == 0: frees
+    /// `p` and returns nullptr (glibc's realloc(p, 0)).
+    [[nodiscard]] void* reallocate(void* p, std::size_t new_size,
+                                   std::size_t align = default_alignment) noexcept;
+
+    /// Returns: allocate(size, align) with the bytes zeroed (fresh spans are not written twice).
+    [[nodiscard]] void* allocate_zeroed(std::size_t size, std::size_t align = default_alignment) noexcept;
+
+    /// Returns: the bytes usable at `p` (>= the size asked for). Requires: owns(p).
+    [[nodiscard]] std::size_t usable_size(const void* p) const noexcept;
+
+    /// Returns: true when `p` points into this heap's reservation. O(1).
+    [[nodiscard]] bool owns(const void* p) const noexcept {
+        return reinterpret_cast<std::uintptr_t>(p) - data_ < data_size_;
+    }
+
+    /// Returns: in_use (small live bytes by class size, medium block bytes, large span bytes),
+    /// capacity (committed bytes), live_allocations and total_allocations over every tier.
+    /// peak and largest_free_block are 0 (not tracked: they would cost the fast path).
+    [[nodiscard]] strata::stats stats() const noexcept;
+    /// Returns: the counters of size class `c` over every thread. Requires: c < class_count.
+    [[nodiscard]] engine_class_stats class_stats(unsigned c) const noexcept;
+    /// Returns: the counters of the calling thread's cache (zero when it has none).
+    [[nodiscard]] engine_thread_stats thread_stats() const noexcept;
+    /// Returns: bytes the reservation has committed (the high-water mark of used address space).
+    [[nodiscard]] std::size_t committed_bytes() const noexcept;
+    /// Returns: bytes of free spans that may still be resident (kept for reuse, <= retain limit
+    /// plus what coalescing merged).
+    [[nodiscard]] std::size_t retained_bytes() const noexcept;
+
+    /// Returns: the block size of class `c`; class_count when `size` > small_max.
+    [[nodiscard]] static constexpr std::size_t class_size(unsigned c) noexcept {
+        return engine_detail::class_size(c);
+    }
+    /// Returns: the class serving `size` (<= small_max).
+    [[nodiscard]] static unsigned class_of(std::size_t size) noexcept {
+        return engine_detail::class_of(size);
+    }
+
+    /// Effects: validates every invariant: span tiling, free bins, run free lists (on the block
+    /// grid, within the carved part, counts matching `used`), TLSF arenas. Requires: no other
+    /// thread uses the heap meanwhile. Returns: true when all hold.
+    [[nodiscard]] bool check() const noexcept;
+
+    /// Effects: hands the calling thread's cache back (as thread exit does): runs in use become
+    /// adoptable by other threads, empty ones return to the span pool, the frame arena is
+    /// destroyed. The next allocation on this thread starts a new cache.
+    void flush_thread_cache() noexcept;
+
+    /// Effects: purges every free span (the retained memory goes back to the OS).
+    void trim() noexcept;
+
+    /// Returns: the calling thread's frame arena, created on first use; its blocks come from this
+    /// heap and go back when the thread exits (or flush_thread_cache()). Reset it once per frame.
+    /// Throws: std::bad_alloc when no cache can be made for the thread.
+    [[nodiscard]] arena& frame_arena();
+
+    /// Returns: a view of this heap that reports every allocation to `t` (one per subsystem).
+    /// Requires: `t` and this heap outlive the view. (`Self` only defers naming the type until
+    /// engine_heap is complete; leave it defaulted.)
+    template <class Self = engine_heap>
+    [[nodiscard]] tracked<allocator_ref<Self>> tracked_view(tracker& t) {
+        return tracked<allocator_ref<Self>>(t, static_cast<Self&>(*this));
+    }
+
+    /// fork() support for whoever owns the process's heap (the malloc shim registers these with
+    /// pthread_atfork): prepare takes every lock of every engine_heap, the parent releases them,
+    /// the child releases them (only the forking thread exists there; other threads' caches stay
+    /// unreachable, their blocks are still valid).
+    static void prepare_fork() noexcept;
+    static void after_fork_parent() noexcept;
+    static void after_fork_child() noexcept;
+
+private:
+    friend struct engine_detail::block_source;
+    using run = engine_detail::run;
+    using thread_heap = engine_detail::thread_heap;
+
+    [[nodiscard]] STRATA_NOINLINE void* allocate_slow(std::size_t size, std::size_t align) noexcept;
+    STRATA_NOINLINE void deallocate_slow(void* p, run* d) noexcept;
+    STRATA_NOINLINE void local_free_slow(thread_heap* h, run* d) noexcept;
+
+    [[nodiscard]] thread_heap* thread_cache() noexcept;
+    [[nodiscard]] thread_heap* make_thread_heap() noexcept;
+    void* small_slow(thread_heap* h, unsigned c) noexcept;
+    void* medium_allocate(std::size_t size, std::size_t align) noexcept;
+    void medium_deallocate(void* p, run* head) noexcept;
+    void* large_allocate(std::size_t size, std::size_t align, bool* clean) noexcept;
+    void collect(thread_heap* h, run* r) noexcept;
+    void retire(thread_heap* h, run* r) noexcept;
+    run* new_run(thread_heap* h, unsigned c) noexcept;
+    run* adopt(thread_heap* h, unsigned c) noexcept;
+    void abandon(thread_heap* h) noexcept;
+    static void thread_exit(void*) noexcept;
+
+    // Span tier (span_lock_ held).
+    run* span_alloc(std::size_t n, engine_detail::span_kind kind, bool* clean) noexcept;
+    void span_free(run* head, bool dirty) noexcept;
+    void bin_insert(run* head) noexcept;
+    void bin_remove(run* head) noexcept;
+    bool grow_commit(std::size_t granules) noexcept;
+    void mark_span(run* head, std::size_t n, engine_detail::span_kind kind) noexcept;
+    [[nodiscard]] std::size_t index_of(const run* r) const noexcept {
+        return static_cast<std::size_t>(r - runs_);
+    }
+    [[nodiscard]] std::byte* address_of(const run* r) const noexcept {
+        return reinterpret_cast<std::byte*>(data_ + (index_of(r) << engine_detail::granule_shift));
+    }
+    void lock_all() noexcept;
+    void unlock_all() noexcept;
+
+    // Hot fields first (one cache line for the fast paths).
+    std::uintptr_t data_ = 0; // first data granule
+    std::uintptr_t data_size_ = 0;
+    run* runs_ = nullptr; // descriptor per granule
+    std::uint64_t epoch_ = 0;
+    unsigned slot_ = 0;
+
+    engine_options options_;
+    virtual_memory vm_;
+    std::size_t granule_count_ = 0;
+    std::size_t meta_bytes_ = 0;  // descriptor array bytes at the start of vm_
+    std::size_t data_offset_ = 0; // data_ - vm_.data()
+
+    mutable engine_detail::spinlock heaps_lock_;
+    mutable engine_detail::spinlock abandon_lock_;
+    mutable engine_detail::spinlock medium_lock_;
+    mutable engine_detail::spinlock span_lock_;
+
+    // heaps_lock_
+    thread_heap* heaps_ = nullptr;      // in use
+    thread_heap* free_heaps_ = nullptr; // recycled
+    std::uint64_t retired_allocs_[engine_detail::class_count] = {};
+    std::uint64_t retired_frees_[engine_detail::class_count] = {};
+
+    // abandon_lock_
+    run* abandoned_[engine_detail::class_count] = {};
+    std::atomic<std::uint32_t> abandoned_count_[engine_detail::class_count] = {};
+
+    // medium_lock_
+    static constexpr unsigned max_arenas = 256;
+    run* arenas_[max_arenas] = {};
+    unsigned arena_count_ = 0;
+    unsigned arena_hint_ = 0;
+
+    // span_lock_
+    static constexpr unsigned bin_count = 64;
+    run* bins_[bin_count] = {};
+    std::uint64_t bin_map_ = 0;
+    std::size_t top_ = 0;        // granules ever handed out (spans tile [0, top_))
+    std::size_t commit_top_ = 0; // granules committed (data and descriptors)
+    std::size_t dirty_free_ = 0; // granules of dirty free spans
+    std::size_t retain_granules_ = 0;
+    std::atomic<std::size_t> large_bytes_{0};
+    std::atomic<std::size_t> large_live_{0};
+    std::atomic<std::size_t> large_total_{0};
+    std::atomic<std::size_t> medium_total_{0};
+    std::atomic<std::size_t> medium_count_{0};
+    std::atomic<std::size_t> medium_in_use_{0};
+    std::atomic<std::size_t> class_committed_[engine_detail::class_count] = {};
+
+    engine_detail::block_source source_{this};
+};
+
+} // namespace strata

@@ -1,0 +1,1030 @@
+#include "strata/engine/engine_heap.hpp"
+
+#include <pthread.h>
+#include <sched.h>
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+#include <new>
+#include <stdexcept>
+
+#include "strata/core/poison.hpp"
+#include "strata/heap/tlsf.hpp"
+
+namespace strata {
+namespace engine_detail {
+
+__thread tls_slot tls[max_instances] __attribute__((tls_model("initial-exec")));
+constinit run empty_run{};
+
+void spinlock::lock_slow() noexcept {
+    for (unsigned spins = 0;; ++spins) {
+        if (!flag_.load(std::memory_order_relaxed) && !flag_.exchange(true, std::memory_order_acquire))
+            return;
+        // Two cores shared by many threads: spinning long against a descheduled holder only burns
+        // the holder's time slice.
+        if (spins < 64) {
+#if defined(__x86_64__) || defined(__i386__)
+            __builtin_ia32_pause();
+#endif
+        } else {
+            sched_yield();
+        }
+    }
+}
+
+memory_block block_source::allocate_block(std::size_t size, std::size_t align) noexcept {
+    void* p = heap->allocate(size, align);
+    return p != nullptr ? memory_block{static_cast<std::byte*>(p), size, align} : memory_block{};
+}
+
+void block_source::deallocate_block(memory_block b) noexcept { heap->deallocate(b.data); }
+
+namespace {
+
+/// Granules of one run of class `c`: one for blocks up to 1 KiB (64+ blocks), otherwise enough
+/// for 8 blocks, so a run of the largest class is 512 KiB and the tail waste stays small.
+constexpr std::uint32_t class_granules(unsigned c) noexcept {
+    const std::size_t bs = class_size(c);
+    if (bs <= 1024) return 1;
+    return static_cast<std::uint32_t>((8 * bs + granule - 1) / granule);
+}
+
+struct lock_guard {
+    explicit lock_guard(spinlock& l) noexcept : l_(l) { l_.lock(); }
+    ~lock_guard() { l_.unlock(); }
+    lock_guard(const lock_guard&) = delete;
+    lock_guard& operator=(const lock_guard&) = delete;
+    spinlock& l_;
+};
+
+/// Every live engine_heap, by TLS slot. The epoch tells a thread's slot from a stale one left by a
+/// destroyed heap whose slot was reused.
+struct registry_type {
+    spinlock lock;
+    engine_heap* instances[max_instances] = {};
+    std::uint64_t epochs[max_instances] = {};
+    std::uint64_t next_epoch = 1;
+    pthread_key_t key = 0;
+    bool key_made = false;
+};
+constinit registry_type registry;
+
+void push(run*& head, run* r) noexcept {
+    r->prev = nullptr;
+    r->next = head;
+    if (head != nullptr) head->prev = r;
+    head = r;
+}
+
+void unlink(run*& head, run* r) noexcept {
+    if (r->prev != nullptr)
+        r->prev->next = r->next;
+    else
+        head = r->next;
+    if (r->next != nullptr) r->next->prev = r->prev;
+    r->next = r->prev = nullptr;
+}
+
+unsigned bin_of(std::size_t n) noexcept {
+    if (n <= 32) return static_cast<unsigned>(n - 1);
+    return std::min(63u, 32u + static_cast<unsigned>(std::bit_width(n)) - 6u);
+}
+
+tlsf* tlsf_of(run* head, std::uintptr_t data, const run* runs) noexcept {
+    const auto index = static_cast<std::size_t>(head - runs);
+    return reinterpret_cast<tlsf*>(data + (index << granule_shift));
+}
+
+constexpr std::size_t tlsf_room = (sizeof(tlsf) + 63) & ~std::size_t{63};
+
+} // namespace
+} // namespace engine_detail
+
+using namespace engine_detail;
+
+// -------------------------------------------------------------------------------------------------
+// Construction
+// -------------------------------------------------------------------------------------------------
+
+engine_heap::engine_heap(engine_options options) : options_(options) {
+    const std::size_t page = virtual_memory::page_size();
+    granule_count_ = std::max<std::size_t>(options.reserve_bytes >> granule_shift, 16);
+    meta_bytes_ = (granule_count_ * sizeof(run) + page - 1) & ~(page - 1);
+    vm_ = virtual_memory::reserve(meta_bytes_ + (granule_count_ << granule_shift) + granule);
+    const auto base = reinterpret_cast<std::uintptr_t>(vm_.data());
+    data_ = (base + meta_bytes_ + granule - 1) & ~std::uintptr_t{granule - 1};
+    data_offset_ = data_ - base;
+    data_size_ = granule_count_ << granule_shift;
+    runs_ = reinterpret_cast<run*>(vm_.data());
+    retain_granules_ = options.retain_bytes >> granule_shift;
+
+    lock_guard g(registry.lock);
+    unsigned slot = max_instances;
+    for (unsigned i = 0; i < max_instances; ++i) {
+        if (registry.instances[i] == nullptr) {
+            slot = i;
+            break;
+        }
+    }
+    if (slot == max_instances) throw std::length_error("strata::engine_heap: 16 engine heaps exist already");
+    if (!registry.key_made) {
+        // pthread_key_create takes no memory from malloc, so this is safe inside the first malloc.
+        if (pthread_key_create(&registry.key, &engine_heap::thread_exit) != 0)
+            throw std::length_error("strata::engine_heap: no pthread key left");
+        registry.key_made = true;
+    }
+    slot_ = slot;
+    epoch_ = registry.next_epoch++;
+    registry.instances[slot] = this;
+    registry.epochs[slot] = epoch_;
+}
+
+engine_heap::~engine_heap() {
+    lock_guard g(registry.lock);
+    registry.instances[slot_] = nullptr;
+    registry.epochs[slot_] = 0;
+    tls[slot_] = {nullptr, 0};
+}
+
+// -------------------------------------------------------------------------------------------------
+// Span tier: granule spans tile [0, top_); free ones sit in 64 bins (exact up to 32 granules,
+// then one per power of two) with a bitmap; heads and tails are marked so frees coalesce in O(1).
+// -------------------------------------------------------------------------------------------------
+
+bool engine_heap::grow_commit(std::size_t need) noexcept {
+    if (need <= commit_top_) return true;
+    // Commit in 4 MiB steps: fewer mprotect calls, and adjacent commits merge into one mapping.
+    const std::size_t want = std::min(granule_count_, std::max(need, commit_top_ + 64));
+    const std::size_t data_from = data_offset_ + (commit_top_ << granule_shift);
+    if (!vm_.commit(data_from, (want - commit_top_) << granule_shift)) return false;
+    const std::size_t meta_from = commit_top_ * sizeof(run);
+    if (!vm_.commit(meta_from, (want - commit_top_) * sizeof(run))) return false;
+    for (std::size_t i = commit_top_; i < want; ++i)
+        new (runs_ + i) run();
+    if (want - commit_top_ <= 64) {
+        // A regular 4 MiB step is faulted in now, while the heap grows, rather than a page at a
+        // time in the middle of later churn as runs of other classes first touch it. (Steps for
+        // one big block stay lazy: a huge calloc need not become resident.)
+        std::byte* from = reinterpret_cast<std::byte*>(data_) + (commit_top_ << granule_shift);
+        const std::size_t bytes = (want - commit_top_) << granule_shift;
+#ifdef MADV_POPULATE_WRITE
+        if (::madvise(from, bytes, MADV_POPULATE_WRITE) != 0)
+#endif
+        {
+            const std::size_t page = virtual_memory::page_size();
+            for (std::size_t off = 0; off < bytes; off += page)
+                *reinterpret_cast<volatile char*>(from + off) = 0;
+        }
+    }
+    commit_top_ = want;
+    return true;
+}
+
+void engine_heap::mark_span(run* head, std::size_t n, span_kind kind) noexcept {
+    head->kind = kind;
+    head->granules = static_cast<std::uint32_t>(n);
+    head->back = 0;
+    if (kind == span_kind::small || kind == span_kind::medium) {
+        // Interior pointers (blocks past the first granule) find the head through `back`.
+        for (std::size_t i = 1; i < n; ++i)
+            head[i].back = static_cast<std::uint32_t>(i);
+    } else if (n > 1) {
+        head[n - 1].back = static_cast<std::uint32_t>(n - 1);
+    }
+}
+
+void engine_heap::bin_insert(run* head) noexcept {
+    const unsigned b = bin_of(head->granules);
+    push(bins_[b], head);
+    bin_map_ |= std::uint64_t{1} << b;
+    if (head->dirty) dirty_free_ += head->granules;
+}
+
+void engine_heap::bin_remove(run* head) noexcept {
+    const unsigned b = bin_of(head->granules);
+    unlink(bins_[b], head);
+    if (bins_[b] == nullptr) bin_map_ &= ~(std::uint64_t{1} << b);
+    if (head->dirty) dirty_free_ -= head->granules;
+}
+
+engine_heap::run* engine_heap::span_alloc(std::size_t n, span_kind kind, bool* clean) noexcept {
+    if (n == 0 || n > granule_count_) return nullptr;
+    const unsigned b = bin_of(n);
+    run* found = nullptr;
+    if (b >= 32) {
+        for (run* r = bins_[b]; r != nullptr; r = r->next) {
+            if (r->granules >= n) {
+                found = r;
+                break;
+            }
+        }
+    }
+    if (found == nullptr) {
+        const unsigned from = b < 32 ? b : b + 1;
+        const std::uint64_t m = from < 64 ? bin_map_ & (~std::uint64_t{0} << from) : 0;
+        if (m != 0) found = bins_[std::countr_zero(m)];
+    }
+    bool was_clean = true;
+    if (found != nullptr) {
+        bin_remove(found);
+        was_clean = !found->dirty;
+        if (found->granules > n) {
+            run* rest = found + n;
+            rest->dirty = found->dirty;
+            mark_span(rest, found->granules - n, span_kind::free);
+            bin_insert(rest);
+        }
+    } else {
+        if (top_ + n > granule_count_ || !grow_commit(top_ + n)) return nullptr;
+        found = runs_ + top_;
+        top_ += n;
+    }
+    found->dirty = false;
+    mark_span(found, n, kind);
+    if (clean != nullptr) *clean = was_clean;
+    return found;
+}
+
+void engine_heap::span_free(run* head, bool dirty) noexcept {
+    std::size_t n = head->granules;
+    if (dirty && dirty_free_ + n > retain_granules_) {
+        // Past the retention limit: the pages go back to the OS; the range stays committed
+        // (readable, zero on next touch), so one mapping keeps covering the whole heap.
+        (void)::madvise(address_of(head), n << granule_shift, MADV_DONTNEED);
+        dirty = false;
+    }
+    head->dirty = dirty;
+    std::size_t g = index_of(head);
+    if (g + n < top_) {
+        run* next = runs_ + g + n;
+        if (next->kind == span_kind::free) {
+            bin_remove(next);
+            head->dirty = head->dirty || next->dirty;
+            n += next->granules;
+        }
+    }
+    if (g > 0) {
+        run* tail = runs_ + g - 1;
+        run* prev = tail - tail->back;
+        if (prev->kind == span_kind::free && index_of(prev) + prev->granules == g) {
+            bin_remove(prev);
+            prev->dirty = prev->dirty || head->dirty;
+            n += prev->granules;
+            head = prev;
+            g = index_of(prev);
+        }
+    }
+    mark_span(head, n, span_kind::free);
+    bin_insert(head);
+}
+
+// -------------------------------------------------------------------------------------------------
+// Thread caches
+// -------------------------------------------------------------------------------------------------
+
+engine_heap::thread_heap* engine_heap::thread_cache() noexcept {
+    const tls_slot& s = tls[slot_];
+    if (s.epoch == epoch_) return s.heap;
+    return make_thread_heap();
+}
+
+engine_heap::thread_heap* engine_heap::make_thread_heap() noexcept {
+    thread_heap* h = nullptr;
+    {
+        lock_guard g(heaps_lock_);
+        if (free_heaps_ == nullptr) {
+            const std::size_t n = (16 * sizeof(thread_heap) + granule - 1) >> granule_shift;
+            run* m = nullptr;
+            {
+                lock_guard s(span_lock_);
+                m = span_alloc(n, span_kind::meta, nullptr);
+            }
+            if (m == nullptr) return nullptr;
+            std::byte* at = address_of(m);
+            const std::size_t count = (n << granule_shift) / sizeof(thread_heap);
+            for (std::size_t i = 0; i < count; ++i) {
+                auto* fresh = new (at + i * sizeof(thread_heap)) thread_heap();
+                fresh->next_heap = free_heaps_;
+                free_heaps_ = fresh;
+            }
+        }
+        h = free_heaps_;
+        free_heaps_ = h->next_heap;
+        h = new (h) thread_heap();
+        for (auto& r : h->current)
+            r = &empty_run;
+        h->engine = this;
+        h->next_heap = heaps_;
+        if (heaps_ != nullptr) heaps_->prev_heap = h;
+        heaps_ = h;
+    }
+    tls[slot_] = {h, epoch_};
+    // A non-null value makes pthread call thread_exit when this thread ends.
+    (void)pthread_setspecific(registry.key, &tls[0]);
+    return h;
+}
+
+void engine_heap::collect(thread_heap* h, run* r) noexcept {
+    free_block* list = r->thread_free.exchange(nullptr, std::memory_order_acquire);
+    if (list == nullptr) return;
+    std::uint16_t n = 1;
+    free_block* tail = list;
+    while (tail->next != nullptr) {
+        tail = tail->next;
+        ++n;
+    }
+    tail->next = r->free;
+    r->free = list;
+    r->used = static_cast<std::uint16_t>(r->used - n);
+    h->frees[r->cls].add(n);
+}
+
+void engine_heap::retire(thread_heap* h, run* r) noexcept {
+    class_committed_[r->cls].fetch_sub(std::size_t{r->granules} << granule_shift, std::memory_order_relaxed);
+    if (h->cache_count < options_.thread_cache_runs) {
+        r->where = run_list::cache;
+        push(h->cache, r);
+        ++h->cache_count;
+        return;
+    }
+    h->run_bytes.add(-(std::uint64_t{r->granules} << granule_shift));
+    r->owner.store(nullptr, std::memory_order_relaxed);
+    r->where = run_list::none;
+    lock_guard g(span_lock_);
+    span_free(r, true);
+}
+
+engine_heap::run* engine_heap::new_run(thread_heap* h, unsigned c) noexcept {
+    const std::uint32_t n = class_granules(c);
+    run* r = nullptr;
+    for (run* p = h->cache; p != nullptr; p = p->next) {
+        if (p->granules == n) {
+            unlink(h->cache, p);
+            --h->cache_count;
+            r = p;
+            break;
+        }
+    }
+    if (r == nullptr) {
+        {
+            lock_guard g(span_lock_);
+            r = span_alloc(n, span_kind::small, nullptr);
+        }
+        if (r == nullptr) return nullptr;
+        h->run_bytes.add(std::uint64_t{n} << granule_shift);
+    }
+    const std::size_t bs = class_size(c);
+    r->free = nullptr;
+    r->used = 0;
+    r->carved = 0;
+    r->capacity = static_cast<std::uint16_t>((std::size_t{n} << granule_shift) / bs);
+    r->block_size = static_cast<std::uint32_t>(bs);
+    r->cls = static_cast<std::uint8_t>(c);
+    r->where = run_list::none;
+    r->thread_free.store(nullptr, std::memory_order_relaxed);
+    r->owner.store(h, std::memory_order_relaxed);
+    class_committed_[c].fetch_add(std::size_t{n} << granule_shift, std::memory_order_relaxed);
+    return r;
+}
+
+engine_heap::run* engine_heap::adopt(thread_heap* h, unsigned c) noexcept {
+    if (abandoned_count_[c].load(std::memory_order_relaxed) == 0) return nullptr;
+    run* r = nullptr;
+    {
+        lock_guard g(abandon_lock_);
+        r = abandoned_[c];
+        if (r == nullptr) return nullptr;
+        abandoned_[c] = r->next;
+        abandoned_count_[c].fetch_sub(1, std::memory_order_relaxed);
+    }
+    r->next = r->prev = nullptr;
+    r->where = run_list::none;
+    r->owner.store(h, std::memory_order_release);
+    h->run_bytes.add(std::uint64_t{r->granules} << granule_shift);
+    collect(h, r);
+    return r;
+}
+
+void* engine_heap::small_slow(thread_heap* h, unsigned c) noexcept {
+    for (;;) {
+        run* r = h->current[c];
+        if (r != &empty_run) {
+            if (r->free == nullptr) collect(h, r);
+            if (r->free == nullptr && r->carved < r->capacity) {
+                // Thread the next page's worth of never-used blocks: a fresh run is touched (and
+                // faulted in) a page at a time, not all at once.
+                const std::size_t bs = r->block_size;
+                const std::size_t k =
+                    std::min<std::size_t>(r->capacity - r->carved, std::max<std::size_t>(1, 4096 / bs));
+                std::byte* first = address_of(r) + std::size_t{r->carved} * bs;
+                for (std::size_t i = 0; i + 1 < k; ++i)
+                    reinterpret_cast<free_block*>(first + i * bs)->next =
+                        reinterpret_cast<free_block*>(first + (i + 1) * bs);
+                reinterpret_cast<free_block*>(first + (k - 1) * bs)->next = nullptr;
+                r->free = reinterpret_cast<free_block*>(first);
+                r->carved = static_cast<std::uint16_t>(r->carved + k);
+            }
+            if (free_block* b = r->free) {
+                r->free = b->next;
+                ++r->used;
+                h->allocs[c].add(1);
+                return b;
+            }
+            r->where = run_list::full;
+            push(h->full[c], r);
+            h->current[c] = &empty_run;
+        }
+        if (run* p = h->partial[c]) {
+            unlink(h->partial[c], p);
+            p->where = run_list::none;
+            h->current[c] = p;
+            continue;
+        }
+        if (h->pending[c].exchange(0, std::memory_order_acquire) != 0) {
+            for (run* f = h->full[c]; f != nullptr;) {
+                run* next = f->next;
+                collect(h, f);
+                if (f->free != nullptr) {
+                    unlink(h->full[c], f);
+                    f->where = run_list::partial;
+                    push(h->partial[c], f);
+                }
+                f = next;
+            }
+            if (h->partial[c] != nullptr) continue;
+        }
+        if (run* a = adopt(h, c)) {
+            h->current[c] = a;
+            continue;
+        }
+        run* n = new_run(h, c);
+        if (n == nullptr) return nullptr;
+        h->current[c] = n;
+    }
+}
+
+void engine_heap::local_free_slow(thread_heap* h, run* d) noexcept {
+    const unsigned c = d->cls;
+    if (d->where == run_list::full) {
+        unlink(h->full[c], d);
+        d->where = run_list::partial;
+        push(h->partial[c], d);
+    }
+    if (d->used == 0 && h->current[c] != d) {
+        if (d->where == run_list::partial) unlink(h->partial[c], d);
+        d->where = run_list::none;
+        retire(h, d);
+    }
+}
+
+void engine_heap::abandon(thread_heap* h) noexcept {
+    if (h->has_arena) {
+        std::launder(reinterpret_cast<arena*>(h->arena_storage))->~arena();
+        h->has_arena = false;
+    }
+    for (unsigned c = 0; c < class_count; ++c) {
+        auto give_up = [&](run* r) {
+            collect(h, r);
+            r->where = run_list::none;
+            r->next = r->prev = nullptr;
+            if (r->used == 0) {
+                class_committed_[c].fetch_sub(std::size_t{r->granules} << granule_shift,
+                                              std::memory_order_relaxed);
+                r->owner.store(nullptr, std::memory_order_relaxed);
+                lock_guard g(span_lock_);
+                span_free(r, true);
+                return;
+            }
+            // Remote frees that race with this see either this heap (and flag it, harmlessly) or
+            // no owner; the adopter collects whatever they pushed.
+            r->owner.store(nullptr, std::memory_order_release);
+            lock_guard g(abandon_lock_);
+            r->next = abandoned_[c];
+            abandoned_[c] = r;
+            abandoned_count_[c].fetch_add(1, std::memory_order_relaxed);
+        };
+        if (h->current[c] != &empty_run) give_up(h->current[c]);
+        h->current[c] = &empty_run;
+        for (run* lists : {h->partial[c], h->full[c]}) {
+            for (run* r = lists; r != nullptr;) {
+                run* next = r->next;
+                give_up(r);
+                r = next;
+            }
+        }
+        h->partial[c] = h->full[c] = nullptr;
+    }
+    {
+        lock_guard g(span_lock_);
+        for (run* r = h->cache; r != nullptr;) {
+            run* next = r->next;
+            r->owner.store(nullptr, std::memory_order_relaxed);
+            r->where = run_list::none;
+            span_free(r, true);
+            r = next;
+        }
+    }
+    h->cache = nullptr;
+    h->cache_count = 0;
+    lock_guard g(heaps_lock_);
+    for (unsigned c = 0; c < class_count; ++c) {
+        retired_allocs_[c] += h->allocs[c].get();
+        retired_frees_[c] += h->frees[c].get();
+    }
+    if (h->prev_heap != nullptr)
+        h->prev_heap->next_heap = h->next_heap;
+    else
+        heaps_ = h->next_heap;
+    if (h->next_heap != nullptr) h->next_heap->prev_heap = h->prev_heap;
+    h->engine = nullptr;
+    h->prev_heap = nullptr;
+    h->next_heap = free_heaps_;
+    free_heaps_ = h;
+}
+
+void engine_heap::thread_exit(void*) noexcept {
+    for (unsigned i = 0; i < max_instances; ++i) {
+        const tls_slot s = tls[i];
+        if (s.heap == nullptr) continue;
+        {
+            lock_guard g(registry.lock);
+            if (registry.epochs[i] == s.epoch && registry.instances[i] != nullptr)
+                registry.instances[i]->abandon(s.heap);
+        }
+        tls[i] = {nullptr, 0};
+    }
+}
+
+void engine_heap::flush_thread_cache() noexcept {
+    const tls_slot s = tls[slot_];
+    if (s.epoch != epoch_) return;
+    abandon(s.heap);
+    tls[slot_] = {nullptr, 0};
+}
+
+// -------------------------------------------------------------------------------------------------
+// Slow paths of allocate / deallocate
+// -------------------------------------------------------------------------------------------------
+
+void* engine_heap::allocate_slow(std::size_t size, std::size_t align) noexcept {
+    if (align == 0 || (align & (align - 1)) != 0) return nullptr;
+    align = std::max(align, default_alignment);
+    if (size <= small_max && align <= granule) {
+        // A class whose block size is a multiple of `align` gives aligned blocks: runs start on a
+        // granule, and every power of two up to 64 KiB is a class.
+        const std::size_t s = std::max(size, align);
+        unsigned c = class_of(s);
+        while (class_size(c) % align != 0)
+            ++c;
+        thread_heap* h = thread_cache();
+        if (h == nullptr) return nullptr;
+        run* r = h->current[c];
+        if (free_block* b = r->free) {
+            r->free = b->next;
+            ++r->used;
+            h->allocs[c].add(1);
+            return b;
+        }
+        return small_slow(h, c);
+    }
+    if (size <= medium_max && align <= 4096) return medium_allocate(size, align);
+    return large_allocate(size, align, nullptr);
+}
+
+void engine_heap::deallocate_slow(void* p, run* d) noexcept {
+    switch (d->kind) {
+    case span_kind::small: {
+        auto* b = static_cast<free_block*>(p);
+        // A thread without a cache for this heap, or the owner's own free while it is not the
+        // owner any more (abandoned), goes the remote way too.
+        free_block* old = d->thread_free.load(std::memory_order_relaxed);
+        do {
+            b->next = old;
+        } while (!d->thread_free.compare_exchange_weak(old, b, std::memory_order_release,
+                                                       std::memory_order_relaxed));
+        if (old == nullptr) {
+            // The first block on an empty list tells the owner to look at its full runs; later
+            // ones ride along (the owner takes the whole list at once).
+            if (thread_heap* o = d->owner.load(std::memory_order_acquire))
+                o->pending[d->cls].store(1, std::memory_order_release);
+        }
+        return;
+    }
+    case span_kind::medium: medium_deallocate(p, d); return;
+    case span_kind::large: {
+        if (p != address_of(d)) return; // not a block start: ignored like any foreign pointer
+        lock_guard g(span_lock_);
+        large_bytes_.fetch_sub(std::size_t{d->granules} << granule_shift, std::memory_order_relaxed);
+        large_live_.fetch_sub(1, std::memory_order_relaxed);
+        span_free(d, true);
+        return;
+    }
+    default: return;
+    }
+}
+
+// -------------------------------------------------------------------------------------------------
+// Medium tier: TLSF arenas, each a span whose first bytes hold the tlsf object.
+// -------------------------------------------------------------------------------------------------
+
+void* engine_heap::medium_allocate(std::size_t size, std::size_t align) noexcept {
+    lock_guard g(medium_lock_);
+    for (unsigned i = 0; i < arena_count_; ++i) {
+        const unsigned a = (arena_hint_ + i) % arena_count_;
+        tlsf* t = tlsf_of(arenas_[a], data_, runs_);
+        if (void* p = t->allocate(size, align)) {
+            arena_hint_ = a;
+            medium_in_use_.fetch_add(t->usable_size(p), std::memory_order_relaxed);
+            medium_count_.fetch_add(1, std::memory_order_relaxed);
+            medium_total_.fetch_add(1, std::memory_order_relaxed);
+            return p;
+        }
+    }
+    if (arena_count_ == max_arenas) return nullptr;
+    const std::size_t want = std::max(options_.medium_arena_bytes, size + align + tlsf_room + 4096);
+    const std::size_t n = (want + granule - 1) >> granule_shift;
+    run* head = nullptr;
+    {
+        lock_guard s(span_lock_);
+        head = span_alloc(n, span_kind::medium, nullptr);
+    }
+    if (head == nullptr) return nullptr;
+    std::byte* at = address_of(head);
+    auto* t = new (at) tlsf(std::span<std::byte>(at + tlsf_room, (n << granule_shift) - tlsf_room));
+    arena_hint_ = arena_count_;
+    arenas_[arena_count_++] = head;
+    void* p = t->allocate(size, align);
+    if (p != nullptr) {
+        medium_in_use_.fetch_add(t->usable_size(p), std::memory_order_relaxed);
+        medium_count_.fetch_add(1, std::memory_order_relaxed);
+        medium_total_.fetch_add(1, std::memory_order_relaxed);
+    }
+    return p;
+}
+
+void engine_heap::medium_deallocate(void* p, run* head) noexcept {
+    lock_guard g(medium_lock_);
+    tlsf* t = tlsf_of(head, data_, runs_);
+    if (static_cast<std::byte*>(p) < address_of(head) + tlsf_room) return; // the arena's own record
+    medium_in_use_.fetch_sub(t->usable_size(p), std::memory_order_relaxed);
+    medium_count_.fetch_sub(1, std::memory_order_relaxed);
+    t->deallocate(p);
+    // An empty arena other than the first goes back to the span pool (retention decides whether
+    // its pages stay resident).
+    if (t->stats().live_allocations == 0 && head != arenas_[0]) {
+        unsigned a = 0;
+        while (arenas_[a] != head)
+            ++a;
+        arenas_[a] = arenas_[--arena_count_];
+        arena_hint_ = 0;
+        t->~tlsf();
+        // TLSF poisons free blocks for ASan; the span may become a run of small blocks next.
+        unpoison(address_of(head), std::size_t{head->granules} << granule_shift);
+        lock_guard s(span_lock_);
+        span_free(head, true);
+    }
+}
+
+// -------------------------------------------------------------------------------------------------
+// Large tier: a span per block.
+// -------------------------------------------------------------------------------------------------
+
+void* engine_heap::large_allocate(std::size_t size, std::size_t align, bool* clean) noexcept {
+    if (size > data_size_ || align > data_size_) return nullptr;
+    const std::size_t n = std::max<std::size_t>(1, (size + granule - 1) >> granule_shift);
+    const std::size_t extra = align > granule ? (align >> granule_shift) - 1 : 0;
+    lock_guard g(span_lock_);
+    bool was_clean = false;
+    run* head = span_alloc(n + extra, span_kind::large, &was_clean);
+    if (head == nullptr) return nullptr;
+    if (extra != 0) {
+        const auto addr = reinterpret_cast<std::uintptr_t>(address_of(head));
+        const std::size_t front = ((((addr + align - 1) & ~(align - 1)) - addr) >> granule_shift);
+        const std::size_t tail = extra - front;
+        run* mid = head + front;
+        mark_span(mid, n, span_kind::large);
+        if (front != 0) {
+            mark_span(head, front, span_kind::free);
+            span_free(head, !was_clean);
+        }
+        if (tail != 0) {
+            mark_span(mid + n, tail, span_kind::free);
+            span_free(mid + n, !was_clean);
+        }
+        head = mid;
+    }
+    large_bytes_.fetch_add(n << granule_shift, std::memory_order_relaxed);
+    large_live_.fetch_add(1, std::memory_order_relaxed);
+    large_total_.fetch_add(1, std::memory_order_relaxed);
+    if (clean != nullptr) *clean = was_clean;
+    return address_of(head);
+}
+
+// -------------------------------------------------------------------------------------------------
+// realloc, calloc, usable size
+// -------------------------------------------------------------------------------------------------
+
+void* engine_heap::reallocate(void* p, std::size_t new_size, std::size_t align) noexcept {
+    if (p == nullptr) return allocate(new_size, align);
+    if (new_size == 0) {
+        deallocate(p);
+        return nullptr;
+    }
+    if (!owns(p) || align == 0 || (align & (align - 1)) != 0) return nullptr;
+    run* d = runs_ + ((reinterpret_cast<std::uintptr_t>(p) - data_) >> granule_shift);
+    d -= d->back;
+    const bool aligned = (reinterpret_cast<std::uintptr_t>(p) & (align - 1)) == 0;
+    const std::size_t old = usable_size(p);
+    if (aligned) {
+        switch (d->kind) {
+        case span_kind::small:
+            // Keep the block while the new size still uses at least half of it.
+            if (new_size <= old && (new_size > old / 2 || old <= 32)) return p;
+            break;
+        case span_kind::medium:
+            if (new_size > small_max && new_size <= medium_max) {
+                lock_guard g(medium_lock_);
+                tlsf* t = tlsf_of(d, data_, runs_);
+                const std::size_t before = t->usable_size(p);
+                // In place only: a move inside the arena would copy under the lock.
+                if (new_size <= before) {
+                    void* q = t->reallocate(p, new_size, align);
+                    if (q == p) {
+                        medium_in_use_.fetch_sub(before - t->usable_size(p), std::memory_order_relaxed);
+                        return p;
+                    }
+                }
+            }
+            break;
+        case span_kind::large:
+            if (new_size > medium_max) {
+                const std::size_t need = (new_size + granule - 1) >> granule_shift;
+                lock_guard g(span_lock_);
+                const std::size_t have = d->granules;
+                if (need <= have) {
+                    if (have - need >= 16) { // give back the tail when it is worth it
+                        mark_span(d, need, span_kind::large);
+                        run* tail = d + need;
+                        mark_span(tail, have - need, span_kind::free);
+                        span_free(tail, true);
+                        large_bytes_.fetch_sub((have - need) << granule_shift, std::memory_order_relaxed);
+                    }
+                    return p;
+                }
+                // Grow into a free successor span.
+                const std::size_t at = index_of(d);
+                if (at + have < top_) {
+                    run* next = runs_ + at + have;
+                    if (next->kind == span_kind::free && have + next->granules >= need) {
+                        bin_remove(next);
+                        const std::size_t rest = have + next->granules - need;
+                        const bool next_dirty = next->dirty;
+                        mark_span(d, need, span_kind::large);
+                        if (rest != 0) {
+                            run* tail = d + need;
+                            tail->dirty = next_dirty;
+                            mark_span(tail, rest, span_kind::free);
+                            bin_insert(tail);
+                        }
+                        large_bytes_.fetch_add((need - have) << granule_shift, std::memory_order_relaxed);
+                        return p;
+                    }
+                }
+            }
+            break;
+        default: return nullptr;
+        }
+    }
+    void* q = allocate(new_size, align);
+    if (q == nullptr) return nullptr;
+    std::memcpy(q, p, std::min(old, new_size));
+    deallocate(p);
+    return q;
+}
+
+void* engine_heap::allocate_zeroed(std::size_t size, std::size_t align) noexcept {
+    if (size > medium_max || align > granule) {
+        if (align == 0 || (align & (align - 1)) != 0) return nullptr;
+        bool clean = false;
+        void* p = large_allocate(size, std::max(align, default_alignment), &clean);
+        if (p != nullptr && !clean) std::memset(p, 0, size);
+        return p;
+    }
+    void* p = allocate(size, align);
+    if (p != nullptr) std::memset(p, 0, size);
+    return p;
+}
+
+std::size_t engine_heap::usable_size(const void* p) const noexcept {
+    if (!owns(p)) return 0;
+    const run* d = runs_ + ((reinterpret_cast<std::uintptr_t>(p) - data_) >> granule_shift);
+    d -= d->back;
+    switch (d->kind) {
+    case span_kind::small: return d->block_size;
+    case span_kind::medium: {
+        lock_guard g(medium_lock_);
+        return tlsf_of(const_cast<run*>(d), data_, runs_)->usable_size(p);
+    }
+    case span_kind::large: {
+        lock_guard g(span_lock_);
+        return std::size_t{d->granules} << granule_shift;
+    }
+    default: return 0;
+    }
+}
+
+// -------------------------------------------------------------------------------------------------
+// Statistics, check, trim, frame arenas, fork
+// -------------------------------------------------------------------------------------------------
+
+engine_class_stats engine_heap::class_stats(unsigned c) const noexcept {
+    engine_class_stats s;
+    if (c >= class_count) return s;
+    s.block_size = class_size(c);
+    lock_guard g(heaps_lock_);
+    std::uint64_t a = retired_allocs_[c];
+    std::uint64_t f = retired_frees_[c];
+    for (const thread_heap* h = heaps_; h != nullptr; h = h->next_heap) {
+        a += h->allocs[c].get();
+        f += h->frees[c].get();
+    }
+    s.allocations = a;
+    s.frees = f;
+    s.live_bytes = a > f ? (a - f) * s.block_size : 0;
+    s.committed_bytes = class_committed_[c].load(std::memory_order_relaxed);
+    return s;
+}
+
+engine_thread_stats engine_heap::thread_stats() const noexcept {
+    engine_thread_stats s;
+    const tls_slot& t = tls[slot_];
+    if (t.epoch != epoch_) return s;
+    const thread_heap* h = t.heap;
+    for (unsigned c = 0; c < class_count; ++c) {
+        const std::uint64_t a = h->allocs[c].get();
+        const std::uint64_t f = h->frees[c].get();
+        s.allocations += a;
+        s.frees += f;
+        if (a > f) s.live_bytes += (a - f) * class_size(c);
+    }
+    s.committed_bytes = h->run_bytes.get();
+    return s;
+}
+
+strata::stats engine_heap::stats() const noexcept {
+    strata::stats s;
+    for (unsigned c = 0; c < class_count; ++c) {
+        const engine_class_stats cs = class_stats(c);
+        s.in_use += cs.live_bytes;
+        s.live_allocations += cs.allocations > cs.frees ? cs.allocations - cs.frees : 0;
+        s.total_allocations += cs.allocations;
+    }
+    s.in_use += medium_in_use_.load(std::memory_order_relaxed) + large_bytes_.load(std::memory_order_relaxed);
+    s.live_allocations +=
+        medium_count_.load(std::memory_order_relaxed) + large_live_.load(std::memory_order_relaxed);
+    s.total_allocations +=
+        medium_total_.load(std::memory_order_relaxed) + large_total_.load(std::memory_order_relaxed);
+    s.capacity = committed_bytes();
+    return s;
+}
+
+std::size_t engine_heap::committed_bytes() const noexcept {
+    lock_guard g(span_lock_);
+    return commit_top_ << granule_shift;
+}
+
+std::size_t engine_heap::retained_bytes() const noexcept {
+    lock_guard g(span_lock_);
+    return dirty_free_ << granule_shift;
+}
+
+bool engine_heap::check() const noexcept {
+    auto* self = const_cast<engine_heap*>(this);
+    self->lock_all();
+    bool ok = true;
+    std::size_t free_spans = 0;
+    std::size_t dirty = 0;
+    for (std::size_t g = 0; ok && g < top_;) {
+        const run* head = runs_ + g;
+        const std::size_t n = head->granules;
+        if (n == 0 || g + n > top_ || head->back != 0) {
+            ok = false;
+            break;
+        }
+        if (n > 1 && head[n - 1].back != n - 1) ok = false;
+        switch (head->kind) {
+        case span_kind::free:
+            ++free_spans;
+            if (head->dirty) dirty += n;
+            if (g + n < top_ && runs_[g + n].kind == span_kind::free) ok = false; // not coalesced
+            break;
+        case span_kind::small: {
+            for (std::size_t i = 1; i < n; ++i)
+                if (head[i].back != i) ok = false;
+            const std::size_t bs = head->block_size;
+            if (head->cls >= class_count || bs != class_size(head->cls) ||
+                head->capacity != (n << granule_shift) / bs || head->carved > head->capacity ||
+                head->used > head->carved) {
+                ok = false;
+                break;
+            }
+            const auto base = reinterpret_cast<std::uintptr_t>(address_of(head));
+            auto walk = [&](const free_block* b, std::size_t& count) {
+                for (; b != nullptr && ok; b = b->next) {
+                    const auto off = reinterpret_cast<std::uintptr_t>(b) - base;
+                    if (off % bs != 0 || off / bs >= head->carved || ++count > head->carved) ok = false;
+                }
+            };
+            std::size_t local = 0;
+            std::size_t remote = 0;
+            walk(head->free, local);
+            walk(head->thread_free.load(std::memory_order_acquire), remote);
+            if (local + head->used != head->carved || remote > head->used) ok = false;
+            if (head->where == run_list::cache && head->used != 0) ok = false;
+            break;
+        }
+        case span_kind::medium: {
+            for (std::size_t i = 1; i < n; ++i)
+                if (head[i].back != i) ok = false;
+            if (!tlsf_of(const_cast<run*>(head), data_, runs_)->check()) ok = false;
+            break;
+        }
+        case span_kind::large:
+        case span_kind::meta: break;
+        }
+        g += n;
+    }
+    std::size_t binned = 0;
+    for (unsigned b = 0; ok && b < bin_count; ++b) {
+        if (((bin_map_ >> b) & 1) != (bins_[b] != nullptr)) ok = false;
+        for (const run* r = bins_[b]; ok && r != nullptr; r = r->next) {
+            if (r->kind != span_kind::free || bin_of(r->granules) != b) ok = false;
+            ++binned;
+        }
+    }
+    if (binned != free_spans || dirty != dirty_free_) ok = false;
+    self->unlock_all();
+    return ok;
+}
+
+void engine_heap::trim() noexcept {
+    lock_guard g(span_lock_);
+    for (run* head : bins_) {
+        for (run* r = head; r != nullptr; r = r->next) {
+            if (!r->dirty) continue;
+            (void)::madvise(address_of(r), std::size_t{r->granules} << granule_shift, MADV_DONTNEED);
+            r->dirty = false;
+        }
+    }
+    dirty_free_ = 0;
+}
+
+arena& engine_heap::frame_arena() {
+    thread_heap* h = thread_cache();
+    if (h == nullptr) throw std::bad_alloc();
+    auto* a = reinterpret_cast<arena*>(h->arena_storage);
+    if (!h->has_arena) {
+        arena_options o;
+        o.block_size = options_.frame_block_bytes;
+        a = new (h->arena_storage) arena(source_ref(source_), o);
+        h->has_arena = true;
+    }
+    return *std::launder(a);
+}
+
+void engine_heap::lock_all() noexcept {
+    heaps_lock_.lock();
+    abandon_lock_.lock();
+    medium_lock_.lock();
+    span_lock_.lock();
+}
+
+void engine_heap::unlock_all() noexcept {
+    span_lock_.unlock();
+    medium_lock_.unlock();
+    abandon_lock_.unlock();
+    heaps_lock_.unlock();
+}
+
+void engine_heap::prepare_fork() noexcept {
+    registry.lock.lock();
+    for (engine_heap* e : registry.instances)
+        if (e != nullptr) e->lock_all();
+}
+
+void engine_heap::after_fork_parent() noexcept {
+    for (engine_heap* e : registry.instances)
+        if (e != nullptr) e->unlock_all();
+    registry.lock.unlock();
+}
+
+void engine_heap::after_fork_child() noexcept {
+    // Only the forking thread exists: it holds every lock, and releasing them leaves consistent
+    // structures. Other threads' caches stay unreachable; their blocks stay valid.
+    after_fork_parent();
+}
+
+} // namespace strata

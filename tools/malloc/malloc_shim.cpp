@@ -1,0 +1,326 @@
+// The C allocation API and every C++ operator new/delete over one strata::engine_heap.
+//
+// Built twice from this file: libstrata_malloc.so (LD_PRELOAD=... program) and the object target
+// strata::malloc_replace (link it into an executable and its definitions replace glibc's at link
+// time). See docs/engine.md for the per-call behaviour on bad input.
+//
+// How it stays safe inside a process that did not expect it:
+// - No static constructor and no destructor: the first call into any entry point builds the heap
+//   in static storage (placement new), and the heap is never destroyed (threads and atexit
+//   handlers may still free after main returns).
+// - Re-entrancy during that first build (the heap's own exceptions, pthread_atfork's bookkeeping)
+//   is detected with an initial-exec thread-local flag and served by glibc (__libc_malloc); a
+//   pointer the heap does not own is always handed back to glibc, so these, and blocks the dynamic
+//   loader or anyone else got from glibc before the heap existed, are freed where they came from.
+// - fork(): pthread_atfork takes every engine lock before the fork and releases them on both sides.
+#include <dlfcn.h>
+#include <pthread.h>
+#include <sched.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "strata/engine/engine_heap.hpp"
+
+extern "C" {
+void* __libc_malloc(std::size_t);
+void __libc_free(void*);
+void* __libc_calloc(std::size_t, std::size_t);
+void* __libc_realloc(void*, std::size_t);
+void* __libc_memalign(std::size_t, std::size_t);
+}
+
+#define STRATA_MALLOC_API extern "C" __attribute__((visibility("default")))
+#define STRATA_MALLOC_CXX __attribute__((visibility("default")))
+
+namespace {
+
+using strata::engine_heap;
+
+alignas(engine_heap) unsigned char heap_storage[sizeof(engine_heap)];
+constinit std::atomic<engine_heap*> global_heap{nullptr};
+constinit std::atomic<int> init_state{0}; // 0 not yet, 1 building, 2 ready, 3 failed
+__thread bool in_init __attribute__((tls_model("initial-exec"))) = false;
+
+std::size_t env_size(const char* name, std::size_t fallback, unsigned shift) noexcept {
+    const char* v = std::getenv(name); // getenv reads environ; it never allocates
+    if (v == nullptr || *v < '0' || *v > '9') return fallback;
+    std::size_t n = 0;
+    for (; *v >= '0' && *v <= '9'; ++v)
+        n = n * 10 + static_cast<std::size_t>(*v - '0');
+    return n << shift;
+}
+
+void fork_prepare() noexcept { engine_heap::prepare_fork(); }
+void fork_parent() noexcept { engine_heap::after_fork_parent(); }
+void fork_child() noexcept { engine_heap::after_fork_child(); }
+
+[[gnu::noinline]] engine_heap* init_heap() noexcept {
+    if (in_init) return nullptr;
+    int expected = 0;
+    if (init_state.compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) {
+        in_init = true;
+        strata::engine_options o;
+        o.reserve_bytes = env_size("STRATA_MALLOC_RESERVE_GB", o.reserve_bytes, 30);
+        o.retain_bytes = env_size("STRATA_MALLOC_RETAIN_MB", o.retain_bytes, 20);
+        engine_heap* h = nullptr;
+        // Smaller reservations where address space is limited (ulimit -v, 32-bit-ish containers).
+        for (std::size_t reserve = o.reserve_bytes; h == nullptr && reserve >= (std::size_t{1} << 28);
+             reserve /= 4) {
+            o.reserve_bytes = reserve;
+            try {
+                h = new (heap_storage) engine_heap(o);
+            } catch (...) {
+                h = nullptr;
+            }
+        }
+        if (h != nullptr) (void)pthread_atfork(&fork_prepare, &fork_parent, &fork_child);
+        global_heap.store(h, std::memory_order_release);
+        init_state.store(h != nullptr ? 2 : 3, std::memory_order_release);
+        in_init = false;
+        return h;
+    }
+    while (init_state.load(std::memory_order_acquire) == 1)
+        sched_yield();
+    return global_heap.load(std::memory_order_acquire);
+}
+
+inline engine_heap* heap() noexcept {
+    engine_heap* h = global_heap.load(std::memory_order_acquire);
+    if (STRATA_LIKELY(h != nullptr)) return h;
+    return init_heap();
+}
+
+inline void* do_malloc(std::size_t size) noexcept {
+    if (engine_heap* h = heap()) {
+        void* p = h->allocate(size);
+        if (STRATA_UNLIKELY(p == nullptr)) errno = ENOMEM;
+        return p;
+    }
+    return __libc_malloc(size);
+}
+
+inline void do_free(void* p) noexcept {
+    engine_heap* h = global_heap.load(std::memory_order_acquire);
+    if (STRATA_LIKELY(h != nullptr && h->owns(p))) {
+        h->deallocate(p);
+        return;
+    }
+    if (p != nullptr) __libc_free(p);
+}
+
+/// align: a power of two (callers check). Returns nullptr with errno ENOMEM on failure.
+void* do_aligned(std::size_t align, std::size_t size) noexcept {
+    if (engine_heap* h = heap()) {
+        void* p = h->allocate(size, align);
+        if (p == nullptr) errno = ENOMEM;
+        return p;
+    }
+    return __libc_memalign(align, size);
+}
+
+bool power_of_two(std::size_t a) noexcept { return a != 0 && (a & (a - 1)) == 0; }
+
+std::size_t page_size() noexcept {
+    static std::atomic<std::size_t> cached{0};
+    std::size_t p = cached.load(std::memory_order_relaxed);
+    if (p == 0) {
+        const long s = sysconf(_SC_PAGESIZE);
+        p = s > 0 ? static_cast<std::size_t>(s) : 4096;
+        cached.store(p, std::memory_order_relaxed);
+    }
+    return p;
+}
+
+// --- operator new ---------------------------------------------------------------------------
+void* new_impl(std::size_t size, std::size_t align) {
+    for (;;) {
+        void* p = align <= alignof(std::max_align_t) ? do_malloc(size) : do_aligned(align, size);
+        if (STRATA_LIKELY(p != nullptr)) return p;
+        std::new_handler handler = std::get_new_handler();
+        if (handler == nullptr) throw std::bad_alloc();
+        handler();
+    }
+}
+
+void* new_nothrow(std::size_t size, std::size_t align) noexcept {
+    try {
+        return new_impl(size, align);
+    } catch (...) {
+        return nullptr;
+    }
+}
+
+} // namespace
+
+// --- C API ----------------------------------------------------------------------------------------
+
+STRATA_MALLOC_API void* malloc(std::size_t size) { return do_malloc(size); }
+
+STRATA_MALLOC_API void free(void* p) { do_free(p); }
+
+STRATA_MALLOC_API void* calloc(std::size_t count, std::size_t size) {
+    std::size_t total = 0;
+    if (__builtin_mul_overflow(count, size, &total)) {
+        errno = ENOMEM;
+        return nullptr;
+    }
+    if (engine_heap* h = heap()) {
+        void* p = h->allocate_zeroed(total);
+        if (p == nullptr) errno = ENOMEM;
+        return p;
+    }
+    return __libc_calloc(count, size);
+}
+
+STRATA_MALLOC_API void* realloc(void* p, std::size_t size) {
+    if (p == nullptr) return do_malloc(size);
+    engine_heap* h = heap();
+    if (h != nullptr && h->owns(p)) {
+        if (size == 0) { // glibc: realloc(p, 0) frees p and returns NULL
+            h->deallocate(p);
+            return nullptr;
+        }
+        void* q = h->reallocate(p, size);
+        if (q == nullptr) errno = ENOMEM;
+        return q;
+    }
+    // A block from glibc (allocated before the heap existed) stays with glibc.
+    return __libc_realloc(p, size);
+}
+
+STRATA_MALLOC_API void* reallocarray(void* p, std::size_t count, std::size_t size) {
+    std::size_t total = 0;
+    if (__builtin_mul_overflow(count, size, &total)) {
+        errno = ENOMEM;
+        return nullptr;
+    }
+    return realloc(p, total);
+}
+
+STRATA_MALLOC_API void* aligned_alloc(std::size_t align, std::size_t size) {
+    if (!power_of_two(align)) {
+        errno = EINVAL;
+        return nullptr;
+    }
+    return do_aligned(align, size);
+}
+
+STRATA_MALLOC_API int posix_memalign(void** out, std::size_t align, std::size_t size) {
+    if (!power_of_two(align) || align % sizeof(void*) != 0) return EINVAL;
+    const int saved = errno; // posix_memalign reports through its result, not errno
+    void* p = do_aligned(align, size);
+    errno = saved;
+    if (p == nullptr) return ENOMEM;
+    *out = p;
+    return 0;
+}
+
+STRATA_MALLOC_API void* memalign(std::size_t align, std::size_t size) {
+    // glibc: an alignment that is not a power of two is rounded up to one.
+    if (!power_of_two(align)) {
+        if (align > (std::size_t{1} << 63)) {
+            errno = EINVAL;
+            return nullptr;
+        }
+        std::size_t a = 1;
+        while (a < align)
+            a <<= 1;
+        align = a;
+    }
+    return do_aligned(align, size);
+}
+
+STRATA_MALLOC_API void* valloc(std::size_t size) { return do_aligned(page_size(), size); }
+
+STRATA_MALLOC_API void* pvalloc(std::size_t size) {
+    const std::size_t page = page_size();
+    std::size_t rounded = 0;
+    if (__builtin_add_overflow(size, page - 1, &rounded)) {
+        errno = ENOMEM;
+        return nullptr;
+    }
+    rounded &= ~(page - 1);
+    return do_aligned(page, rounded == 0 ? page : rounded);
+}
+
+STRATA_MALLOC_API std::size_t malloc_usable_size(void* p) {
+    if (p == nullptr) return 0;
+    engine_heap* h = global_heap.load(std::memory_order_acquire);
+    if (h != nullptr && h->owns(p)) return h->usable_size(p);
+    // glibc's own answer for its blocks; looked up once the heap exists (dlsym may allocate).
+    using usable_fn = std::size_t (*)(void*);
+    static std::atomic<usable_fn> next{nullptr};
+    usable_fn f = next.load(std::memory_order_acquire);
+    if (f == nullptr && h != nullptr) {
+        f = reinterpret_cast<usable_fn>(dlsym(RTLD_NEXT, "malloc_usable_size"));
+        next.store(f, std::memory_order_release);
+    }
+    return f != nullptr ? f(p) : 0;
+}
+
+/// Returns: 1 when `p` came from the engine heap (tests and tools check the shim is active).
+STRATA_MALLOC_API int strata_malloc_owns(const void* p) {
+    engine_heap* h = global_heap.load(std::memory_order_acquire);
+    return h != nullptr && h->owns(p) ? 1 : 0;
+}
+
+/// Returns: 1 when the engine heap's check() passes (call while other threads are quiet).
+STRATA_MALLOC_API int strata_malloc_check() {
+    engine_heap* h = heap();
+    return h != nullptr && h->check() ? 1 : 0;
+}
+
+/// Effects: hands the calling thread's cache back and purges every free span.
+STRATA_MALLOC_API void strata_malloc_trim() {
+    if (engine_heap* h = global_heap.load(std::memory_order_acquire)) {
+        h->flush_thread_cache();
+        h->trim();
+    }
+}
+
+// --- C++ operators --------------------------------------------------------------------------------
+
+STRATA_MALLOC_CXX void* operator new(std::size_t n) { return new_impl(n, 0); }
+STRATA_MALLOC_CXX void* operator new[](std::size_t n) { return new_impl(n, 0); }
+STRATA_MALLOC_CXX void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
+    return new_nothrow(n, 0);
+}
+STRATA_MALLOC_CXX void* operator new[](std::size_t n, const std::nothrow_t&) noexcept {
+    return new_nothrow(n, 0);
+}
+STRATA_MALLOC_CXX void* operator new(std::size_t n, std::align_val_t a) {
+    return new_impl(n, static_cast<std::size_t>(a));
+}
+STRATA_MALLOC_CXX void* operator new[](std::size_t n, std::align_val_t a) {
+    return new_impl(n, static_cast<std::size_t>(a));
+}
+STRATA_MALLOC_CXX void* operator new(std::size_t n, std::align_val_t a, const std::nothrow_t&) noexcept {
+    return new_nothrow(n, static_cast<std::size_t>(a));
+}
+STRATA_MALLOC_CXX void* operator new[](std::size_t n, std::align_val_t a, const std::nothrow_t&) noexcept {
+    return new_nothrow(n, static_cast<std::size_t>(a));
+}
+
+STRATA_MALLOC_CXX void operator delete(void* p) noexcept { do_free(p); }
+STRATA_MALLOC_CXX void operator delete[](void* p) noexcept { do_free(p); }
+STRATA_MALLOC_CXX void operator delete(void* p, std::size_t) noexcept { do_free(p); }
+STRATA_MALLOC_CXX void operator delete[](void* p, std::size_t) noexcept { do_free(p); }
+STRATA_MALLOC_CXX void operator delete(void* p, const std::nothrow_t&) noexcept { do_free(p); }
+STRATA_MALLOC_CXX void operator delete[](void* p, const std::nothrow_t&) noexcept { do_free(p); }
+STRATA_MALLOC_CXX void operator delete(void* p, std::align_val_t) noexcept { do_free(p); }
+STRATA_MALLOC_CXX void operator delete[](void* p, std::align_val_t) noexcept { do_free(p); }
+STRATA_MALLOC_CXX void operator delete(void* p, std::size_t, std::align_val_t) noexcept { do_free(p); }
+STRATA_MALLOC_CXX void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { do_free(p); }
+STRATA_MALLOC_CXX void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept {
+    do_free(p);
+}
+STRATA_MALLOC_CXX void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept {
+    do_free(p);
+}
