@@ -77,6 +77,7 @@ std::vector<std::string> child_environment(const fs::path& home, const std::stri
         "LC_ALL=C",
         "TZ=UTC",
         "STRATA_SCALE=1",
+        "STRATA_PYTHONMALLOC=malloc", // every python object through the malloc under test
         "STRATA_PRELOAD=" + preload,
         std::string("SQLITE3=") + STRATA_PROGRAMS_SQLITE3,
         std::string("PYTHON3=") + STRATA_PROGRAMS_PYTHON3,
