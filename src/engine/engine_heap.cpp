@@ -327,7 +327,7 @@ engine_heap::thread_heap* engine_heap::make_thread_heap() noexcept {
     return h;
 }
 
-void engine_heap::collect(thread_heap* h, run* r) noexcept {
+void engine_heap::collect(thread_heap*, run* r) noexcept {
     free_block* list = r->thread_free.exchange(nullptr, std::memory_order_acquire);
     if (list == nullptr) return;
     std::uint16_t n = 1;
@@ -339,7 +339,6 @@ void engine_heap::collect(thread_heap* h, run* r) noexcept {
     tail->next = r->free;
     r->free = list;
     r->used = static_cast<std::uint16_t>(r->used - n);
-    h->frees[r->cls].add(n);
 }
 
 void engine_heap::retire(thread_heap* h, run* r) noexcept {
@@ -597,6 +596,13 @@ void* engine_heap::allocate_slow(std::size_t size, std::size_t align) noexcept {
 void engine_heap::deallocate_slow(void* p, run* d) noexcept {
     switch (d->kind) {
     case span_kind::small: {
+        // Counted here, by the thread that frees, so statistics are exact once threads are quiet
+        // (the owner only learns of the block when it collects).
+        const tls_slot& s = tls[slot_];
+        if (s.epoch == epoch_)
+            s.heap->frees[d->cls].add(1);
+        else
+            remote_frees_[d->cls].fetch_add(1, std::memory_order_relaxed);
         auto* b = static_cast<free_block*>(p);
         // A thread without a cache for this heap, or the owner's own free while it is not the
         // owner any more (abandoned), goes the remote way too.
@@ -846,7 +852,7 @@ engine_class_stats engine_heap::class_stats(unsigned c) const noexcept {
     s.block_size = class_size(c);
     lock_guard g(heaps_lock_);
     std::uint64_t a = retired_allocs_[c];
-    std::uint64_t f = retired_frees_[c];
+    std::uint64_t f = retired_frees_[c] + remote_frees_[c].load(std::memory_order_relaxed);
     for (const thread_heap* h = heaps_; h != nullptr; h = h->next_heap) {
         a += h->allocs[c].get();
         f += h->frees[c].get();

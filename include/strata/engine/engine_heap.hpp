@@ -46,7 +46,7 @@ struct engine_options {
 struct engine_class_stats {
     std::size_t block_size = 0;      ///< bytes of every block of the class
     std::size_t allocations = 0;     ///< blocks handed out since construction
-    std::size_t frees = 0;           ///< blocks returned to their run since construction
+    std::size_t frees = 0;           ///< blocks freed since construction (by any thread)
     std::size_t live_bytes = 0;      ///< (allocations - frees) * block_size
     std::size_t committed_bytes = 0; ///< bytes of the runs of this class
 };
@@ -54,8 +54,8 @@ struct engine_class_stats {
 /// Counters of the calling thread's cache.
 struct engine_thread_stats {
     std::size_t allocations = 0;     ///< small blocks handed out from this thread's runs
-    std::size_t frees = 0;           ///< small blocks returned to this thread's runs (any thread's free)
-    std::size_t live_bytes = 0;      ///< bytes of small blocks of this thread's runs now in use
+    std::size_t frees = 0;           ///< small blocks this thread freed (whichever thread's run)
+    std::size_t live_bytes = 0;      ///< bytes this thread allocated minus bytes it freed (>= 0)
     std::size_t committed_bytes = 0; ///< bytes of the runs this thread owns (empty cache included)
 };
 
@@ -439,6 +439,7 @@ private:
     std::atomic<std::size_t> medium_count_{0};
     std::atomic<std::size_t> medium_in_use_{0};
     std::atomic<std::size_t> class_committed_[engine_detail::class_count] = {};
+    std::atomic<std::uint64_t> remote_frees_[engine_detail::class_count] = {}; // by threads without a cache
 
     engine_detail::block_source source_{this};
 };

@@ -1,0 +1,384 @@
+// engine_heap: every verb, bad input, a randomized run against a reference model, retention and
+// page faults, frame/tracked integration, instance slots.
+#include "strata/engine/engine_heap.hpp"
+
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <random>
+#include <stdexcept>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace {
+
+using strata::engine_heap;
+using strata::engine_options;
+
+engine_options small_options() {
+    engine_options o;
+    o.reserve_bytes = std::size_t{2} << 30;
+    o.retain_bytes = std::size_t{16} << 20;
+    return o;
+}
+
+bool aligned(const void* p, std::size_t a) { return (reinterpret_cast<std::uintptr_t>(p) & (a - 1)) == 0; }
+
+TEST(EngineHeap, ClassTableIsTightAndMonotonic) {
+    for (unsigned c = 1; c < engine_heap::class_count; ++c)
+        ASSERT_GT(engine_heap::class_size(c), engine_heap::class_size(c - 1));
+    EXPECT_EQ(engine_heap::class_size(engine_heap::class_count - 1), engine_heap::small_max);
+    for (std::size_t s = 0; s <= engine_heap::small_max; ++s) {
+        const unsigned c = engine_heap::class_of(s);
+        ASSERT_LT(c, engine_heap::class_count) << s;
+        ASSERT_GE(engine_heap::class_size(c), std::max<std::size_t>(s, 1)) << s;
+        if (c > 0) {
+            ASSERT_LT(engine_heap::class_size(c - 1), s) << s;
+        }
+        ASSERT_EQ(c, strata::engine_detail::class_of_computed(s)) << s;
+        // At most 25% waste above 128 bytes (4 classes per doubling).
+        if (s > 128) {
+            ASSERT_LE(engine_heap::class_size(c) * 4, s * 5 + 4) << s;
+        }
+    }
+}
+
+TEST(EngineHeap, AllocatesEveryTier) {
+    engine_heap h(small_options());
+    for (std::size_t size :
+         {std::size_t{0}, std::size_t{1}, std::size_t{16}, std::size_t{17}, std::size_t{256},
+          std::size_t{1000}, std::size_t{4096}, std::size_t{65536}, std::size_t{65537}, std::size_t{300000},
+          std::size_t{8} << 20, (std::size_t{8} << 20) + 1, std::size_t{40} << 20}) {
+        void* p = h.allocate(size);
+        ASSERT_NE(p, nullptr) << size;
+        EXPECT_TRUE(h.owns(p));
+        EXPECT_TRUE(aligned(p, 16));
+        EXPECT_GE(h.usable_size(p), std::max<std::size_t>(size, 1));
+        std::memset(p, 0xab, h.usable_size(p));
+        EXPECT_TRUE(h.check()) << size;
+        h.deallocate(p, size, 16);
+        EXPECT_TRUE(h.check()) << size;
+    }
+    EXPECT_EQ(h.stats().live_allocations, 0u);
+    EXPECT_EQ(h.stats().in_use, 0u);
+}
+
+TEST(EngineHeap, SizeZeroGivesUniqueBlocks) {
+    engine_heap h(small_options());
+    void* a = h.allocate(0);
+    void* b = h.allocate(0);
+    ASSERT_NE(a, nullptr);
+    ASSERT_NE(b, nullptr);
+    EXPECT_NE(a, b);
+    h.deallocate(a);
+    h.deallocate(b);
+}
+
+TEST(EngineHeap, AlignmentFrom8To1MiB) {
+    engine_heap h(small_options());
+    for (std::size_t a = 8; a <= (std::size_t{1} << 20); a *= 2) {
+        for (std::size_t size : {std::size_t{1}, std::size_t{24}, std::size_t{1000}, std::size_t{70000},
+                                 std::size_t{3} << 20, std::size_t{9} << 20}) {
+            void* p = h.allocate(size, a);
+            ASSERT_NE(p, nullptr) << size << " " << a;
+            EXPECT_TRUE(aligned(p, a)) << size << " " << a;
+            EXPECT_GE(h.usable_size(p), size);
+            std::memset(p, 1, size);
+            h.deallocate(p);
+        }
+    }
+    EXPECT_TRUE(h.check());
+    void* big = h.allocate(100, std::size_t{64} << 20);
+    ASSERT_NE(big, nullptr);
+    EXPECT_TRUE(aligned(big, std::size_t{64} << 20));
+    h.deallocate(big);
+    EXPECT_TRUE(h.check());
+}
+
+TEST(EngineHeap, BadInput) {
+    engine_heap h(small_options());
+    EXPECT_EQ(h.allocate(16, 3), nullptr);
+    EXPECT_EQ(h.allocate(16, 0), nullptr);
+    EXPECT_EQ(h.allocate(200000, 48), nullptr);
+    EXPECT_EQ(h.allocate(SIZE_MAX), nullptr);
+    EXPECT_EQ(h.allocate(std::size_t{4} << 30), nullptr); // beyond the 2 GiB reservation
+    h.deallocate(nullptr);
+    std::vector<char> elsewhere(4096);
+    void* local = elsewhere.data();
+    EXPECT_FALSE(h.owns(local));
+    h.deallocate(local); // ignored
+    EXPECT_EQ(h.usable_size(local), 0u);
+    EXPECT_EQ(h.reallocate(local, 10), nullptr);
+    EXPECT_TRUE(h.check());
+}
+
+TEST(EngineHeap, ReallocateKeepsContentsAcrossTiers) {
+    engine_heap h(small_options());
+    EXPECT_EQ(h.reallocate(h.allocate(10), 0), nullptr); // realloc(p, 0) frees
+    auto* p = static_cast<unsigned char*>(h.reallocate(nullptr, 10));
+    ASSERT_NE(p, nullptr);
+    for (int i = 0; i < 10; ++i)
+        p[i] = static_cast<unsigned char>(i);
+    std::size_t have = 10;
+    for (std::size_t next : {std::size_t{12}, std::size_t{100}, std::size_t{5000}, std::size_t{70000},
+                             std::size_t{200000}, std::size_t{9} << 20, std::size_t{20} << 20,
+                             std::size_t{10} << 20, std::size_t{100000}, std::size_t{64}, std::size_t{10}}) {
+        auto* q = static_cast<unsigned char*>(h.reallocate(p, next));
+        ASSERT_NE(q, nullptr) << next;
+        ASSERT_GE(h.usable_size(q), next);
+        for (std::size_t i = 0; i < std::min(have, next); ++i)
+            ASSERT_EQ(q[i], static_cast<unsigned char>(i)) << next << " " << i;
+        for (std::size_t i = have; i < next; ++i)
+            q[i] = static_cast<unsigned char>(i);
+        have = next;
+        p = q;
+        ASSERT_TRUE(h.check()) << next;
+    }
+    h.deallocate(p);
+    EXPECT_EQ(h.stats().live_allocations, 0u);
+}
+
+TEST(EngineHeap, ReallocateInPlaceWhereTheBlockAllows) {
+    engine_heap h(small_options());
+    void* p = h.allocate(100); // class 112
+    EXPECT_EQ(h.reallocate(p, 110), p);
+    EXPECT_EQ(h.reallocate(p, 60), p);
+    void* big = h.allocate(std::size_t{16} << 20);
+    EXPECT_EQ(h.reallocate(big, std::size_t{12} << 20), big); // shrink gives the tail back
+    EXPECT_EQ(h.reallocate(big, std::size_t{14} << 20), big); // and grows back into it
+    h.deallocate(big);
+    h.deallocate(p);
+    EXPECT_TRUE(h.check());
+}
+
+TEST(EngineHeap, AllocateZeroedIsZeroAfterReuse) {
+    engine_heap h(small_options());
+    for (std::size_t size :
+         {std::size_t{48}, std::size_t{3000}, std::size_t{100000}, std::size_t{12} << 20}) {
+        void* dirty = h.allocate(size);
+        std::memset(dirty, 0xff, size);
+        h.deallocate(dirty);
+        auto* z = static_cast<unsigned char*>(h.allocate_zeroed(size));
+        ASSERT_NE(z, nullptr);
+        EXPECT_TRUE(std::all_of(z, z + size, [](unsigned char c) { return c == 0; })) << size;
+        h.deallocate(z);
+    }
+}
+
+TEST(EngineHeap, RandomizedAgainstReferenceModel) {
+    engine_options o = small_options();
+    o.reserve_bytes = std::size_t{8} << 30; // the live set reaches about 1 GiB of large blocks
+    engine_heap h(o);
+    struct block {
+        std::size_t size;
+        std::size_t align;
+        unsigned char tag;
+    };
+    std::map<std::uintptr_t, block> live;
+    std::mt19937_64 rng(0x5eed);
+    auto draw_size = [&]() -> std::size_t {
+        const unsigned r = static_cast<unsigned>(rng() % 100);
+        if (r < 80) return rng() % 512;
+        if (r < 97) return rng() % 70000;
+        if (r < 99 || rng() % 4 != 0) return rng() % (std::size_t{2} << 20);
+        return (std::size_t{8} << 20) + rng() % (std::size_t{4} << 20);
+    };
+    auto verify = [&](std::uintptr_t at, const block& b) {
+        const auto* p = reinterpret_cast<const unsigned char*>(at);
+        const std::size_t n = std::min<std::size_t>(b.size, 64);
+        for (std::size_t i = 0; i < n; ++i)
+            if (p[i] != b.tag) return false;
+        return b.size == 0 || p[b.size - 1] == b.tag;
+    };
+    auto fill = [](void* p, const block& b) {
+        auto* c = static_cast<unsigned char*>(p);
+        std::memset(c, b.tag, std::min<std::size_t>(b.size, 64));
+        if (b.size != 0) c[b.size - 1] = b.tag;
+    };
+    const int ops = 60000;
+    for (int i = 0; i < ops; ++i) {
+        const unsigned what = static_cast<unsigned>(rng() % 10);
+        if (what < 5 || live.empty()) {
+            block b{draw_size(), std::size_t{1} << (rng() % 4 == 0 ? rng() % 13 : 4),
+                    static_cast<unsigned char>(rng())};
+            void* p = h.allocate(b.size, b.align);
+            ASSERT_NE(p, nullptr);
+            ASSERT_TRUE(aligned(p, b.align));
+            ASSERT_GE(h.usable_size(p), b.size);
+            const auto at = reinterpret_cast<std::uintptr_t>(p);
+            // No overlap with the neighbours in address order.
+            auto next = live.lower_bound(at);
+            if (next != live.end()) {
+                ASSERT_LE(at + std::max<std::size_t>(b.size, 1), next->first);
+            }
+            if (next != live.begin()) {
+                auto prev = std::prev(next);
+                ASSERT_LE(prev->first + std::max<std::size_t>(prev->second.size, 1), at);
+            }
+            fill(p, b);
+            live[at] = b;
+        } else {
+            auto it = live.begin();
+            std::advance(it, static_cast<long>(rng() % std::min<std::size_t>(live.size(), 64)));
+            ASSERT_TRUE(verify(it->first, it->second));
+            if (what < 8) {
+                h.deallocate(reinterpret_cast<void*>(it->first));
+                live.erase(it);
+            } else {
+                block b = it->second;
+                const std::size_t old = b.size;
+                b.size = draw_size() + 1;
+                void* q = h.reallocate(reinterpret_cast<void*>(it->first), b.size, 16);
+                ASSERT_NE(q, nullptr);
+                auto* c = static_cast<unsigned char*>(q);
+                const std::size_t keep = std::min<std::size_t>(std::min(old, b.size), 64);
+                for (std::size_t k = 0; k < keep; ++k)
+                    ASSERT_EQ(c[k], b.tag);
+                live.erase(it);
+                fill(q, b);
+                b.align = 16;
+                live[reinterpret_cast<std::uintptr_t>(q)] = b;
+            }
+        }
+        if (i % 5000 == 0) {
+            ASSERT_TRUE(h.check()) << i;
+        }
+    }
+    EXPECT_EQ(h.stats().live_allocations, live.size());
+    for (auto& [at, b] : live) {
+        ASSERT_TRUE(verify(at, b));
+        h.deallocate(reinterpret_cast<void*>(at));
+    }
+    EXPECT_TRUE(h.check());
+    EXPECT_EQ(h.stats().live_allocations, 0u);
+    EXPECT_EQ(h.stats().in_use, 0u);
+}
+
+TEST(EngineHeap, StatisticsPerClassAndThread) {
+    engine_heap h(small_options());
+    const unsigned c = engine_heap::class_of(100);
+    std::vector<void*> v;
+    for (int i = 0; i < 1000; ++i)
+        v.push_back(h.allocate(100));
+    const auto cs = h.class_stats(c);
+    EXPECT_EQ(cs.block_size, 112u);
+    EXPECT_EQ(cs.allocations, 1000u);
+    EXPECT_EQ(cs.frees, 0u);
+    EXPECT_EQ(cs.live_bytes, 112000u);
+    EXPECT_GE(cs.committed_bytes, 112000u);
+    const auto ts = h.thread_stats();
+    EXPECT_EQ(ts.allocations, 1000u);
+    EXPECT_EQ(ts.live_bytes, 112000u);
+    EXPECT_GE(ts.committed_bytes, 112000u);
+    for (void* p : v)
+        h.deallocate(p);
+    EXPECT_EQ(h.class_stats(c).frees, 1000u);
+    EXPECT_EQ(h.class_stats(c).live_bytes, 0u);
+    const auto s = h.stats();
+    EXPECT_EQ(s.total_allocations, 1000u);
+    EXPECT_EQ(s.live_allocations, 0u);
+    EXPECT_GT(s.capacity, 0u);
+}
+
+TEST(EngineHeap, RetentionIsBoundedAndTrimReleasesIt) {
+    engine_options o = small_options();
+    o.retain_bytes = std::size_t{8} << 20;
+    engine_heap h(o);
+    std::vector<void*> v;
+    for (int i = 0; i < 10; ++i)
+        v.push_back(h.allocate(std::size_t{16} << 20));
+    for (void* p : v)
+        h.deallocate(p);
+    EXPECT_LE(h.retained_bytes(), (std::size_t{8} << 20) + (std::size_t{16} << 20));
+    EXPECT_TRUE(h.check());
+    h.trim();
+    EXPECT_EQ(h.retained_bytes(), 0u);
+    EXPECT_TRUE(h.check());
+}
+
+long minor_faults() {
+    rusage u{};
+    getrusage(RUSAGE_SELF, &u);
+    return u.ru_minflt;
+}
+
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+TEST(EngineHeap, SteadyChurnDoesNotFault) {
+    engine_heap h(small_options());
+    std::mt19937_64 rng(7);
+    std::vector<void*> live(2000);
+    std::vector<std::size_t> sizes(live.size());
+    auto draw = [&] {
+        return static_cast<std::size_t>(16.0 * std::exp2(12.0 * double(rng() % 4096) / 4096.0));
+    };
+    for (std::size_t i = 0; i < live.size(); ++i)
+        live[i] = h.allocate(sizes[i] = draw());
+    long faults = 0;
+    for (int pass = 0; pass < 4; ++pass) {
+        const long f0 = minor_faults();
+        for (int i = 0; i < 200000; ++i) {
+            const std::size_t k = rng() % live.size();
+            h.deallocate(live[k]);
+            live[k] = h.allocate(draw());
+            static_cast<char*>(live[k])[0] = 1;
+        }
+        faults = minor_faults() - f0;
+    }
+    EXPECT_LE(faults, 4); // the last pass: warm
+    for (void* p : live)
+        h.deallocate(p);
+    EXPECT_TRUE(h.check());
+}
+#endif
+
+TEST(EngineHeap, FrameArenaAndTrackedView) {
+    engine_heap h(small_options());
+    strata::arena& a = h.frame_arena();
+    EXPECT_EQ(&a, &h.frame_arena());
+    for (int frame = 0; frame < 3; ++frame) {
+        for (int i = 0; i < 1000; ++i)
+            ASSERT_NE(a.allocate(100), nullptr);
+        a.reset();
+    }
+    strata::tracker renderer("renderer");
+    auto view = h.tracked_view(renderer);
+    void* p = view.allocate(1000, 16);
+    ASSERT_NE(p, nullptr);
+    EXPECT_TRUE(h.owns(p));
+    EXPECT_EQ(renderer.in_use(), 1000u);
+    view.deallocate(p, 1000, 16);
+    EXPECT_EQ(renderer.in_use(), 0u);
+    h.flush_thread_cache(); // destroys the frame arena, hands its blocks back
+    EXPECT_EQ(h.stats().live_allocations, 0u);
+    EXPECT_TRUE(h.check());
+}
+
+TEST(EngineHeap, InstanceSlotsAreLimitedAndReused) {
+    std::vector<std::unique_ptr<engine_heap>> heaps;
+    engine_options o;
+    o.reserve_bytes = std::size_t{64} << 20;
+    EXPECT_THROW(
+        {
+            for (int i = 0; i < 17; ++i)
+                heaps.push_back(std::make_unique<engine_heap>(o));
+        },
+        std::length_error);
+    ASSERT_GE(heaps.size(), 1u);
+    void* p = heaps.back()->allocate(64); // this thread caches the slot...
+    ASSERT_NE(p, nullptr);
+    heaps.pop_back(); // ...which a new heap takes over: the stale cache must not be used
+    heaps.push_back(std::make_unique<engine_heap>(o));
+    void* q = heaps.back()->allocate(64);
+    ASSERT_NE(q, nullptr);
+    EXPECT_TRUE(heaps.back()->owns(q));
+    heaps.back()->deallocate(q);
+    EXPECT_TRUE(heaps.back()->check());
+}
+
+} // namespace
