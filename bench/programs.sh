@@ -14,7 +14,8 @@
 # Runs are interleaved (run 1 of every malloc, then run 2, ...) so a burst of load on a shared
 # machine hits all mallocs alike. Wall time is the whole `workload.sh NAME run` (the program plus a
 # bash wrapper of a few milliseconds); peak RSS is the largest ru_maxrss of any process in the run's
-# tree (wait4), i.e. of the program itself, not a sum. Every run's output is compared with glibc's:
+# tree (through /usr/bin/time, see below), i.e. of the program itself, not a sum. CPU time (user + sys of the whole tree) is
+# printed too: on a loaded machine it moves less than wall time. Every run's output is compared with glibc's:
 # a malloc that changes a program's output is reported as DIFF (the test suite's check, again).
 # Targets (issue 8): wall <= 1.05x mimalloc's, peak RSS <= 1.2x mimalloc's.
 set -euo pipefail
@@ -48,18 +49,31 @@ for name in wanted:
     mallocs.append((name, so))
 
 
+# A forked child starts with its parent's peak RSS (Linux copies the high-water mark at fork and
+# keeps it across exec), so wait4 on a child of this python process would report at least python's
+# own ~15 MiB. GNU time, a small C program, sits in between and reports its child tree's peak.
+gnu_time = "/usr/bin/time" if os.access("/usr/bin/time", os.X_OK) else None
+
+
 def run(program, so, log):
     env = dict(os.environ, STRATA_PRELOAD=so)
+    cmd = ["bash", script, program, "run", f"{work}/{program}"]
+    if gnu_time:
+        cmd = [gnu_time, "-f", "%M", "-o", f"{log}.rss"] + cmd
     with open(log, "wb") as out:
         start = time.perf_counter()
-        p = subprocess.Popen(["bash", script, program, "run", f"{work}/{program}"], stdout=out, env=env)
+        p = subprocess.Popen(cmd, stdout=out, env=env)
         _, status, usage = os.wait4(p.pid, 0)
         wall = time.perf_counter() - start
     if status != 0:
         sys.exit(f"{program} under {so or 'glibc'} failed (wait status {status}); output in {log}")
+    rss = usage.ru_maxrss
+    if gnu_time:
+        with open(f"{log}.rss") as f:
+            rss = int(f.read().split()[-1])
     with open(log, "rb") as f:
         digest = hashlib.sha256(f.read()).hexdigest()
-    return wall, usage.ru_maxrss, digest
+    return wall, usage.ru_utime + usage.ru_stime, rss, digest
 
 
 print(f"scale {os.environ['STRATA_SCALE']}, {runs} runs each, interleaved; mallocs: "
@@ -70,9 +84,10 @@ for program in programs:
     reference = None
     for i in range(runs):
         for name, so in mallocs:
-            wall, rss, digest = run(program, so, f"{work}/{program}.{name}.out")
-            r = results.setdefault((program, name), {"wall": [], "rss": [], "same": True})
+            wall, cpu, rss, digest = run(program, so, f"{work}/{program}.{name}.out")
+            r = results.setdefault((program, name), {"wall": [], "cpu": [], "rss": [], "same": True})
             r["wall"].append(wall)
+            r["cpu"].append(cpu)
             r["rss"].append(rss)
             if name == "glibc" or reference is None:
                 reference = reference or digest
@@ -80,7 +95,8 @@ for program in programs:
         print(f"  {program}: run {i + 1}/{runs} done", flush=True)
 
 names = [n for n, _ in mallocs]
-for title, key, scale, unit in (("median wall time", "wall", 1, "s"), ("peak RSS", "rss", 1 / 1024, "MiB")):
+for title, key, scale, unit in (("median wall time", "wall", 1, "s"), ("median CPU time, user + sys", "cpu", 1, "s"),
+                                ("peak RSS", "rss", 1 / 1024, "MiB")):
     print(f"\n### Real programs: {title} ({unit}), ratio to mimalloc in parentheses\n")
     print("| program | " + " | ".join(names) + " |")
     print("| --- |" + " ---: |" * len(names))
