@@ -23,6 +23,9 @@
 #include "commands.hpp"
 #include "op_commands.hpp"
 #include "report_command.hpp"
+#if STRATA_LAB_HAS_SERVE
+#include "server.hpp"
+#endif
 
 namespace {
 
@@ -182,6 +185,14 @@ int main(int argc, char** argv) {
         run_cmd->add_option("--warmup", warmup, "leading frames excluded from all statistics (default 2)")
             ->type_name("N");
 
+#if STRATA_LAB_HAS_SERVE
+    // serve: the live lab (docs/live-lab.md)
+    strata::lab::serve::serve_options serve;
+    auto* serve_cmd = app.add_subcommand("serve", "the live lab: a page and JSON API driving the real allocators");
+    serve_cmd->add_option("--port", serve.port, "port (default 8080; 0: any free port)")->check(CLI::Range(0, 65535));
+    serve_cmd->add_option("--bind", serve.bind, "address to listen on (default 127.0.0.1)")->type_name("ADDR");
+#endif
+
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -195,6 +206,9 @@ int main(int argc, char** argv) {
     keep_if_given(repeats_opt, repeats, run.repeats);
 
     try {
+#if STRATA_LAB_HAS_SERVE
+        if (serve_cmd->parsed()) return strata::lab::serve::serve_command(serve);
+#endif
         if (run_cmd->parsed()) return strata::lab::run_command(run);
         if (showdown_cmd->parsed()) {
             showdown.quick = run.quick;

@@ -1,0 +1,155 @@
+// Headless-Chromium test of the live lab (strata-lab serve).
+//   node live.test.mjs URL [SHOT_DIR]
+// For each demo: perform its main action through the page (clicks, as a user would), then read the
+// allocator's state from the API with the page's own session and check that the page shows exactly
+// that. Fails (exit 1) on any mismatch, console error, page error or failed request. Screenshots:
+// SHOT_DIR/<demo>.png per demo and SHOT_DIR/overview.png (the whole page).
+// Launches Debian's Chromium (CHROMIUM or /usr/bin/chromium) with a persistent profile in a tmpdir.
+import { chromium } from 'playwright-core';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+
+const url = process.argv[2] || process.env.LIVE_URL;
+const shots = resolve(process.argv[3] || process.env.SHOT_DIR || 'build/release/live');
+if (!url) {
+    console.error('usage: node live.test.mjs URL [SHOT_DIR]');
+    process.exit(2);
+}
+mkdirSync(shots, { recursive: true });
+
+const failures = [];
+const fail = (msg) => { failures.push(msg); console.error('FAIL: ' + msg); };
+const check = (cond, msg) => { if (!cond) fail(msg); return cond; };
+const same = (a, b, msg) => check(JSON.stringify(a) === JSON.stringify(b), `${msg}: page ${JSON.stringify(a)} != API ${JSON.stringify(b)}`);
+
+const profile = mkdtempSync(join(tmpdir(), 'strata-live-'));
+const context = await chromium.launchPersistentContext(profile, {
+    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+           '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    viewport: { width: 1200, height: 900 },
+});
+const origin = new URL(url).origin;
+let page;
+try {
+    page = context.pages()[0] || await context.newPage();
+    page.on('console', (m) => { if (m.type() === 'error') fail('console error: ' + m.text()); });
+    page.on('pageerror', (e) => fail('page error: ' + e.message));
+    page.on('requestfailed', (r) => fail('request failed: ' + r.url()));
+    page.on('request', (r) => { if (!r.url().startsWith(origin)) fail('request leaves the server: ' + r.url()); });
+    page.on('response', (r) => { if (r.status() >= 400) fail(`HTTP ${r.status()} for ${r.url()}`); });
+    await page.goto(url, { waitUntil: 'load' });
+    await page.waitForFunction(() => document.body.dataset.ready === '1' || document.querySelector('.status.error'), null, { timeout: 30000 });
+    check(await page.evaluate(() => document.body.dataset.ready === '1'), 'the page did not finish loading: ' +
+          await page.textContent('#status'));
+
+    // The allocator's state, from the API, with the page's session.
+    const api = (demo, op = 'state', args = {}) => page.evaluate(async ([d, o, a]) => {
+        const r = await fetch(`/api/${d}/${o}`, { method: 'POST', headers: { 'Content-Type': 'application/json' },
+            body: JSON.stringify({ ...a, session: document.body.dataset.session }) });
+        return r.json();
+    }, [demo, op, args]);
+    // Clicks `selector` inside the demo's section and waits for the section to redraw.
+    const click = async (demo, selector) => {
+        const sec = `section#${demo}`;
+        const rev = await page.getAttribute(sec, 'data-rev');
+        await page.click(`${sec} ${selector}`);
+        await page.waitForFunction(([s, r]) => document.querySelector(s).dataset.rev !== r, [sec, rev], { timeout: 60000 });
+    };
+    const fact = (demo, key) => page.textContent(`section#${demo} dd[data-k="${key}"]`);
+    const rects = (demo, sel = 'svg.map rect[data-used]') => page.$$eval(`section#${demo} ${sel}`,
+        (rs) => rs.map((r) => ({ offset: Number(r.dataset.offset), size: Number(r.dataset.size), used: r.dataset.used === 'true' })));
+    const shot = async (demo) => {
+        await page.locator(`section#${demo}`).screenshot({ path: join(shots, `${demo}.png`) });
+    };
+    const demos = {
+        async arena() {
+            await page.fill('section#arena input[type=number]', '100');
+            await page.selectOption('section#arena select', '64');
+            await click('arena', 'button[data-action=alloc]');
+            await click('arena', 'button[data-action=alloc]');
+            const st = (await api('arena')).state;
+            same(Number(await fact('arena', 'head')), st.head, 'arena head');
+            same(Number(await fact('arena', 'in_use')), st.in_use, 'arena in use');
+            const used = (await rects('arena')).filter((r) => r.used);
+            same(used.map((r) => r.offset), st.allocations.map((a) => a.offset), 'arena allocation offsets');
+            check(st.allocations[1].offset % 64 === 0, 'arena: 64-aligned');
+        },
+        async stack() {
+            await click('stack', 'button[data-action=alloc]');
+            await click('stack', 'button[data-action=mark]');
+            await click('stack', 'button[data-action=alloc]');
+            await click('stack', 'button[data-action=alloc]');
+            let st = (await api('stack')).state;
+            same(Number(await fact('stack', 'top')), st.top, 'stack top before rewind');
+            await click('stack', 'button[data-action=rewind]');
+            st = (await api('stack')).state;
+            same(Number(await fact('stack', 'top')), st.top, 'stack top after rewind');
+            same(st.allocations.length, 1, 'stack: rewind freed the two above the marker');
+            same(await page.$$eval('section#stack line.marker', (ls) => ls.map((l) => Number(l.dataset.marker))),
+                 st.markers.map((m) => m.id), 'stack markers');
+        },
+        async pool() {
+            for (let i = 0; i < 4; i++) await click('pool', 'button[data-action=alloc]');
+            await click('pool', '.cell.live[data-slot="1"]');
+            await click('pool', '.cell.live[data-slot="3"]');
+            const st = (await api('pool')).state;
+            const text = await page.textContent('section#pool [data-k=free_list]');
+            same(text.replace('free list: head → ', '').replace(' → null', '').split(' → ').map(Number), st.free_list, 'pool free list');
+            same(st.free_list.slice(0, 2), [3, 1], 'pool: freed slots on the front, newest first');
+            same(await page.$$eval('section#pool .cell', (cs) => cs.map((c) => c.dataset.live === 'true')),
+                 st.slots.map((s) => s.live), 'pool slot states');
+        },
+        async buddy() {
+            await page.fill('section#buddy input[type=number]', '100');
+            await click('buddy', 'button[data-action=alloc]');
+            await click('buddy', 'button[data-action=alloc]');
+            await click('buddy', 'rect.used');
+            const st = (await api('buddy')).state;
+            same(await rects('buddy'), st.blocks.map((b) => ({ offset: b.offset, size: b.size, used: b.used })), 'buddy blocks');
+        },
+        async tlsf() {
+            await page.fill('section#tlsf input[type=number]', '100');
+            await click('tlsf', 'button[data-action=alloc]');
+            await page.fill('section#tlsf input[type=number]', '300');
+            await click('tlsf', 'button[data-action=alloc]');
+            await click('tlsf', 'button[data-action=alloc]');
+            await click('tlsf', 'rect.used');
+            await page.fill('section#tlsf input[type=number]', '90');
+            await click('tlsf', 'button[data-action=probe]');
+            const a = await api('tlsf', 'probe', { size: 90 });
+            const st = a.state;
+            same(await rects('tlsf'), st.blocks.map((b) => ({ offset: b.offset, size: b.size, used: b.used })), 'tlsf blocks');
+            const bits = await page.$$eval('section#tlsf .bit[data-sl]', (bs) => bs.map((b) => [Number(b.dataset.fl), Number(b.dataset.sl), Number(b.dataset.on)]));
+            same(bits.filter((b) => b[2]).map((b) => [b[0], b[1]]),
+                 bits.filter((b) => (st.sl_bitmaps[b[0]] >>> b[1]) & 1).map((b) => [b[0], b[1]]), 'tlsf second-level bitmaps');
+            same(a.result.search.path, 'second-level', 'tlsf: the freed hole is found by the second-level scan');
+            const chosen = await page.$eval('section#tlsf .bit.chosen[data-sl]', (b) => [Number(b.dataset.fl), Number(b.dataset.sl)]);
+            same(chosen, [a.result.search.chosen.fl, a.result.search.chosen.sl], 'tlsf chosen class');
+        },
+    };
+    for (const [name, run] of Object.entries(demos)) {
+        const before = failures.length;
+        try {
+            await page.locator(`section#${name}`).scrollIntoViewIfNeeded();
+            await run();
+        } catch (e) {
+            fail(`${name}: ${e.message}`);
+        }
+        await shot(name).catch((e) => fail(`${name} screenshot: ${e.message}`));
+        console.log(`${failures.length === before ? 'ok  ' : 'FAIL'} ${name}`);
+    }
+    await page.evaluate(() => window.scrollTo(0, 0));
+    await page.screenshot({ path: join(shots, 'overview.png'), fullPage: true });
+} catch (e) {
+    fail(e.stack || e.message);
+} finally {
+    await context.close();
+    rmSync(profile, { recursive: true, force: true });
+}
+if (failures.length) {
+    console.error(`live lab browser test: ${failures.length} failure(s)`);
+    process.exit(1);
+}
+console.log(`live lab browser test: ok (screenshots in ${shots})`);

@@ -1,0 +1,68 @@
+#pragma once
+// One live-lab demo: a real allocator (or a measurement) behind a few operations. Each session
+// makes its own instance of every demo it uses. See docs/live-lab.md.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "api.hpp"
+
+namespace strata::lab::serve {
+
+using json = nlohmann::json;
+
+/// A demo: operations that change (or measure) an allocator, and its state as JSON.
+class demo {
+public:
+    virtual ~demo() = default;
+    /// Effects: runs operation `op` with `args` (the request body).
+    /// Returns: {"ok": bool, ...result fields}. ok false means the allocator refused (exhaustion);
+    /// the demo is then unchanged. Throws: api_error(400) for bad arguments, api_error(404) for an
+    /// unknown operation.
+    virtual json call(std::string_view op, const json& args) = 0;
+    /// Returns: the allocator's state, read from the allocator itself.
+    [[nodiscard]] virtual json state() const = 0;
+    /// Returns: bytes of memory this demo holds (buffers and bookkeeping), for the session bound.
+    [[nodiscard]] virtual std::size_t bytes() const noexcept = 0;
+};
+
+/// A demo kind: its route name, what the page calls it, its operations and its factory.
+struct demo_kind {
+    std::string_view name;
+    std::string_view title;
+    std::vector<std::string_view> ops; ///< "state" is always accepted as well
+    std::unique_ptr<demo> (*make)(const limits&);
+};
+
+/// Returns: every demo kind, in page order.
+[[nodiscard]] const std::vector<demo_kind>& demo_kinds();
+
+// The factories (one translation unit per demo).
+std::unique_ptr<demo> make_arena_demo(const limits&);
+std::unique_ptr<demo> make_stack_demo(const limits&);
+std::unique_ptr<demo> make_pool_demo(const limits&);
+std::unique_ptr<demo> make_buddy_demo(const limits&);
+std::unique_ptr<demo> make_tlsf_demo(const limits&);
+std::unique_ptr<demo> make_slab_demo(const limits&);
+std::unique_ptr<demo> make_handles_demo(const limits&);
+std::unique_ptr<demo> make_race_demo(const limits&);
+std::unique_ptr<demo> make_latency_demo(const limits&);
+std::unique_ptr<demo> make_layout_demo(const limits&);
+
+// Argument checks: each throws api_error(400) naming the argument and the accepted range.
+
+/// Returns: args[key] as an integer in [lo, hi]; `fallback` when absent (pass hi + 1 to require it).
+[[nodiscard]] std::uint64_t int_arg(const json& args, const char* key, std::uint64_t lo, std::uint64_t hi,
+                                    std::uint64_t fallback);
+/// Returns: args[key] as a power of two in [1, hi]; `fallback` when absent.
+[[nodiscard]] std::size_t align_arg(const json& args, const char* key, std::size_t hi, std::size_t fallback);
+
+/// An unknown operation.
+[[noreturn]] void unknown_op(std::string_view demo, std::string_view op);
+
+} // namespace strata::lab::serve

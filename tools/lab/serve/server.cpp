@@ -1,0 +1,146 @@
+#include "server.hpp"
+
+#include <httplib.h>
+
+#include <csignal>
+#include <cstdio>
+#include <stdexcept>
+#include <thread>
+
+#include "assets.hpp"
+
+namespace strata::lab::serve {
+
+std::string_view content_type(std::string_view path) noexcept {
+    const auto ends = [&](std::string_view ext) {
+        return path.size() >= ext.size() && path.substr(path.size() - ext.size()) == ext;
+    };
+    if (ends(".html")) return "text/html; charset=utf-8";
+    if (ends(".js")) return "text/javascript; charset=utf-8";
+    if (ends(".css")) return "text/css; charset=utf-8";
+    if (ends(".json")) return "application/json";
+    return "application/octet-stream";
+}
+
+struct http_server::impl {
+    serve_options options;
+    api the_api;
+    httplib::Server server;
+    std::thread thread;
+
+    impl(serve_options o, api::clock_fn clock)
+        : options(std::move(o)), the_api(options.bounds, assets_have_uplot(), std::move(clock)) {}
+};
+
+namespace {
+
+void send(httplib::Response& res, const reply& r) {
+    res.status = r.status;
+    res.set_content(r.body, "application/json");
+}
+
+} // namespace
+
+http_server::http_server(serve_options options, api::clock_fn clock)
+    : impl_(std::make_unique<impl>(std::move(options), std::move(clock))) {
+    auto& s = impl_->server;
+    api& a = impl_->the_api;
+    const int threads = impl_->options.threads < 1 ? 1 : impl_->options.threads;
+    s.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<std::size_t>(threads)); };
+    // httplib answers 413 itself above this; the error handler below gives it a JSON body.
+    s.set_payload_max_length(impl_->options.bounds.max_body_bytes);
+    s.set_read_timeout(5, 0);
+    s.set_write_timeout(5, 0);
+    s.set_keep_alive_max_count(100);
+
+    const auto api_route = [&a](const httplib::Request& req, httplib::Response& res) {
+        send(res, a.handle(req.method, req.path, req.body));
+    };
+    s.Get(R"(/api/.*)", api_route);
+    s.Post(R"(/api/.*)", api_route);
+    s.Put(R"(/api/.*)", api_route);
+    s.Delete(R"(/api/.*)", api_route);
+    s.Get(R"(/.*)", [](const httplib::Request& req, httplib::Response& res) {
+        const std::string path = req.path == "/" ? "/index.html" : req.path;
+        for (const asset& f : assets()) {
+            if (f.path == path) {
+                res.set_header("Cache-Control", "no-cache");
+                res.set_content(f.data.data(), f.data.size(), std::string(content_type(path)).c_str());
+                return;
+            }
+        }
+        if (path == "/favicon.ico") { // browsers ask on their own; no icon, and no error
+            res.status = 204;
+            return;
+        }
+        res.status = 404;
+        res.set_content(R"({"error":"no such file"})", "application/json");
+    });
+    // Whatever httplib answered on its own (404 for other methods, 413, 400 for a broken request)
+    // gets a JSON error body when the route set none.
+    s.set_error_handler([](const httplib::Request&, httplib::Response& res) {
+        if (!res.body.empty()) return;
+        const std::string msg = res.status == 413   ? "request body too large"
+                                : res.status == 404 ? "no such route"
+                                                    : "bad request";
+        res.set_content("{\"error\":\"" + msg + "\"}", "application/json");
+    });
+    s.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
+        res.status = 500;
+        res.set_content(R"({"error":"internal error"})", "application/json");
+    });
+}
+
+http_server::~http_server() { stop(); }
+
+int http_server::start() {
+    auto& s = impl_->server;
+    const int port =
+        impl_->options.port == 0
+            ? s.bind_to_any_port(impl_->options.bind)
+            : (s.bind_to_port(impl_->options.bind, impl_->options.port) ? impl_->options.port : -1);
+    if (port < 0)
+        throw std::runtime_error("cannot listen on " + impl_->options.bind + ":" +
+                                 std::to_string(impl_->options.port));
+    // The socket listens from here on: connections queue until the loop accepts them.
+    impl_->thread = std::thread([&s] { s.listen_after_bind(); });
+    return port;
+}
+
+void http_server::stop() noexcept {
+    if (!impl_ || !impl_->thread.joinable()) return;
+    impl_->server.stop();
+    impl_->thread.join();
+}
+
+api& http_server::the_api() noexcept { return impl_->the_api; }
+
+int serve_command(const serve_options& options) {
+    // SIGINT and SIGTERM are taken by sigwait below, so they are blocked before any thread starts
+    // (threads inherit the mask) and the server stops cleanly.
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set, nullptr);
+    try {
+        http_server server(options);
+        const int port = server.start();
+        const std::string host =
+            options.bind.find(':') != std::string::npos ? "[" + options.bind + "]" : options.bind;
+        std::printf("strata-lab serve: http://%s:%d/  (Ctrl-C stops it)\n", host.c_str(), port);
+        if (!assets_have_uplot())
+            std::printf("strata-lab serve: built without uPlot (npm was missing): the page has no plots\n");
+        std::fflush(stdout);
+        int sig = 0;
+        sigwait(&set, &sig);
+        std::printf("strata-lab serve: stopping\n");
+        server.stop();
+        return 0;
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "strata-lab serve: %s\n", e.what());
+        return 1;
+    }
+}
+
+} // namespace strata::lab::serve

@@ -1,0 +1,50 @@
+import { el, facts, numberInput, section } from '../draw.js';
+import { bind } from './common.js';
+
+const HOLDER = { yours: 'live', magazine: 'mag', depot: 'depot' };
+
+export async function mount(root, ctx) {
+    const p = section(root, 'slab', 'Slab cache + magazines',
+        'Rows are slabs (partial or full; empty ones are only counted). Allocate takes objects from this thread\'s ' +
+        'loaded magazine first (the column on the right); freeing puts them back there, not in the slab. ' +
+        'When both magazines are full, a full one is parked in the depot. Flush sends everything back to the slabs.');
+    const count = numberInput(4, 1, 64, 'objects');
+    const { act, load } = bind(p, ctx, 'slab', (st) => {
+        const mag = st.magazine || {};
+        facts(p.facts, [['yours', 'yours', st.yours], ['slab_live', 'out of the slabs', st.slab_live],
+            ['slabs', 'slabs in use', st.slabs.length], ['empty_slabs', 'empty slabs', st.empty_slabs],
+            ['loaded', 'loaded magazine', mag.loaded ? `${mag.loaded.count}/${mag.loaded.capacity}` : '—'],
+            ['depot_rounds', 'in the depot', mag.depot_rounds ?? 0], ['check', 'check()', st.check ? 'ok' : 'FAILED']]);
+        const rows = el('div', { 'data-k': 'slabs' });
+        for (const s of st.slabs) {
+            const cells = Array.from({ length: st.objects_per_slab }, (_, i) => el('div', { class: 'cell', 'data-i': i, style: 'width:16px;height:16px' }));
+            for (const o of s.objects) {
+                const c = cells[o.index];
+                if (!c) continue;
+                c.dataset.holder = o.holder;
+                c.style.background = o.holder === 'yours' ? 'var(--used)' : o.holder === 'magazine' ? 'var(--accent)' : '#7b4bb7';
+            }
+            rows.append(el('div', { class: 'row', 'data-state': s.state, 'data-live': s.live },
+                el('div', { style: 'font-size:12px;color:#555', text: `slab @${s.offset}: ${s.state}, ${s.live}/${s.capacity}` }),
+                el('div', { class: 'grid' }, ...cells)));
+        }
+        const column = el('div', { 'data-k': 'magazine', style: 'min-width:150px' }, el('b', { text: 'this thread' }));
+        for (const [k, m] of [['loaded', mag.loaded], ['previous', mag.previous]]) {
+            const box = el('div', { class: 'grid', style: 'flex-direction:column-reverse;width:30px' });
+            if (m) for (let i = 0; i < m.capacity; i++) box.append(el('div', { class: 'cell', style: `width:26px;height:12px;${i < m.count ? 'background:var(--accent)' : ''}` }));
+            column.append(el('div', { style: 'display:inline-block;margin:4px 10px 0 0;vertical-align:top;font-size:12px' },
+                el('div', { text: m ? `${k} ${m.count}/${m.capacity}` : `${k}: none` }), box));
+        }
+        p.view.replaceChildren(el('div', { class: 'cols' }, el('div', { style: 'flex:1' }, rows), column),
+            el('div', { class: 'legend' },
+                el('span', {}, el('i', { style: 'background:var(--used)' }), 'yours'),
+                el('span', {}, el('i', { style: 'background:var(--accent)' }), 'in this thread\'s magazines'),
+                el('span', {}, el('i', { style: 'background:#7b4bb7' }), 'in the depot\'s full magazines'),
+                el('span', {}, el('i', { style: 'background:var(--free)' }), 'free in the slab')));
+    });
+    p.controls.append(el('label', {}, 'count ', count),
+        el('button', { 'data-action': 'alloc', on: { click: () => act('alloc', { count: Number(count.value) }) } }, 'Allocate'),
+        el('button', { 'data-action': 'free', on: { click: () => act('free', { count: Number(count.value) }) } }, 'Free newest'),
+        el('button', { 'data-action': 'flush', on: { click: () => act('flush') } }, 'Flush'));
+    await load();
+}

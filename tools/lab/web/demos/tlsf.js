@@ -1,0 +1,71 @@
+import { byteMap, el, facts, numberInput, section } from '../draw.js';
+import { bind } from './common.js';
+
+// The bitmaps as rows of cells; the last search's start class, masked-off bits and chosen class lit.
+function bitmaps(st, search) {
+    const box = el('div', { class: 'bits', 'data-k': 'bitmaps' });
+    const chosen = search && search.chosen;
+    const start = search && search.start;
+    const flRow = el('div', { class: 'row' }, el('span', { class: 'label', text: 'first level' }));
+    for (let f = 0; f < st.levels; f++) {
+        const on = (st.fl_bitmap >>> 0) & (1 << f);
+        let cls = 'bit' + (on ? ' on' : '');
+        if (search && search.path === 'first-level' && f <= start.fl) cls += ' masked-out';
+        if (chosen && chosen.fl === f) cls += ' chosen';
+        flRow.append(el('span', { class: cls, 'data-fl': f, 'data-on': on ? 1 : 0, title: `level ${f}` }, on ? '1' : '0'));
+    }
+    box.append(flRow);
+    for (let f = 0; f < st.levels; f++) {
+        const row = el('div', { class: 'row' }, el('span', { class: 'label', text: `second, level ${f}` }));
+        for (let s = 0; s < st.sl_count; s++) {
+            const on = (st.sl_bitmaps[f] >>> s) & 1;
+            let cls = 'bit' + (on ? ' on' : '');
+            if (start && f === start.fl && s < start.sl) cls += ' masked-out';
+            if (start && f === start.fl && s === start.sl) cls += ' start';
+            if (chosen && chosen.fl === f && chosen.sl === s) cls += ' chosen';
+            row.append(el('span', { class: cls, 'data-fl': f, 'data-sl': s, 'data-on': on }, on ? '1' : '·'));
+        }
+        box.append(row);
+    }
+    return box;
+}
+
+export async function mount(root, ctx) {
+    const p = section(root, 'tlsf', 'TLSF (two-level segregated fit)',
+        'Pick a size: it is rounded to 16 and mapped to a class (level = power of two, 32 slices each). ' +
+        'The search masks that level\'s second-level bitmap from the start class (outlined); if nothing is ' +
+        'left it scans the first-level bitmap above. The chosen list is blue. Click a used block to free it: it merges with free neighbours.');
+    const size = numberInput(100, 1, 65536, 'bytes');
+    let lastSearch = null;
+    const { act, load } = bind(p, ctx, 'tlsf', (st, answer) => {
+        if (answer && answer.result && answer.result.search) lastSearch = answer.result.search;
+        facts(p.facts, [['in_use', 'in use', st.in_use], ['live_allocations', 'live', st.live_allocations],
+            ['largest_free_block', 'largest free', st.largest_free_block], ['fl_bitmap', 'fl bitmap', '0b' + st.fl_bitmap.toString(2)],
+            ['check', 'check()', st.check ? 'ok' : 'FAILED']]);
+        const search = lastSearch;
+        const chosen = search && search.chosen;
+        const hitList = chosen && st.lists.find((l) => l.fl === chosen.fl && l.sl === chosen.sl);
+        const map = byteMap(st.capacity, st.blocks, {
+            cls: (b) => (b.used ? 'used' : 'free') + (hitList && !b.used && hitList.blocks.includes(b.offset) ? ' hit' : ''),
+            label: (b) => (b.used ? '#' + b.id : `${b.size}`),
+            onClick: (b) => b.id && act('free', { id: b.id }),
+        });
+        const lists = el('table', { class: 'small', 'data-k': 'lists' },
+            el('tr', {}, el('th', { text: 'class (fl, sl)' }), el('th', { text: 'sizes from' }), el('th', { text: 'free blocks (offset)' })));
+        for (const l of st.lists) {
+            const isChosen = chosen && l.fl === chosen.fl && l.sl === chosen.sl;
+            lists.append(el('tr', { 'data-fl': l.fl, 'data-sl': l.sl, style: isChosen ? 'background:#dbe8ff' : '' },
+                el('td', { text: `(${l.fl}, ${l.sl})` }), el('td', { text: String(l.floor) }), el('td', { text: l.blocks.join(', ') })));
+        }
+        const explain = search ? el('div', { class: 'msg', 'data-k': 'search' },
+            `${search.size} B → need ${search.need} B; search starts at class (${search.start.fl}, ${search.start.sl}); ` +
+            (search.path === 'second-level' ? `second-level scan hit (${chosen.fl}, ${chosen.sl})`
+                : search.path === 'first-level' ? `second level empty above the start: first-level scan picked level ${chosen.fl}, then its lowest class (${chosen.fl}, ${chosen.sl})`
+                    : 'both scans empty: no list guarantees a fit')) : null;
+        p.view.replaceChildren(explain || '', bitmaps(st, search), map, el('div', { class: 'cols' }, lists));
+    });
+    p.controls.append(el('label', {}, 'size ', size),
+        el('button', { 'data-action': 'alloc', on: { click: () => act('alloc', { size: Number(size.value) }) } }, 'Allocate'),
+        el('button', { 'data-action': 'probe', on: { click: () => act('probe', { size: Number(size.value) }) } }, 'Show the search only'));
+    await load();
+}
