@@ -413,11 +413,11 @@ void* engine_heap::small_slow(thread_heap* h, unsigned c) noexcept {
         if (r != &empty_run) {
             if (r->free == nullptr) collect(h, r);
             if (r->free == nullptr && r->carved < r->capacity) {
-                // Thread the next page's worth of never-used blocks: a fresh run is touched (and
-                // faulted in) a page at a time, not all at once.
+                // Thread the next few never-used blocks (2 KiB or 8 blocks): a fresh run is written
+                // a piece at a time (a short, bounded slow path), and big classes get 8 blocks.
                 const std::size_t bs = r->block_size;
                 const std::size_t k =
-                    std::min<std::size_t>(r->capacity - r->carved, std::max<std::size_t>(1, 4096 / bs));
+                    std::min<std::size_t>(r->capacity - r->carved, std::max<std::size_t>(8, 2048 / bs));
                 std::byte* first = address_of(r) + std::size_t{r->carved} * bs;
                 for (std::size_t i = 0; i + 1 < k; ++i)
                     reinterpret_cast<free_block*>(first + i * bs)->next =
@@ -437,6 +437,7 @@ void* engine_heap::small_slow(thread_heap* h, unsigned c) noexcept {
             h->current[c] = &empty_run;
         }
         if (run* p = h->partial[c]) {
+            if (p == h->spare[c]) h->spare[c] = nullptr;
             unlink(h->partial[c], p);
             p->where = run_list::none;
             h->current[c] = p;
@@ -473,6 +474,13 @@ void engine_heap::local_free_slow(thread_heap* h, run* d) noexcept {
         push(h->partial[c], d);
     }
     if (d->used == 0 && h->current[c] != d) {
+        // One empty run per class stays parked in the partial list, carved and ready: a class that
+        // oscillates around a run boundary (8-block runs of the big classes do) neither gives the
+        // run up nor re-threads it on every cycle.
+        if (h->spare[c] == nullptr || h->spare[c] == d) {
+            h->spare[c] = d;
+            return;
+        }
         if (d->where == run_list::partial) unlink(h->partial[c], d);
         d->where = run_list::none;
         retire(h, d);
@@ -515,6 +523,7 @@ void engine_heap::abandon(thread_heap* h) noexcept {
             }
         }
         h->partial[c] = h->full[c] = nullptr;
+        h->spare[c] = nullptr;
     }
     {
         lock_guard g(span_lock_);

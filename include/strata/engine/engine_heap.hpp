@@ -158,6 +158,7 @@ struct thread_heap {
     counter frees[class_count];  //
     run* partial[class_count];   // runs with free blocks
     run* full[class_count];      // runs the owner found exhausted
+    run* spare[class_count];     // an empty run kept in `partial` (at most one per class)
     std::atomic<std::uint32_t> pending[class_count]; // remote frees arrived in a full run
     counter run_bytes;                               // committed bytes of the runs this heap owns
     run* cache = nullptr;                            // empty runs kept for reuse
