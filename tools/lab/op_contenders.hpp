@@ -15,6 +15,7 @@
 #endif
 
 #include "strata/core/bit.hpp"
+#include "strata/engine/engine_heap.hpp"
 #include "strata/heap/buddy.hpp"
 #include "strata/heap/free_list.hpp"
 #include "strata/heap/tlsf.hpp"
@@ -284,6 +285,29 @@ private:
 };
 
 /// Returns: every replay contender, in report order.
+/// strata::engine_heap, a fresh one per replay (its own reservation): thread-cached size classes,
+/// TLSF arenas, spans. Footprint: bytes it has committed; reallocate in place where it can.
+class engine_replay {
+public:
+    static bool applies(const op_workload&) noexcept { return true; }
+    explicit engine_replay(const op_workload&) : heap_(options()) {}
+    void* allocate(std::size_t size, std::size_t align) noexcept { return heap_.allocate(size, align); }
+    void deallocate(void* p, std::size_t, std::size_t) noexcept { heap_.deallocate(p); }
+    void* reallocate(void* p, std::size_t, std::size_t n, std::size_t align) noexcept {
+        return heap_.reallocate(p, n, align);
+    }
+    [[nodiscard]] std::size_t footprint() const noexcept { return heap_.committed_bytes(); }
+    [[nodiscard]] std::size_t usable_size(const void* p) const noexcept { return heap_.usable_size(p); }
+
+private:
+    static engine_options options() noexcept {
+        engine_options o;
+        o.reserve_bytes = std::size_t{16} << 30;
+        return o;
+    }
+    engine_heap heap_;
+};
+
 inline const std::vector<op_contender>& op_registry() {
     static const std::vector<op_contender> r{
         make_op_contender<malloc_replay>("malloc", "glibc malloc/free/realloc"),
@@ -298,6 +322,8 @@ inline const std::vector<op_contender>& op_registry() {
                                        "one request size, alignment <= 16"),
         make_op_contender<size_class_replay>("size_class", "strata::size_class_pool (4 classes per doubling)",
                                              "requests <= 256 KiB"),
+        make_op_contender<engine_replay>(
+            "engine_heap", "strata::engine_heap: thread-cached size classes to 64 KiB, TLSF arenas, spans"),
         make_op_contender<tlsf_replay<5>>("tlsf",
                                           "strata::tlsf (SLI 5) over one region of 2x peak live bytes"),
         make_op_contender<tlsf_replay<4>>("tlsf_sli4", "strata::basic_tlsf<4> over the same region"),
