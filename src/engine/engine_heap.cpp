@@ -313,9 +313,21 @@ engine_heap::thread_heap* engine_heap::make_thread_heap() noexcept {
         }
         h = free_heaps_;
         free_heaps_ = h->next_heap;
-        h = new (h) thread_heap();
-        for (auto& r : h->current)
-            r = &empty_run;
+        // Field by field, not a fresh object: a remote free that read this heap as a run's owner
+        // before the heap was recycled may still set a `pending` flag (atomically; a spurious
+        // flag only costs one walk of a full list).
+        for (unsigned c = 0; c < class_count; ++c) {
+            h->current[c] = &empty_run;
+            h->allocs[c].v.store(0, std::memory_order_relaxed);
+            h->frees[c].v.store(0, std::memory_order_relaxed);
+            h->partial[c] = h->full[c] = h->spare[c] = nullptr;
+            h->pending[c].store(0, std::memory_order_relaxed);
+        }
+        h->run_bytes.v.store(0, std::memory_order_relaxed);
+        h->cache = nullptr;
+        h->cache_count = 0;
+        h->has_arena = false;
+        h->prev_heap = nullptr;
         h->engine = this;
         h->next_heap = heaps_;
         if (heaps_ != nullptr) heaps_->prev_heap = h;

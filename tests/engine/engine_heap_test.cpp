@@ -302,13 +302,13 @@ TEST(EngineHeap, RetentionIsBoundedAndTrimReleasesIt) {
     EXPECT_TRUE(h.check());
 }
 
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
 long minor_faults() {
     rusage u{};
     getrusage(RUSAGE_SELF, &u);
     return u.ru_minflt;
 }
 
-#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
 TEST(EngineHeap, SteadyChurnDoesNotFault) {
     engine_heap h(small_options());
     std::mt19937_64 rng(7);
