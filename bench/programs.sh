@@ -23,11 +23,12 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${1:-$root/build/release}"
 lib=/usr/lib/x86_64-linux-gnu
 strata="${STRATA_MALLOC:-$(find "$build" -name 'libstrata_malloc.so*' -type f 2>/dev/null | sort | head -n 1)}"
+[[ -z "$strata" ]] || strata="$(realpath "$strata")" # the programs run in their own directories
 work="$(mktemp -d -t strata-programs.XXXXXX)"
 trap 'rm -rf "$work"' EXIT
 export STRATA_SCALE="${STRATA_SCALE:-2}"
 
-exec /usr/bin/python3 - "$root/tests/programs/gen/workload.sh" "$work" "${RUNS:-5}" \
+/usr/bin/python3 - "$root/tests/programs/gen/workload.sh" "$work" "${RUNS:-5}" \
     "${PROGRAMS:-sqlite3 python3 git gxx}" "${MALLOCS:-glibc mimalloc tcmalloc jemalloc tbbmalloc strata}" \
     "glibc=" "mimalloc=$lib/libmimalloc.so.2" "tcmalloc=$lib/libtcmalloc_minimal.so.4" \
     "jemalloc=$lib/libjemalloc.so.2" "tbbmalloc=$lib/libtbbmalloc_proxy.so.2" "strata=$strata" <<'PY'

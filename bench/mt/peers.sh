@@ -16,6 +16,7 @@ bin="$build/bench/mt/strata-mt"
 [[ -x "$bin" ]] || { echo "peers.sh: $bin not built (cmake --build --preset release --target strata-mt)" >&2; exit 2; }
 lib=/usr/lib/x86_64-linux-gnu
 strata="${STRATA_MALLOC:-$(find "$build" -name 'libstrata_malloc.so*' -type f 2>/dev/null | sort | head -n 1)}"
+[[ -z "$strata" ]] || strata="$(realpath "$strata")"
 out="$(mktemp -t strata-mt.XXXXXX.jsonl)"
 trap 'rm -f "$out"' EXIT
 

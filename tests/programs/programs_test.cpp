@@ -50,7 +50,9 @@ std::string slurp(const fs::path& path) {
 // The preload library: STRATA_PROGRAMS_PRELOAD in the environment overrides the built one (to try
 // the test with another malloc, say Debian's mimalloc, while the engine heap is under construction).
 std::string malloc_library() {
-    if (const char* env = std::getenv("STRATA_PROGRAMS_PRELOAD"); env != nullptr && *env != '\0') return env;
+    // Absolute: the programs run in their own directories.
+    if (const char* env = std::getenv("STRATA_PROGRAMS_PRELOAD"); env != nullptr && *env != '\0')
+        return fs::absolute(env).string();
     return STRATA_PROGRAMS_MALLOC_LIB;
 }
 

@@ -33,6 +33,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 lib="${1:-${STRATA_MALLOC:-$(find "$root/build/release" -name 'libstrata_malloc.so*' -type f 2>/dev/null | sort | head -n 1)}}"
 [[ -n "$lib" && -e "$lib" ]] || { echo "run-programs.sh: no preload library (pass one, or build strata_malloc)" >&2; exit 2; }
+lib="$(realpath "$lib")" # the programs run in their own directories
 work="$(mktemp -d -t strata-run-programs.XXXXXX)"
 keep=0
 trap '[[ $keep == 1 ]] && echo "kept for inspection: $work" || rm -rf "$work"' EXIT

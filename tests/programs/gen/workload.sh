@@ -22,6 +22,12 @@ mode="${2:?prepare or run}"
 work="${3:?work directory}"
 scale="${STRATA_SCALE:-1}"
 preload="${STRATA_PRELOAD:-}"
+# The program runs in WORKDIR, so a relative library path would not be found there, and the loader
+# only warns about a preload it cannot open: the run would silently measure the C library's malloc.
+if [[ -n "$preload" ]]; then
+    [[ -r "$preload" ]] || { echo "workload.sh: STRATA_PRELOAD=$preload is not a readable file" >&2; exit 2; }
+    preload="$(realpath "$preload")"
+fi
 SQLITE3="${SQLITE3:-sqlite3}"
 PYTHON3="${PYTHON3:-/usr/bin/python3}"
 GIT="${GIT:-git}"
