@@ -236,6 +236,19 @@ std::uint64_t run_ops(A& a, const op_workload& w, slot_table& t, std::uint32_t* 
     return st.failed;
 }
 
+/// Returns: an empty result for A on w: what A can report, and whether it applies at all.
+template <class A>
+replay_result result_for(const op_workload& w) {
+    replay_result r;
+    r.workload = w.name;
+    r.memory_ops = w.memory_ops();
+    r.has_footprint = has_footprint<A>;
+    r.has_probe = has_probe<A>;
+    r.has_usable_size = has_usable_size<A>;
+    r.applies = A::applies(w);
+    return r;
+}
+
 /// Keeps a uniform sample of at most `cap` values of a long stream, plus its exact maximum, so
 /// percentiles of a streamed replay cost bounded memory (Vitter's algorithm R, seeded).
 class tick_reservoir {
@@ -291,16 +304,8 @@ struct replay_options {
 /// order, all on the same allocator instance, so later passes run on warm memory).
 template <class A>
 replay_result replay(const op_workload& w, const replay_options& o) {
-    replay_result r;
-    r.workload = w.name;
-    r.memory_ops = w.memory_ops();
-    r.has_footprint = has_footprint<A>;
-    r.has_probe = has_probe<A>;
-    r.has_usable_size = has_usable_size<A>;
-    if (!A::applies(w)) {
-        r.applies = false;
-        return r;
-    }
+    replay_result r = detail::result_for<A>(w);
+    if (!r.applies) return r;
     auto a = std::make_unique<A>(w);
     detail::slot_table t(w.slots);
     using detail::pass;
@@ -335,17 +340,9 @@ replay_result replay(const op_workload& w, const replay_options& o) {
 template <class A>
 replay_result replay_streamed(const op_workload& shape, const op_stream_factory& open,
                               const replay_options& o) {
-    replay_result r;
-    r.workload = shape.name;
-    r.memory_ops = shape.memory_ops();
-    r.has_footprint = has_footprint<A>;
-    r.has_probe = has_probe<A>;
-    r.has_usable_size = has_usable_size<A>;
+    replay_result r = detail::result_for<A>(shape);
     r.streamed = true;
-    if (!A::applies(shape)) {
-        r.applies = false;
-        return r;
-    }
+    if (!r.applies) return r;
     auto a = std::make_unique<A>(shape);
     detail::slot_table t(shape.slots);
     using detail::pass;
