@@ -285,7 +285,7 @@ void engine_heap::span_free(run* head, bool dirty) noexcept {
 // Thread caches
 // -------------------------------------------------------------------------------------------------
 
-engine_heap::thread_heap* engine_heap::thread_cache() noexcept {
+inline engine_heap::thread_heap* engine_heap::thread_cache() noexcept {
     const tls_slot& s = tls[slot_];
     if (s.epoch == epoch_) return s.heap;
     return make_thread_heap();
@@ -340,6 +340,8 @@ engine_heap::thread_heap* engine_heap::make_thread_heap() noexcept {
 }
 
 void engine_heap::collect(thread_heap*, run* r) noexcept {
+    // A plain load first: the locked exchange only when there is something to take.
+    if (r->thread_free.load(std::memory_order_relaxed) == nullptr) return;
     free_block* list = r->thread_free.exchange(nullptr, std::memory_order_acquire);
     if (list == nullptr) return;
     std::uint16_t n = 1;
@@ -595,10 +597,11 @@ void* engine_heap::allocate_slow(std::size_t size, std::size_t align) noexcept {
     if (size <= small_max && align <= granule) {
         // A class whose block size is a multiple of `align` gives aligned blocks: runs start on a
         // granule, and every power of two up to 64 KiB is a class.
-        const std::size_t s = std::max(size, align);
-        unsigned c = class_of(s);
-        while (class_size(c) % align != 0)
-            ++c;
+        unsigned c = class_of(std::max(size, align));
+        if (align > default_alignment) {
+            while (class_size(c) % align != 0)
+                ++c;
+        }
         thread_heap* h = thread_cache();
         if (h == nullptr) return nullptr;
         run* r = h->current[c];

@@ -246,6 +246,7 @@ public:
                     h->allocs[c].add(1);
                     return b;
                 }
+                return small_slow(h, c);
             }
         }
         return allocate_slow(size, align);
@@ -364,7 +365,7 @@ private:
 
     [[nodiscard]] thread_heap* thread_cache() noexcept;
     [[nodiscard]] thread_heap* make_thread_heap() noexcept;
-    void* small_slow(thread_heap* h, unsigned c) noexcept;
+    [[nodiscard]] STRATA_NOINLINE void* small_slow(thread_heap* h, unsigned c) noexcept;
     void* medium_allocate(std::size_t size, std::size_t align) noexcept;
     void medium_deallocate(void* p, run* head) noexcept;
     void* large_allocate(std::size_t size, std::size_t align, bool* clean) noexcept;
