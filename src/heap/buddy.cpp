@@ -19,10 +19,9 @@ buddy::buddy(std::byte* base, std::size_t size, std::size_t min_block) {
     max_order_ = log2_floor(region_) - min_shift_;
     if (max_order_ > 31) throw std::invalid_argument("strata::buddy: more than 2^31 min_blocks");
     const std::size_t n = blocks();
-    next_ = std::make_unique<std::uint32_t[]>(n);
-    prev_ = std::make_unique<std::uint32_t[]>(n);
-    state_ = std::make_unique<std::uint8_t[]>(n);
-    std::memset(state_.get(), interior, n);
+    nodes_ = std::make_unique<node[]>(n);
+    for (std::size_t i = 0; i < n; ++i)
+        nodes_[i].state = interior;
     std::fill(std::begin(heads_), std::end(heads_), nil);
     base_ = base;
     // The pointer API can promise no more alignment than the base has (capped: the region's size).
@@ -41,14 +40,15 @@ std::size_t buddy::allocate_offset(std::size_t size, std::size_t align) noexcept
     if (avail == 0 || order > max_order_) return npos;
     unsigned k = static_cast<unsigned>(std::countr_zero(avail));
     const std::uint32_t i = heads_[k];
-    unlink(i, k);
+    node& n = nodes_[i];
+    pop(n.next, k);
     while (k > order) { // keep the lower half, list the upper one
         --k;
         push(i + (std::uint32_t{1} << k), k);
     }
-    state_[i] = static_cast<std::uint8_t>(order);
-    next_[i] = static_cast<std::uint32_t>(size);
-    prev_[i] = static_cast<std::uint32_t>(static_cast<std::uint64_t>(size) >> 32);
+    n.state = static_cast<std::uint8_t>(order);
+    n.next = static_cast<std::uint32_t>(size);
+    n.prev = static_cast<std::uint32_t>(static_cast<std::uint64_t>(size) >> 32);
     used_ += min_block_ << order;
     requested_ += size;
     peak_ = std::max(peak_, used_);
@@ -62,7 +62,7 @@ bool buddy::verify_free(std::size_t offset) const noexcept {
     if (!STRATA_VERIFY(1, inside, foreign_pointer, buddy_name, base_ ? base_ + offset : nullptr,
                        "offset outside the region or not on a min_block boundary"))
         return false;
-    const std::uint8_t s = state_[offset >> min_shift_];
+    const std::uint8_t s = nodes_[offset >> min_shift_].state;
     if (!STRATA_VERIFY(1, s != interior, foreign_pointer, buddy_name, base_ ? base_ + offset : nullptr,
                        "offset is not the start of a block"))
         return false;
@@ -82,8 +82,9 @@ void buddy::deallocate_offset(std::size_t offset, std::size_t size, std::size_t 
     if (!verify_free(offset)) return;
     const std::size_t need = std::max(size, align);
     const unsigned order = need <= min_block_ ? 0u : log2_ceil(need) - min_shift_;
-    if (!STRATA_VERIFY(1, order == (state_[offset >> min_shift_] & order_mask), size_mismatch, buddy_name,
-                       base_ ? base_ + offset : nullptr, "sized free names a size of another order"))
+    if (!STRATA_VERIFY(1, order == (nodes_[offset >> min_shift_].state & order_mask), size_mismatch,
+                       buddy_name, base_ ? base_ + offset : nullptr,
+                       "sized free names a size of another order"))
         return;
 #else
     (void)size, (void)align;
@@ -92,15 +93,16 @@ void buddy::deallocate_offset(std::size_t offset, std::size_t size, std::size_t 
 }
 
 void buddy::free_index(std::uint32_t i) noexcept {
-    unsigned order = state_[i] & order_mask;
+    const node& n = nodes_[i];
+    unsigned order = n.state & order_mask;
     used_ -= min_block_ << order;
-    requested_ -= static_cast<std::size_t>(next_[i]) | (static_cast<std::size_t>(prev_[i]) << 32);
+    requested_ -= static_cast<std::size_t>(n.next) | (static_cast<std::size_t>(n.prev) << 32);
     --live_;
     while (order < max_order_) {
         const std::uint32_t b = i ^ (std::uint32_t{1} << order);
-        if (state_[b] != (free_flag | order)) break;
+        if (nodes_[b].state != (free_flag | order)) break;
         unlink(b, order);
-        state_[std::max(i, b)] = interior;
+        nodes_[std::max(i, b)].state = interior;
         i = std::min(i, b);
         ++order;
     }
@@ -129,7 +131,7 @@ bool buddy::check() const noexcept {
     std::size_t used = 0, requested = 0, live = 0;
     const std::size_t n = blocks();
     for (std::size_t i = 0; i < n;) {
-        const std::uint8_t s = state_[i];
+        const std::uint8_t s = nodes_[i].state;
         if (s == interior) return corrupt(i << min_shift_, "a block starts on an interior mark");
         const unsigned order = s & order_mask;
         if (order > max_order_) return corrupt(i << min_shift_, "block order out of range");
@@ -137,17 +139,18 @@ bool buddy::check() const noexcept {
         if ((i & (len - 1)) != 0) return corrupt(i << min_shift_, "block not aligned to its size");
         if (i + len > n) return corrupt(i << min_shift_, "block runs past the region");
         for (std::size_t j = i + 1; j < i + len; ++j)
-            if (state_[j] != interior) return corrupt(j << min_shift_, "a block starts inside another");
+            if (nodes_[j].state != interior) return corrupt(j << min_shift_, "a block starts inside another");
         if ((s & free_flag) != 0) {
             ++free_count[order];
             if (order < max_order_) {
                 const std::size_t b = i ^ len;
-                if (state_[b] == s) return corrupt(i << min_shift_, "two free buddies left unmerged");
+                if (nodes_[b].state == s) return corrupt(i << min_shift_, "two free buddies left unmerged");
             }
         } else {
             ++live;
             used += len << min_shift_;
-            requested += static_cast<std::size_t>(next_[i]) | (static_cast<std::size_t>(prev_[i]) << 32);
+            requested +=
+                static_cast<std::size_t>(nodes_[i].next) | (static_cast<std::size_t>(nodes_[i].prev) << 32);
         }
         i += len;
     }
@@ -157,11 +160,13 @@ bool buddy::check() const noexcept {
             return corrupt(0, "order mask disagrees with the lists");
         std::size_t count = 0;
         std::uint32_t prev = nil;
-        for (std::uint32_t i = heads_[k]; i != nil; i = next_[i]) {
+        for (std::uint32_t i = heads_[k]; i != nil; i = nodes_[i].next) {
             if (i >= n || ++count > free_count[k]) return corrupt(0, "free list longer than the free blocks");
-            if (state_[i] != (free_flag | k))
+            if (nodes_[i].state != (free_flag | k))
                 return corrupt(std::size_t{i} << min_shift_, "listed block not free");
-            if (prev_[i] != prev) return corrupt(std::size_t{i} << min_shift_, "free-list back link broken");
+            // A head's back link is stale by design (heads are told by heads_).
+            if (prev != nil && nodes_[i].prev != prev)
+                return corrupt(std::size_t{i} << min_shift_, "free-list back link broken");
             prev = i;
         }
         if (count != free_count[k]) return corrupt(0, "a free block is missing from its list");

@@ -23,9 +23,10 @@ namespace strata {
 
 /// A binary buddy allocator.
 ///
-/// Bookkeeping: 9 bytes per min_block of region, outside the region (two 32-bit list links, reused
-/// for the requested size while a block is used, and one state byte). Requests are rounded up to a
-/// power of two no smaller than min_block; the waste this causes is reported by metrics().
+/// Bookkeeping: 12 bytes per min_block of region, outside the region: one record per min_block with
+/// two 32-bit list links (reused for the requested size while a block is used) and a state byte, so
+/// a split or a merge touches one record (one cache line) per order, not three arrays. Requests are rounded
+/// up to a power of two no smaller than min_block; the waste this causes is reported by metrics().
 ///
 /// Bad input answers: size 0, a non-power-of-two alignment, a size or alignment larger than the
 /// region (SIZE_MAX, sizes that overflow once aligned) and exhaustion return npos / nullptr with no
@@ -93,7 +94,7 @@ public:
 
     /// Returns: the size of the block at `offset` (a power of two). Requires: a live block.
     [[nodiscard]] std::size_t block_size(std::size_t offset) const noexcept {
-        return min_block_ << (state_[offset >> min_shift_] & order_mask);
+        return min_block_ << (nodes_[offset >> min_shift_].state & order_mask);
     }
     /// Returns: the usable bytes of live block `p`. Requires: p is live.
     [[nodiscard]] std::size_t usable_size(const void* p) const noexcept { return block_size(offset_of(p)); }
@@ -123,7 +124,7 @@ public:
     [[nodiscard]] std::size_t granted_bytes() const noexcept { return used_; }
     [[nodiscard]] std::size_t requested_bytes() const noexcept { return requested_; }
     /// Returns: bytes in the bookkeeping arrays (outside the region).
-    [[nodiscard]] std::size_t bookkeeping_bytes() const noexcept { return blocks() * 9; }
+    [[nodiscard]] std::size_t bookkeeping_bytes() const noexcept { return blocks() * sizeof(node); }
 
     /// Returns: in_use (granted bytes), peak, capacity (region), live_allocations, total_allocations,
     /// largest_free_block.
@@ -139,7 +140,7 @@ public:
     template <class Visitor>
     void for_each_block(Visitor&& visit) const {
         for (std::size_t i = 0; i < blocks();) {
-            const std::uint8_t s = state_[i];
+            const std::uint8_t s = nodes_[i].state;
             const std::size_t n = std::size_t{1} << (s & order_mask);
             visit(block_info{i << min_shift_, n << min_shift_, (s & free_flag) == 0});
             i += n;
@@ -159,6 +160,14 @@ private:
     static constexpr std::uint8_t interior = 0xFF; // not the first min_block of a block
     static constexpr std::uint8_t order_mask = 0x3F;
 
+    // The bookkeeping of one min_block. A block is described by the node of its first min_block.
+    struct node {
+        std::uint32_t next; // free: next in its list; used: requested size, low 32 bits
+        std::uint32_t prev; // free: previous in its list (stale at a list head); used: size, high bits
+        std::uint8_t state; // interior, or order | free_flag
+    };
+    static_assert(sizeof(node) == 12);
+
     buddy(std::byte* base, std::size_t size, std::size_t min_block);
 
     [[nodiscard]] std::size_t blocks() const noexcept { return region_ >> min_shift_; }
@@ -167,24 +176,31 @@ private:
         return static_cast<std::size_t>(reinterpret_cast<std::uintptr_t>(p) -
                                         reinterpret_cast<std::uintptr_t>(base_));
     }
+    // Lists free block i of `order` at the head of its list. The new head's back link is left
+    // stale (a head is told by heads_, never by its link): one record written besides the old head's.
     void push(std::uint32_t i, unsigned order) noexcept {
         const std::uint32_t head = heads_[order];
-        next_[i] = head;
-        prev_[i] = nil;
-        if (head != nil) prev_[head] = i;
+        node& n = nodes_[i];
+        n.next = head;
+        n.state = static_cast<std::uint8_t>(free_flag | order);
+        if (head != nil) nodes_[head].prev = i;
         heads_[order] = i;
-        state_[i] = static_cast<std::uint8_t>(free_flag | order);
         free_mask_ |= std::uint64_t{1} << order;
     }
+    // Unlists free block i of `order`.
     void unlink(std::uint32_t i, unsigned order) noexcept {
-        const std::uint32_t n = next_[i], p = prev_[i];
-        if (n != nil) prev_[n] = p;
-        if (p != nil) {
-            next_[p] = n;
+        const node& n = nodes_[i];
+        if (heads_[order] == i) {
+            pop(n.next, order);
         } else {
-            heads_[order] = n;
-            if (n == nil) free_mask_ &= ~(std::uint64_t{1} << order);
+            if (n.next != nil) nodes_[n.next].prev = n.prev;
+            nodes_[n.prev].next = n.next;
         }
+    }
+    // Makes `next` the head of `order`'s list (its back link goes stale).
+    void pop(std::uint32_t next, unsigned order) noexcept {
+        heads_[order] = next;
+        if (next == nil) free_mask_ &= ~(std::uint64_t{1} << order);
     }
     [[nodiscard]] bool verify_free(std::size_t offset) const noexcept;
     void free_index(std::uint32_t i) noexcept;
@@ -198,9 +214,7 @@ private:
     unsigned max_order_ = 0;
     std::uint64_t free_mask_ = 0;
     std::uint32_t heads_[max_orders] = {};
-    std::unique_ptr<std::uint32_t[]> next_; // free: next in list; used: requested size, low 32 bits
-    std::unique_ptr<std::uint32_t[]> prev_; // free: prev in list; used: requested size, high 32 bits
-    std::unique_ptr<std::uint8_t[]> state_; // per min_block: interior, or order | free_flag
+    std::unique_ptr<node[]> nodes_; // one per min_block
     std::size_t used_ = 0;
     std::size_t requested_ = 0;
     std::size_t peak_ = 0;
