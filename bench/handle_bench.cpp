@@ -6,7 +6,8 @@
 // Each set benchmark runs the whole set once per iteration and reports the three phases as
 // counters (ms, this thread's CPU time); the benchmark's own time is the whole set.
 //   build/release/bench/strata_bench_handle --benchmark_filter='set1'
-// Count mode (callgrind): --strata_count=lookup_slot_map counts K x 10,000 valid lookups.
+// Count mode (callgrind): --strata_count=lookup_slot_map counts K x 10,000 valid lookups;
+// churn_<design> counts K frames of Set 1's churn (see count_churn).
 #include <cstddef>
 #include <iterator>
 #include <string>
@@ -111,5 +112,39 @@ std::size_t count_lookup(std::size_t fills) {
     return fills * live;
 }
 const bool lookup_counted = strata_bench::register_count_kernel("lookup_slot_map", &count_lookup);
+
+// Count mode for the churn phase of Set 1 (500 live particles among 10,000 slots): the set's
+// alloc/free phase, then `fills` frames of 500 kills + 500 spawns, each design killing its own way.
+// Allocations reported = kill+spawn pairs, so callgrind.py's "program" column reads as instructions
+// per pair: python3 bench/callgrind.py build/release/bench/strata_bench_handle churn_packed_array
+// churn_slot_map churn_slot_map_at churn_plf_colony --fills 20 100
+template <class D>
+std::size_t count_churn(std::size_t fills) {
+    const sd::set_config& s = sd::seed_sets[0];
+    sd::rng64 rng{42};
+    D d(s.allocs);
+    std::uint32_t id = 0;
+    for (std::size_t i = 0; i < s.allocs; ++i)
+        d.spawn(id++);
+    for (std::size_t i = 0; i < s.frees; ++i)
+        d.kill(sd::pick(static_cast<std::uint32_t>(rng.next() >> 32), d.live()));
+    for (std::size_t f = 0; f < fills; ++f) {
+        for (std::size_t i = 0; i < s.churn; ++i)
+            d.kill(sd::pick(static_cast<std::uint32_t>(rng.next() >> 32), d.live()));
+        for (std::size_t i = 0; i < s.churn; ++i)
+            d.spawn(id++);
+    }
+    const double sum = d.checksum();
+    benchmark::DoNotOptimize(sum);
+    return fills * s.churn;
+}
+const bool churn_counted = [] {
+    strata_bench::register_count_kernel("churn_packed_array", &count_churn<sd::packed_design<sd::particle>>);
+    strata_bench::register_count_kernel("churn_slot_map", &count_churn<sd::slot_map_design<sd::particle>>);
+    strata_bench::register_count_kernel("churn_slot_map_at",
+                                        &count_churn<sd::slot_map_at_design<sd::particle>>);
+    strata_bench::register_count_kernel("churn_plf_colony", &count_churn<sd::colony_design<sd::particle>>);
+    return true;
+}();
 
 } // namespace

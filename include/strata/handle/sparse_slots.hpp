@@ -46,8 +46,8 @@ public:
     /// Effects: takes `other`'s slots; `other` is left empty and usable.
     sparse_slots(sparse_slots&& other) noexcept
         : slots_(std::move(other.slots_)), head_(std::exchange(other.head_, npos)),
-          tail_(std::exchange(other.tail_, npos)), free_(std::exchange(other.free_, 0)),
-          retired_(std::exchange(other.retired_, 0)), wraps_(std::exchange(other.wraps_, 0)) {
+          tail_(std::exchange(other.tail_, npos)), retired_(std::exchange(other.retired_, 0)),
+          wraps_(std::exchange(other.wraps_, 0)) {
         other.slots_.clear();
     }
     sparse_slots& operator=(sparse_slots&& other) noexcept {
@@ -56,7 +56,6 @@ public:
             other.slots_.clear();
             head_ = std::exchange(other.head_, npos);
             tail_ = std::exchange(other.tail_, npos);
-            free_ = std::exchange(other.free_, 0);
             retired_ = std::exchange(other.retired_, 0);
             wraps_ = std::exchange(other.wraps_, 0);
         }
@@ -69,6 +68,8 @@ public:
         const word i = h.index();
         return i < slots_.size() && slots_[i].gen_word == h.generation();
     }
+    /// Returns: the generation word of slot `i` (its generation when live). Requires: i < size().
+    [[nodiscard]] word generation(word i) const noexcept { return slots_[i].gen_word; }
     /// Returns: the link of slot `i`. Requires: i < size().
     [[nodiscard]] word link(word i) const noexcept { return slots_[i].link; }
     /// Effects: sets the link of live slot `i`.
@@ -103,7 +104,6 @@ public:
             if constexpr (std::is_same_v<ReusePolicy, policy::fifo>) {
                 if (head_ == npos) tail_ = npos;
             }
-            --free_;
             slots_[i].gen_word &= static_cast<word>(~free_bit);
             slots_[i].link = link;
         } else {
@@ -113,11 +113,29 @@ public:
         return Handle::from_parts(i, slots_[i].gen_word);
     }
 
+    /// Effects: as acquire(link) when has_free(): takes the head of the free list.
+    /// Requires: has_free(). Returns: its handle.
+    Handle acquire_free(word link) noexcept {
+        const word i = head_;
+        slot& s = slots_[i];
+        head_ = s.link;
+        if constexpr (std::is_same_v<ReusePolicy, policy::fifo>) {
+            if (head_ == npos) tail_ = npos;
+        }
+        const word gen = static_cast<word>(s.gen_word & ~free_bit);
+        s.gen_word = gen;
+        s.link = link;
+        return Handle::from_parts(i, gen);
+    }
+
     /// Effects: frees live slot `i`: its generation advances (or the slot retires) and it joins
     /// the free list per ReusePolicy. Requires: live(i).
-    void release(word i) noexcept {
+    void release(word i) noexcept { release(i, slots_[i].gen_word); }
+
+    /// Effects: as release(i), for a slot whose live generation `gen` the caller has just
+    /// validated (saves reloading it). Requires: live(i) and gen == its generation.
+    void release(word i, word gen) noexcept {
         slot& s = slots_[i];
-        const word gen = s.gen_word;
         if (gen >= Handle::max_generation) {
             if constexpr (std::is_same_v<WrapPolicy, policy::retire>) {
                 s.gen_word = free_bit;
@@ -140,8 +158,15 @@ public:
             if ((slots_[i].gen_word & free_bit) == 0) release(i);
     }
 
-    [[nodiscard]] std::size_t size() const noexcept { return slots_.size(); }         ///< slots ever made
-    [[nodiscard]] std::size_t free_count() const noexcept { return free_; }           ///< reusable slots
+    [[nodiscard]] std::size_t size() const noexcept { return slots_.size(); } ///< slots ever made
+    /// Returns: the reusable (free, not retired) slots. O(free slots): a walk of the free list, so
+    /// that insert and erase keep no counter.
+    [[nodiscard]] std::size_t free_count() const noexcept {
+        std::size_t n = 0;
+        for (word i = head_; i != npos && n <= slots_.size(); i = slots_[i].link)
+            ++n;
+        return n;
+    }
     [[nodiscard]] std::size_t retired_count() const noexcept { return retired_; }     ///< retired slots
     [[nodiscard]] std::size_t wrap_count() const noexcept { return wraps_; }          ///< wraps so far
     [[nodiscard]] std::size_t capacity() const noexcept { return slots_.capacity(); } ///< slots reserved
@@ -161,18 +186,18 @@ public:
         for (const slot& s : slots_)
             if (s.gen_word == free_bit) ++retired;
         if (std::is_same_v<ReusePolicy, policy::fifo> && last != tail_) return false;
-        return on_list == free_ && retired == retired_;
+        return on_list + retired <= slots_.size() && retired == retired_;
     }
 
     /// Returns: true when acquire() will reuse a free slot (so prepare() has nothing to do).
     [[nodiscard]] bool has_free() const noexcept { return head_ != npos; }
 
-    /// Returns: the number of live slots implied by the counters.
-    [[nodiscard]] std::size_t live_count() const noexcept { return slots_.size() - free_ - retired_; }
+    /// Returns: the number of live slots implied by the free list and the retired count.
+    /// O(free slots).
+    [[nodiscard]] std::size_t live_count() const noexcept { return slots_.size() - free_count() - retired_; }
 
 private:
     void push_free(word i) noexcept {
-        ++free_;
         if constexpr (std::is_same_v<ReusePolicy, policy::lifo>) {
             slots_[i].link = head_;
             head_ = i;
@@ -190,7 +215,6 @@ private:
     std::vector<slot, slot_allocator> slots_;
     word head_ = npos;
     word tail_ = npos; // fifo only
-    std::size_t free_ = 0;
     std::size_t retired_ = 0;
     std::size_t wraps_ = 0;
 };
