@@ -427,11 +427,11 @@ void* engine_heap::small_slow(thread_heap* h, unsigned c) noexcept {
         if (r != &empty_run) {
             if (r->free == nullptr) collect(h, r);
             if (r->free == nullptr && r->carved < r->capacity) {
-                // Thread the next few never-used blocks (2 KiB or 8 blocks): a fresh run is written
-                // a piece at a time (a short, bounded slow path), and big classes get 8 blocks.
+                // Thread the next never-used blocks, 2 KiB of them (one block above 2 KiB): a fresh run is
+                // written a piece at a time, and each slow path touches at most one new page or so.
                 const std::size_t bs = r->block_size;
                 const std::size_t k =
-                    std::min<std::size_t>(r->capacity - r->carved, std::max<std::size_t>(8, 2048 / bs));
+                    std::min<std::size_t>(r->capacity - r->carved, std::max<std::size_t>(1, 2048 / bs));
                 std::byte* first = address_of(r) + std::size_t{r->carved} * bs;
                 for (std::size_t i = 0; i + 1 < k; ++i)
                     reinterpret_cast<free_block*>(first + i * bs)->next =
@@ -667,6 +667,8 @@ void* engine_heap::medium_allocate(std::size_t size, std::size_t align) noexcept
         tlsf* t = tlsf_of(arenas_[a], data_, runs_);
         if (void* p = t->allocate(size, align)) {
             arena_hint_ = a;
+            // TLSF poisons the slack past `size` for ASan; usable_size() promises all of it.
+            unpoison(p, t->usable_size(p));
             medium_in_use_.fetch_add(t->usable_size(p), std::memory_order_relaxed);
             medium_count_.fetch_add(1, std::memory_order_relaxed);
             medium_total_.fetch_add(1, std::memory_order_relaxed);
@@ -688,6 +690,7 @@ void* engine_heap::medium_allocate(std::size_t size, std::size_t align) noexcept
     arenas_[arena_count_++] = head;
     void* p = t->allocate(size, align);
     if (p != nullptr) {
+        unpoison(p, t->usable_size(p));
         medium_in_use_.fetch_add(t->usable_size(p), std::memory_order_relaxed);
         medium_count_.fetch_add(1, std::memory_order_relaxed);
         medium_total_.fetch_add(1, std::memory_order_relaxed);
@@ -783,6 +786,7 @@ void* engine_heap::reallocate(void* p, std::size_t new_size, std::size_t align) 
                 if (new_size <= before) {
                     void* q = t->reallocate(p, new_size, align);
                     if (q == p) {
+                        unpoison(p, t->usable_size(p));
                         medium_in_use_.fetch_sub(before - t->usable_size(p), std::memory_order_relaxed);
                         return p;
                     }
