@@ -44,6 +44,9 @@ try {
     check(await page.evaluate(() => document.body.dataset.ready === '1'), 'the page did not finish loading: ' +
           await page.textContent('#status'));
 
+    // Built without uPlot (no npm at configure time), the page says so instead of plotting.
+    const uplot = await page.evaluate(async () => (await (await fetch('/api/info')).json()).uplot);
+    if (!uplot) console.log('note: this strata-lab has no uPlot; checking the "plots unavailable" notes instead');
     // The allocator's state, from the API, with the page's session.
     const api = (demo, op = 'state', args = {}) => page.evaluate(async ([d, o, a]) => {
         const r = await fetch(`/api/${d}/${o}`, { method: 'POST', headers: { 'Content-Type': 'application/json' },
@@ -127,6 +130,65 @@ try {
             same(a.result.search.path, 'second-level', 'tlsf: the freed hole is found by the second-level scan');
             const chosen = await page.$eval('section#tlsf .bit.chosen[data-sl]', (b) => [Number(b.dataset.fl), Number(b.dataset.sl)]);
             same(chosen, [a.result.search.chosen.fl, a.result.search.chosen.sl], 'tlsf chosen class');
+        },
+        async slab() {
+            await click('slab', 'button[data-action=alloc]');
+            await click('slab', 'button[data-action=alloc]');
+            await page.fill('section#slab input[type=number]', '3');
+            await click('slab', 'button[data-action=free]');
+            const st = (await api('slab')).state;
+            same(Number(await fact('slab', 'yours')), st.yours, 'slab: objects held');
+            same(st.yours, 5, 'slab: 4 + 4 - 3 objects held');
+            same(await page.$$eval('section#slab [data-k=slabs] > .row', (rs) => rs.map((r) => r.dataset.state)),
+                 st.slabs.map((s) => s.state), 'slab rows');
+            const holders = await page.$$eval('section#slab .cell[data-holder]', (cs) => cs.map((c) => c.dataset.holder).sort());
+            same(holders, st.slabs.flatMap((s) => s.objects.map((o) => o.holder)).sort(), 'slab object holders');
+            same(await fact('slab', 'loaded'), st.magazine.loaded ? `${st.magazine.loaded.count}/${st.magazine.loaded.capacity}` : '—',
+                 'slab: the loaded magazine');
+        },
+        async handles() {
+            for (let i = 0; i < 3; i++) await click('handles', 'button[data-action=spawn]');
+            await page.click('section#handles button[data-action=keep]');
+            await page.waitForFunction(() => !/no kept/.test(document.querySelector('section#handles [data-k=kept]').textContent));
+            const kept = await page.textContent('section#handles [data-k=kept]');
+            const [, index, gen] = kept.match(/index (\d+), gen (\d+)/);
+            await click('handles', `[data-k=dense] .cell[data-handle="${index}:${gen}"]`);
+            await click('handles', 'button[data-action=use-kept]');
+            check(/rejected/.test(await page.textContent('section#handles .msg')), 'handles: the kept stale handle is rejected');
+            const a = await api('handles', 'get', { handle: { index: Number(index), generation: Number(gen) } });
+            same(a.ok, false, 'handles: the API rejects it too');
+            same(await page.$$eval('section#handles [data-k=dense] .cell', (cs) => cs.map((c) => Number(c.dataset.value))),
+                 a.state.dense.map((d) => d.value), 'handles: dense values');
+            same(await page.$$eval('section#handles [data-k=sparse] .cell', (cs) => cs.map((c) => [Number(c.dataset.index), Number(c.dataset.generation), c.dataset.live === 'true'])),
+                 a.state.sparse.map((x) => [x.index, x.generation, x.live]), 'handles: sparse slots');
+        },
+        async race() {
+            await click('race', 'button[data-action=run]');
+            if (!uplot) {
+                check(await page.$('section#race .noplots'), 'race: says plots are unavailable');
+                return;
+            }
+            await page.waitForSelector('section#race .plot[data-done="1"]', { timeout: 30000 });
+            const st = (await api('race')).state;
+            same(await page.$$eval('section#race [data-k=final] tr[data-name]', (rs) => rs.map((r) => [r.dataset.name, Number(r.lastChild.textContent)])),
+                 st.runs.map((r) => [r.name, r.failures]), 'race: failures per allocator');
+            check(await page.$('section#race .plot canvas'), 'race: the plot is drawn');
+            same(await page.$$eval('section#race .u-legend .u-series', (s) => s.length), st.runs.length + 1, 'race: one series per allocator');
+        },
+        async latency() {
+            await click('latency', 'button[data-action=run]');
+            const st = (await api('latency')).state;
+            same(Number(await fact('latency', 'samples')), st.samples, 'latency: samples');
+            check(await page.$(uplot ? 'section#latency .plot canvas' : 'section#latency .noplots'), 'latency: the histogram is drawn');
+            same(await page.$$eval('section#latency [data-k=percentiles] tr[data-name]', (rs) => rs.map((r) => r.dataset.name)),
+                 st.runs.map((r) => r.name), 'latency: rows');
+        },
+        async layout() {
+            await click('layout', 'button[data-action=run]');
+            const st = (await api('layout')).state;
+            same(Number(await fact('layout', 'aos_lines')), st.aos.lines, 'layout: AoS lines');
+            same(Number(await fact('layout', 'soa_lines')), st.soa.lines, 'layout: SoA lines');
+            same(st.aos.lines, 8 * st.soa.lines, 'layout: a 32-byte entity loads 8x the lines of a 4-byte column');
         },
     };
     for (const [name, run] of Object.entries(demos)) {
