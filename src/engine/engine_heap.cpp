@@ -457,7 +457,10 @@ void* engine_heap::small_slow(thread_heap* h, unsigned c) noexcept {
             h->current[c] = p;
             continue;
         }
-        if (h->pending[c].exchange(0, std::memory_order_acquire) != 0) {
+        if (h->pending[c].load(std::memory_order_relaxed) != 0 &&
+            h->pending[c].exchange(0, std::memory_order_acquire) != 0) {
+            // O(full runs of the class), and only after frees reached them: a class that only
+            // grows never walks.
             for (run* f = h->full[c]; f != nullptr;) {
                 run* next = f->next;
                 collect(h, f);

@@ -159,7 +159,7 @@ struct thread_heap {
     run* partial[class_count];   // runs with free blocks
     run* full[class_count];      // runs the owner found exhausted
     run* spare[class_count];     // an empty run kept in `partial` (at most one per class)
-    std::atomic<std::uint32_t> pending[class_count]; // remote frees arrived in a full run
+    std::atomic<std::uint32_t> pending[class_count]; // a full run got a free (local or remote)
     counter run_bytes;                               // committed bytes of the runs this heap owns
     run* cache = nullptr;                            // empty runs kept for reuse
     std::size_t cache_count = 0;                     //
@@ -267,7 +267,11 @@ public:
             b->next = d->free;
             d->free = b;
             s.heap->frees[d->cls].add(1);
-            if (STRATA_UNLIKELY(--d->used == 0 || d->where == run_list::full)) local_free_slow(s.heap, d);
+            if (STRATA_UNLIKELY(--d->used == 0)) local_free_slow(s.heap, d);
+            // A full run stays in the full list; the flag makes the owner look there (in one
+            // batch) once its partial runs are used up.
+            else if (STRATA_UNLIKELY(d->where == run_list::full))
+                s.heap->pending[d->cls].store(1, std::memory_order_relaxed);
             return;
         }
         deallocate_slow(p, d);
