@@ -40,6 +40,8 @@ struct engine_options {
     std::size_t medium_arena_bytes = std::size_t{64} << 20;
     /// First block of each thread's frame_arena().
     std::size_t frame_block_bytes = std::size_t{256} << 10;
+    /// Ask for transparent huge pages on the heap's memory (MADV_HUGEPAGE; a hint).
+    bool huge_pages = true;
 };
 
 /// Counters of one size class, summed over every thread (live and exited).
@@ -242,6 +244,8 @@ public:
                 free_block* b = r->free;
                 if (STRATA_LIKELY(b != nullptr)) {
                     r->free = b->next;
+                    // The next pop of this class reads that block: start fetching it now.
+                    __builtin_prefetch(r->free);
                     ++r->used;
                     h->allocs[c].add(1);
                     return b;
