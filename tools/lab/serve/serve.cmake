@@ -26,7 +26,7 @@ if(NOT EXISTS "${_uplot_dir}/uPlot.esm.js")
         message(STATUS "strata: npm ci in tools/lab/web (uPlot for the live lab)")
         execute_process(COMMAND "${STRATA_NPM}" ci --no-audit --no-fund --loglevel=error
                         WORKING_DIRECTORY "${STRATA_LAB_WEB_DIR}" RESULT_VARIABLE _npm_rc
-                        OUTPUT_QUIET)
+                        OUTPUT_QUIET TIMEOUT 180) # offline: give up rather than hang the configure
         if(NOT _npm_rc EQUAL 0)
             message(WARNING "strata: npm ci in tools/lab/web failed (${_npm_rc}); the live lab has no plots")
         endif()
