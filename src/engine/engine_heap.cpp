@@ -122,6 +122,7 @@ engine_heap::engine_heap(engine_options options) : options_(options) {
     data_size_ = granule_count_ << granule_shift;
     runs_ = reinterpret_cast<run*>(vm_.data());
     retain_granules_ = options.retain_bytes >> granule_shift;
+    populate_granules_ = options.populate_after_bytes >> granule_shift;
     // Fewer TLB misses on a churned working set of megabytes; a hint (THP may be off).
     if (options.huge_pages) (void)vm_.hint_huge_pages(data_offset_, data_size_);
 
@@ -169,21 +170,6 @@ bool engine_heap::grow_commit(std::size_t need) noexcept {
     if (!vm_.commit(meta_from, (want - commit_top_) * sizeof(run))) return false;
     for (std::size_t i = commit_top_; i < want; ++i)
         new (runs_ + i) run();
-    if (want - commit_top_ <= 64) {
-        // A regular 4 MiB step is faulted in now, while the heap grows, rather than a page at a
-        // time in the middle of later churn as runs of other classes first touch it. (Steps for
-        // one big block stay lazy: a huge calloc need not become resident.)
-        std::byte* from = reinterpret_cast<std::byte*>(data_) + (commit_top_ << granule_shift);
-        const std::size_t bytes = (want - commit_top_) << granule_shift;
-#ifdef MADV_POPULATE_WRITE
-        if (::madvise(from, bytes, MADV_POPULATE_WRITE) != 0)
-#endif
-        {
-            const std::size_t page = virtual_memory::page_size();
-            for (std::size_t off = 0; off < bytes; off += page)
-                *reinterpret_cast<volatile char*>(from + off) = 0;
-        }
-    }
     commit_top_ = want;
     return true;
 }
@@ -239,6 +225,7 @@ engine_heap::run* engine_heap::span_alloc(std::size_t n, span_kind kind, bool* c
         if (found->granules > n) {
             run* rest = found + n;
             rest->dirty = found->dirty;
+            rest->populated = found->populated;
             mark_span(rest, found->granules - n, span_kind::free);
             bin_insert(rest);
         }
@@ -255,7 +242,10 @@ engine_heap::run* engine_heap::span_alloc(std::size_t n, span_kind kind, bool* c
 
 void engine_heap::span_free(run* head, bool dirty) noexcept {
     std::size_t n = head->granules;
+    // Only a run is known to have every page touched (it was populated when it was made).
+    if (head->kind != span_kind::small) head->populated = false;
     if (dirty && dirty_free_ + n > retain_granules_) {
+        head->populated = false;
         // Past the retention limit: the pages go back to the OS; the range stays committed
         // (readable, zero on next touch), so one mapping keeps covering the whole heap.
         (void)::madvise(address_of(head), n << granule_shift, MADV_DONTNEED);
@@ -268,6 +258,7 @@ void engine_heap::span_free(run* head, bool dirty) noexcept {
         if (next->kind == span_kind::free) {
             bin_remove(next);
             head->dirty = head->dirty || next->dirty;
+            head->populated = head->populated && next->populated;
             n += next->granules;
         }
     }
@@ -277,6 +268,7 @@ void engine_heap::span_free(run* head, bool dirty) noexcept {
         if (prev->kind == span_kind::free && index_of(prev) + prev->granules == g) {
             bin_remove(prev);
             prev->dirty = prev->dirty || head->dirty;
+            prev->populated = prev->populated && head->populated;
             n += prev->granules;
             head = prev;
             g = index_of(prev);
@@ -301,20 +293,23 @@ engine_heap::thread_heap* engine_heap::make_thread_heap() noexcept {
     {
         lock_guard g(heaps_lock_);
         if (free_heaps_ == nullptr) {
-            const std::size_t n = (16 * sizeof(thread_heap) + granule - 1) >> granule_shift;
-            run* m = nullptr;
-            {
-                lock_guard s(span_lock_);
-                m = span_alloc(n, span_kind::meta, nullptr);
+            // Heaps are carved one at a time from a meta span (a process with one thread
+            // touches one heap's pages, not the span's).
+            if (heap_cursor_ + sizeof(thread_heap) > heap_end_) {
+                const std::size_t n = (16 * sizeof(thread_heap) + granule - 1) >> granule_shift;
+                run* m = nullptr;
+                {
+                    lock_guard s(span_lock_);
+                    m = span_alloc(n, span_kind::meta, nullptr);
+                }
+                if (m == nullptr) return nullptr;
+                heap_cursor_ = address_of(m);
+                heap_end_ = heap_cursor_ + (n << granule_shift);
             }
-            if (m == nullptr) return nullptr;
-            std::byte* at = address_of(m);
-            const std::size_t count = (n << granule_shift) / sizeof(thread_heap);
-            for (std::size_t i = 0; i < count; ++i) {
-                auto* fresh = new (at + i * sizeof(thread_heap)) thread_heap();
-                fresh->next_heap = free_heaps_;
-                free_heaps_ = fresh;
-            }
+            auto* fresh = new (heap_cursor_) thread_heap();
+            heap_cursor_ += sizeof(thread_heap);
+            fresh->next_heap = free_heaps_;
+            free_heaps_ = fresh;
         }
         h = free_heaps_;
         free_heaps_ = h->next_heap;
@@ -371,8 +366,24 @@ void engine_heap::retire(thread_heap* h, run* r) noexcept {
     h->run_bytes.add(-(std::uint64_t{r->granules} << granule_shift));
     r->owner.store(nullptr, std::memory_order_relaxed);
     r->where = run_list::none;
+    run_granules_.fetch_sub(r->granules, std::memory_order_relaxed);
     lock_guard g(span_lock_);
     span_free(r, true);
+}
+
+void engine_heap::populate(run* r) noexcept {
+    std::byte* at = address_of(r);
+    const std::size_t bytes = std::size_t{r->granules} << granule_shift;
+#ifdef MADV_POPULATE_WRITE
+    if (::madvise(at, bytes, MADV_POPULATE_WRITE) != 0)
+#endif
+    {
+        // Free memory of a run being made (or its uncarved part): a zero byte per page is harmless.
+        const std::size_t page = virtual_memory::page_size();
+        for (std::size_t off = 0; off < bytes; off += page)
+            *reinterpret_cast<volatile char*>(at + off) = 0;
+    }
+    r->populated = true;
 }
 
 engine_heap::run* engine_heap::new_run(thread_heap* h, unsigned c) noexcept {
@@ -386,14 +397,23 @@ engine_heap::run* engine_heap::new_run(thread_heap* h, unsigned c) noexcept {
             break;
         }
     }
+    bool fresh = false;
     if (r == nullptr) {
         {
             lock_guard g(span_lock_);
-            r = span_alloc(n, span_kind::small, nullptr);
+            r = span_alloc(n, span_kind::small, &fresh);
         }
         if (r == nullptr) return nullptr;
         h->run_bytes.add(std::uint64_t{n} << granule_shift);
+        run_granules_.fetch_add(n, std::memory_order_relaxed);
     }
+    if (fresh) r->populated = false;
+    // Fault a run in whole (once) when it is recycled memory, partly touched by its last use, or
+    // when the heap is past `populate_after_bytes`: otherwise, as runs move between classes and
+    // classes reach new highs, carving keeps reaching untouched pages in the middle of steady
+    // churn. Below the threshold fresh runs stay lazy, so a small program stays small.
+    if (!r->populated && (!fresh || run_granules_.load(std::memory_order_relaxed) >= populate_granules_))
+        populate(r);
     const std::size_t bs = class_size(c);
     r->free = nullptr;
     r->used = 0;
@@ -432,6 +452,10 @@ void* engine_heap::small_slow(thread_heap* h, unsigned c) noexcept {
         if (r != &empty_run) {
             if (r->free == nullptr) collect(h, r);
             if (r->free == nullptr && r->carved < r->capacity) {
+                // A lazy run whose class grows on after the heap passed the populate threshold
+                // is faulted in whole, once.
+                if (!r->populated && run_granules_.load(std::memory_order_relaxed) >= populate_granules_)
+                    populate(r);
                 // Thread the next never-used blocks, 2 KiB of them (one block above 2 KiB): a fresh run is
                 // written a piece at a time, and each slow path touches at most one new page or so.
                 const std::size_t bs = r->block_size;
@@ -523,6 +547,7 @@ void engine_heap::abandon(thread_heap* h) noexcept {
                 class_committed_[c].fetch_sub(std::size_t{r->granules} << granule_shift,
                                               std::memory_order_relaxed);
                 r->owner.store(nullptr, std::memory_order_relaxed);
+                run_granules_.fetch_sub(r->granules, std::memory_order_relaxed);
                 lock_guard g(span_lock_);
                 span_free(r, true);
                 return;
@@ -553,6 +578,7 @@ void engine_heap::abandon(thread_heap* h) noexcept {
             run* next = r->next;
             r->owner.store(nullptr, std::memory_order_relaxed);
             r->where = run_list::none;
+            run_granules_.fetch_sub(r->granules, std::memory_order_relaxed);
             span_free(r, true);
             r = next;
         }
@@ -1019,6 +1045,7 @@ void engine_heap::trim() noexcept {
             if (!r->dirty) continue;
             (void)::madvise(address_of(r), std::size_t{r->granules} << granule_shift, MADV_DONTNEED);
             r->dirty = false;
+            r->populated = false;
         }
     }
     dirty_free_ = 0;

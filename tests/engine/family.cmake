@@ -13,6 +13,10 @@ if(TARGET strata_malloc AND TARGET strata_malloc_replace)
     set_target_properties(strata_engine_probe_linked PROPERTIES CXX_EXTENSIONS OFF)
     strata_set_warnings(strata_engine_probe_linked)
 
+    # clang 14 leaves sized deallocation off; the probe calls the sized operator delete.
+    target_compile_options(strata_engine_probe PRIVATE -fsized-deallocation)
+    target_compile_options(strata_engine_probe_linked PRIVATE -fsized-deallocation)
+
     add_dependencies(${target} strata_malloc strata_engine_probe strata_engine_probe_linked)
     target_compile_definitions(${target} PRIVATE
         STRATA_MALLOC_SO="$<TARGET_FILE:strata_malloc>"

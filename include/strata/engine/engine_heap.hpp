@@ -33,15 +33,19 @@ struct engine_options {
     std::size_t reserve_bytes = std::size_t{64} << 30;
     /// Free granules kept committed and resident for reuse; frees beyond it are purged
     /// (madvise(MADV_DONTNEED)), so idle memory goes back to the OS.
-    std::size_t retain_bytes = std::size_t{64} << 20;
+    std::size_t retain_bytes = std::size_t{32} << 20;
     /// Empty runs a thread keeps for itself before handing them back to the shared span pool.
     std::size_t thread_cache_runs = 16;
     /// Size of one TLSF arena of the medium tier.
     std::size_t medium_arena_bytes = std::size_t{64} << 20;
     /// First block of each thread's frame_arena().
     std::size_t frame_block_bytes = std::size_t{256} << 10;
+    /// Bytes in size-class runs from which new runs are faulted in whole when made,
+    /// so steady churn never faults; below it runs are touched lazily (small programs stay small).
+    /// Recycled runs are faulted in whole at any size.
+    std::size_t populate_after_bytes = std::size_t{8} << 20;
     /// Ask for transparent huge pages on the heap's memory (MADV_HUGEPAGE; a hint).
-    bool huge_pages = true;
+    bool huge_pages = false;
 };
 
 /// Counters of one size class, summed over every thread (live and exited).
@@ -128,7 +132,8 @@ struct alignas(64) run {
     std::uint32_t block_size = 0;                  // small: block size; medium: unused
     std::uint8_t cls = 0;                          // small: class
     bool dirty = false;                            // free span: may hold resident pages
-    std::uint16_t spare = 0;                       //
+    bool populated = false;                        // every page has been faulted in (runs only)
+    std::uint8_t spare = 0;                        //
     std::atomic<thread_heap*> owner{nullptr};      // small: the heap that may pop from `free`
     std::atomic<free_block*> thread_free{nullptr}; // small: frees from other threads
     run* next = nullptr;                           // list links (owner lists, free bins)
@@ -380,6 +385,7 @@ private:
     void collect(thread_heap* h, run* r) noexcept;
     void retire(thread_heap* h, run* r) noexcept;
     run* new_run(thread_heap* h, unsigned c) noexcept;
+    void populate(run* r) noexcept;
     run* adopt(thread_heap* h, unsigned c) noexcept;
     void abandon(thread_heap* h) noexcept;
     static void thread_exit(void*) noexcept;
@@ -421,6 +427,8 @@ private:
     // heaps_lock_
     thread_heap* heaps_ = nullptr;      // in use
     thread_heap* free_heaps_ = nullptr; // recycled
+    std::byte* heap_cursor_ = nullptr;  // next uncarved thread_heap in the current meta span
+    std::byte* heap_end_ = nullptr;
     std::uint64_t retired_allocs_[engine_detail::class_count] = {};
     std::uint64_t retired_frees_[engine_detail::class_count] = {};
 
@@ -442,6 +450,8 @@ private:
     std::size_t commit_top_ = 0; // granules committed (data and descriptors)
     std::size_t dirty_free_ = 0; // granules of dirty free spans
     std::size_t retain_granules_ = 0;
+    std::size_t populate_granules_ = 0;
+    std::atomic<std::size_t> run_granules_{0}; // granules in small runs (populate threshold)
     std::atomic<std::size_t> large_bytes_{0};
     std::atomic<std::size_t> large_live_{0};
     std::atomic<std::size_t> large_total_{0};
