@@ -191,6 +191,7 @@ void engine_heap::bin_insert(run* head) noexcept {
     const unsigned b = bin_of(head->granules);
     push(bins_[b], head);
     bin_map_ |= std::uint64_t{1} << b;
+    free_granules_ += head->granules;
     if (head->dirty) dirty_free_ += head->granules;
 }
 
@@ -198,6 +199,7 @@ void engine_heap::bin_remove(run* head) noexcept {
     const unsigned b = bin_of(head->granules);
     unlink(bins_[b], head);
     if (bins_[b] == nullptr) bin_map_ &= ~(std::uint64_t{1} << b);
+    free_granules_ -= head->granules;
     if (head->dirty) dirty_free_ -= head->granules;
 }
 
@@ -710,7 +712,9 @@ void* engine_heap::medium_allocate(std::size_t size, std::size_t align) noexcept
         }
     }
     if (arena_count_ == max_arenas) return nullptr;
-    const std::size_t want = std::max(options_.medium_arena_bytes, size + align + tlsf_room + 4096);
+    // Arenas grow 1x, 2x, 4x the configured size: a program with a few medium blocks spans 16 MiB.
+    const std::size_t want =
+        std::max(options_.medium_arena_bytes << std::min(arena_count_, 2u), size + align + tlsf_room + 4096);
     const std::size_t n = (want + granule - 1) >> granule_shift;
     run* head = nullptr;
     {
@@ -961,7 +965,7 @@ strata::stats engine_heap::stats() const noexcept {
 
 std::size_t engine_heap::committed_bytes() const noexcept {
     lock_guard g(span_lock_);
-    return commit_top_ << granule_shift;
+    return (top_ - free_granules_ + dirty_free_) << granule_shift;
 }
 
 std::size_t engine_heap::retained_bytes() const noexcept {

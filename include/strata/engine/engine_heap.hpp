@@ -36,8 +36,8 @@ struct engine_options {
     std::size_t retain_bytes = std::size_t{32} << 20;
     /// Empty runs a thread keeps for itself before handing them back to the shared span pool.
     std::size_t thread_cache_runs = 16;
-    /// Size of one TLSF arena of the medium tier.
-    std::size_t medium_arena_bytes = std::size_t{64} << 20;
+    /// Size of the first TLSF arena of the medium tier (the second is twice, later ones 4x).
+    std::size_t medium_arena_bytes = std::size_t{16} << 20;
     /// First block of each thread's frame_arena().
     std::size_t frame_block_bytes = std::size_t{256} << 10;
     /// Bytes in size-class runs from which new runs are faulted in whole when made,
@@ -318,7 +318,9 @@ public:
     [[nodiscard]] engine_class_stats class_stats(unsigned c) const noexcept;
     /// Returns: the counters of the calling thread's cache (zero when it has none).
     [[nodiscard]] engine_thread_stats thread_stats() const noexcept;
-    /// Returns: bytes the reservation has committed (the high-water mark of used address space).
+    /// Returns: bytes of spans in use (runs, TLSF arenas, large blocks, heap records) plus free
+    /// spans that may still be resident: what the heap can have resident, short of pages never
+    /// touched (commits are lazy, so untouched parts of runs and arenas cost no memory).
     [[nodiscard]] std::size_t committed_bytes() const noexcept;
     /// Returns: bytes of free spans that may still be resident (kept for reuse, <= retain limit
     /// plus what coalescing merged).
@@ -446,9 +448,10 @@ private:
     static constexpr unsigned bin_count = 64;
     run* bins_[bin_count] = {};
     std::uint64_t bin_map_ = 0;
-    std::size_t top_ = 0;        // granules ever handed out (spans tile [0, top_))
-    std::size_t commit_top_ = 0; // granules committed (data and descriptors)
-    std::size_t dirty_free_ = 0; // granules of dirty free spans
+    std::size_t top_ = 0;           // granules ever handed out (spans tile [0, top_))
+    std::size_t commit_top_ = 0;    // granules committed (data and descriptors)
+    std::size_t dirty_free_ = 0;    // granules of dirty free spans
+    std::size_t free_granules_ = 0; // granules of all free spans
     std::size_t retain_granules_ = 0;
     std::size_t populate_granules_ = 0;
     std::atomic<std::size_t> run_granules_{0}; // granules in small runs (populate threshold)
