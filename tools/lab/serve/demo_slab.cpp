@@ -5,6 +5,7 @@
 //
 // Magazines are per thread, and HTTP requests arrive on any worker thread, so every slab operation
 // of every session runs on one lab thread: the column shown is that thread's magazines.
+#include <algorithm>
 #include <array>
 #include <condition_variable>
 #include <functional>
@@ -88,7 +89,7 @@ public:
     static constexpr std::size_t slabs = 8;
     using slabs_type = slab_cache<object48>;
 
-    slab_demo() {
+    explicit slab_demo(const limits& l) : max_batch_(std::max<std::size_t>(1, l.max_batch)) {
         lab_thread::instance().run([&] {
             slab_options so;
             so.slab_bytes = slab_bytes;
@@ -118,7 +119,7 @@ public:
     json call(std::string_view op, const json& args) override {
         json out{{"ok", true}};
         if (op == "alloc") {
-            const std::size_t n = int_arg(args, "count", 1, 64, 1);
+            const std::size_t n = int_arg(args, "count", 1, max_batch_, 1);
             lab_thread::instance().run([&] {
                 std::size_t got = 0;
                 for (; got < n; ++got) {
@@ -143,7 +144,7 @@ public:
                                     "object " + std::to_string(id) + " is not yours (stale or unknown id)");
                 ids.push_back(id);
             } else {
-                const std::size_t n = int_arg(args, "count", 1, 64, 1);
+                const std::size_t n = int_arg(args, "count", 1, max_batch_, 1);
                 if (mine_.empty()) throw api_error(400, "you hold no objects");
                 for (auto it = mine_.rbegin(); it != mine_.rend() && ids.size() < n; ++it)
                     ids.push_back(it->first);
@@ -269,6 +270,7 @@ private:
     std::unique_ptr<magazine_depot> depot_;
     std::map<std::uint64_t, object48*> mine_;
     std::uint64_t next_id_ = 1;
+    std::size_t max_batch_; // objects one request may allocate or free
     json column_ = json::object();
     const magazine_depot::magazine* column_loaded_ = nullptr;
     const magazine_depot::magazine* column_previous_ = nullptr;
@@ -276,6 +278,6 @@ private:
 
 } // namespace
 
-std::unique_ptr<demo> make_slab_demo(const limits&) { return std::make_unique<slab_demo>(); }
+std::unique_ptr<demo> make_slab_demo(const limits& l) { return std::make_unique<slab_demo>(l); }
 
 } // namespace strata::lab::serve
