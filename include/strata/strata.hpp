@@ -18,6 +18,8 @@
 #include "strata/core/poison.hpp"
 #include "strata/core/source_location.hpp"
 #include "strata/core/stats.hpp"
+#include "strata/engine/engine_heap.hpp"
+#include "strata/engine/fwd.hpp"
 #include "strata/handle/handle.hpp"
 #include "strata/handle/handle_table.hpp"
 #include "strata/handle/packed_array.hpp"
