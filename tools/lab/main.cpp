@@ -188,9 +188,12 @@ int main(int argc, char** argv) {
 #if STRATA_LAB_HAS_SERVE
     // serve: the live lab (docs/live-lab.md)
     strata::lab::serve::serve_options serve;
-    auto* serve_cmd = app.add_subcommand("serve", "the live lab: a page and JSON API driving the real allocators");
-    serve_cmd->add_option("--port", serve.port, "port (default 8080; 0: any free port)")->check(CLI::Range(0, 65535));
-    serve_cmd->add_option("--bind", serve.bind, "address to listen on (default 127.0.0.1)")->type_name("ADDR");
+    auto* serve_cmd =
+        app.add_subcommand("serve", "the live lab: a page and JSON API driving the real allocators");
+    serve_cmd->add_option("--port", serve.port, "port (default 8080; 0: any free port)")
+        ->check(CLI::Range(0, 65535));
+    serve_cmd->add_option("--bind", serve.bind, "address to listen on (default 127.0.0.1)")
+        ->type_name("ADDR");
 #endif
 
     try {
