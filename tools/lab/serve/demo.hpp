@@ -62,6 +62,18 @@ std::unique_ptr<demo> make_layout_demo(const limits&);
 /// Returns: args[key] as a power of two in [1, hi]; `fallback` when absent.
 [[nodiscard]] std::size_t align_arg(const json& args, const char* key, std::size_t hi, std::size_t fallback);
 
+/// Returns: the entry of `live` (an id -> block map) named by args["id"]. Throws: api_error(400)
+/// when the id is missing, out of range, or not live (stale or never handed out), so a double free
+/// never reaches the allocator.
+template <class Map>
+[[nodiscard]] typename Map::iterator live_block(Map& live, const json& args) {
+    const std::uint64_t id = int_arg(args, "id", 1, UINT64_MAX >> 1, UINT64_MAX);
+    const auto it = live.find(id);
+    if (it == live.end())
+        throw api_error(400, "block " + std::to_string(id) + " is not live (stale or unknown id)");
+    return it;
+}
+
 /// An unknown operation.
 [[noreturn]] void unknown_op(std::string_view demo, std::string_view op);
 

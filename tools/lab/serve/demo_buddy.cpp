@@ -19,10 +19,8 @@ public:
 
     json call(std::string_view op, const json& args) override {
         if (op == "free") {
-            const std::uint64_t id = int_arg(args, "id", 1, UINT64_MAX >> 1, UINT64_MAX);
-            const auto it = live_.find(id);
-            if (it == live_.end())
-                throw api_error(400, "block " + std::to_string(id) + " is not live (stale or unknown id)");
+            const auto it = live_block(live_, args);
+            const std::uint64_t id = it->first;
             const std::size_t offset = it->second;
             const std::size_t before = heap_.block_size(offset);
             heap_.deallocate_offset(offset);

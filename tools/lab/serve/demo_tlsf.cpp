@@ -20,10 +20,8 @@ public:
 
     json call(std::string_view op, const json& args) override {
         if (op == "free") {
-            const std::uint64_t id = int_arg(args, "id", 1, UINT64_MAX >> 1, UINT64_MAX);
-            const auto it = live_.find(id);
-            if (it == live_.end())
-                throw api_error(400, "block " + std::to_string(id) + " is not live (stale or unknown id)");
+            const auto it = live_block(live_, args);
+            const std::uint64_t id = it->first;
             heap_.deallocate(it->second);
             live_.erase(it);
             return {{"ok", true}, {"id", id}};
