@@ -325,6 +325,7 @@ engine_heap::thread_heap* engine_heap::make_thread_heap() noexcept {
             h->partial[c] = h->full[c] = h->spare[c] = nullptr;
             h->pending[c].store(0, std::memory_order_relaxed);
         }
+        h->full_freed = 0;
         h->run_bytes.v.store(0, std::memory_order_relaxed);
         h->cache = nullptr;
         h->cache_count = 0;
@@ -488,8 +489,13 @@ void* engine_heap::small_slow(thread_heap* h, unsigned c) noexcept {
             h->current[c] = p;
             continue;
         }
+        const std::uint64_t bit = std::uint64_t{1} << c;
+        bool freed = (h->full_freed & bit) != 0;
         if (h->pending[c].load(std::memory_order_relaxed) != 0 &&
-            h->pending[c].exchange(0, std::memory_order_acquire) != 0) {
+            h->pending[c].exchange(0, std::memory_order_acquire) != 0)
+            freed = true;
+        if (freed) {
+            h->full_freed &= ~bit;
             // O(full runs of the class), and only after frees reached them: a class that only
             // grows never walks.
             for (run* f = h->full[c]; f != nullptr;) {
@@ -574,6 +580,7 @@ void engine_heap::abandon(thread_heap* h) noexcept {
         h->partial[c] = h->full[c] = nullptr;
         h->spare[c] = nullptr;
     }
+    h->full_freed = 0;
     {
         lock_guard g(span_lock_);
         for (run* r = h->cache; r != nullptr;) {

@@ -92,21 +92,16 @@ inline constexpr unsigned max_instances = 16;
     return 8 + (b - 8) * 4 + k;
 }
 
-struct class_table {
-    unsigned char by16[65]{}; // sizes 0..1024 in 16-byte steps
-    constexpr class_table() {
-        for (std::size_t i = 0; i <= 64; ++i)
-            by16[i] = static_cast<unsigned char>(class_of_computed(i * 16));
-    }
-};
-inline constexpr class_table classes{};
-
-/// Returns: class_of_computed(size), with a table for the common sizes. Requires: size <= small_max.
+/// Returns: class_of_computed(size), without a branch on the size (a branch between a table for
+/// small sizes and arithmetic for the others was a coin toss under mixed sizes).
+/// Requires: size <= small_max.
 [[nodiscard]] STRATA_ALWAYS_INLINE unsigned class_of(std::size_t size) noexcept {
-    if (STRATA_LIKELY(size <= 1024)) return classes.by16[(size + 15) >> 4];
-    const unsigned b = static_cast<unsigned>(64 - __builtin_clzll(size - 1));
-    const std::size_t half = std::size_t{1} << (b - 1);
-    return 8 + (b - 8) * 4 + static_cast<unsigned>((size - 1 - half) >> (b - 3));
+    const std::size_t v = size - (size != 0); // size - 1, and 0 for 0
+    // Above 128 bytes, with t the top bit of v (>= 7): 4 classes per doubling, class
+    // 4t - 24 + the next two bits below t. `| 64` makes t 6 for v < 128, where the same
+    // formula reads v / 16: the 16-byte steps.
+    const auto t = static_cast<unsigned>(63 - __builtin_clzll(v | 64));
+    return 4 * t - 24 + static_cast<unsigned>(v >> (t - 2));
 }
 
 struct free_block {
@@ -160,13 +155,17 @@ struct counter {
 };
 
 struct thread_heap {
+    // Bit c: the owner freed a block into one of its full runs of class c (the owner's own frees
+    // flag full runs here, without a branch: whether a free lands in a full run is a coin toss
+    // under random frees, and a mispredicted branch there cost more than the whole free).
+    std::uint64_t full_freed;
     run* current[class_count];   // the run the fast path pops from (the empty sentinel when none)
     counter allocs[class_count]; //
     counter frees[class_count];  //
     run* partial[class_count];   // runs with free blocks
     run* full[class_count];      // runs the owner found exhausted
     run* spare[class_count];     // an empty run kept in `partial` (at most one per class)
-    std::atomic<std::uint32_t> pending[class_count]; // a full run got a free (local or remote)
+    std::atomic<std::uint32_t> pending[class_count]; // a full run got a free from another thread
     counter run_bytes;                               // committed bytes of the runs this heap owns
     run* cache = nullptr;                            // empty runs kept for reuse
     std::size_t cache_count = 0;                     //
@@ -271,16 +270,17 @@ public:
         run* d = runs_ + (off >> granule_shift);
         d -= d->back;
         const tls_slot& s = tls[slot_];
-        if (STRATA_LIKELY(s.epoch == epoch_ && d->owner.load(std::memory_order_relaxed) == s.heap)) {
+        thread_heap* const h = s.heap;
+        if (STRATA_LIKELY(s.epoch == epoch_ && d->owner.load(std::memory_order_relaxed) == h)) {
             auto* b = static_cast<free_block*>(p);
             b->next = d->free;
             d->free = b;
-            s.heap->frees[d->cls].add(1);
-            if (STRATA_UNLIKELY(--d->used == 0)) local_free_slow(s.heap, d);
+            const unsigned c = d->cls;
+            h->frees[c].add(1);
             // A full run stays in the full list; the flag makes the owner look there (in one
             // batch) once its partial runs are used up.
-            else if (STRATA_UNLIKELY(d->where == run_list::full))
-                s.heap->pending[d->cls].store(1, std::memory_order_relaxed);
+            h->full_freed |= std::uint64_t{d->where == run_list::full} << c;
+            if (STRATA_UNLIKELY(--d->used == 0)) local_free_slow(h, d);
             return;
         }
         deallocate_slow(p, d);
