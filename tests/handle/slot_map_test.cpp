@@ -161,3 +161,26 @@ TEST(SlotMap, EraseAtErasesByDenseIndex) {
     EXPECT_EQ(m.size(), 2u);
     EXPECT_TRUE(m.check());
 }
+
+TEST(SlotMap, CopyAssignmentIntoALargerMapKeepsTheFastPathSafe) {
+    // The destination keeps its larger value capacity through copy assignment; the reverse map
+    // must grow with it, or the next emplaces would write past it (ASan sees that).
+    strata::slot_map<int, strata::handle<struct assign_tag>> big, small;
+    for (int i = 0; i < 1000; ++i)
+        (void)big.emplace(i);
+    (void)small.emplace(1);
+    big = small;
+    EXPECT_TRUE(big.check());
+    for (int i = 0; i < 2000; ++i)
+        (void)big.emplace(i);
+    EXPECT_EQ(big.size(), 2001u);
+    EXPECT_TRUE(big.check());
+    auto moved = std::move(big);
+    EXPECT_TRUE(moved.check());
+    EXPECT_TRUE(big.check()); // NOLINT(bugprone-use-after-move): moved-from is empty and usable
+    EXPECT_TRUE(big.empty());
+    (void)big.emplace(3);
+    big = std::move(moved);
+    EXPECT_EQ(big.size(), 2001u);
+    EXPECT_TRUE(big.check());
+}

@@ -61,6 +61,44 @@ public:
     explicit slot_map(const Alloc& alloc)
         : values_(value_allocator(alloc)), dense_to_slot_(word_allocator(alloc)), slots_(alloc) {}
 
+    // Copies and moves keep the emplace fast path's invariant (the reverse map is at least as long
+    // as the values' capacity): a copy assignment may keep this map's larger value capacity, and a
+    // move assignment between unequal non-propagating allocators moves element-wise. A copy is
+    // never "inside for_each", whatever the source was.
+    slot_map(const slot_map& other)
+        : values_(other.values_), dense_to_slot_(other.dense_to_slot_), slots_(other.slots_) {
+        restore_room();
+    }
+    slot_map(slot_map&& other) noexcept
+        : values_(std::move(other.values_)), dense_to_slot_(std::move(other.dense_to_slot_)),
+          slots_(std::move(other.slots_)) {
+        other.values_.clear();
+        other.dense_to_slot_.clear();
+    }
+    slot_map& operator=(const slot_map& other) {
+        if (this != &other) {
+            values_ = other.values_;
+            dense_to_slot_ = other.dense_to_slot_;
+            slots_ = other.slots_;
+            restore_room();
+        }
+        return *this;
+    }
+    slot_map& operator=(slot_map&& other) noexcept(
+        std::allocator_traits<value_allocator>::propagate_on_container_move_assignment::value ||
+        std::allocator_traits<value_allocator>::is_always_equal::value) {
+        if (this != &other) {
+            values_ = std::move(other.values_);
+            dense_to_slot_ = std::move(other.dense_to_slot_);
+            slots_ = std::move(other.slots_);
+            other.values_.clear();
+            other.dense_to_slot_.clear();
+            restore_room();
+        }
+        return *this;
+    }
+    ~slot_map() = default;
+
     /// Effects: constructs a value from `args` at the end of the dense array.
     /// Returns: its handle. Throws: std::length_error when the index space is exhausted (every
     /// index live or retired); whatever T's constructor or the allocator throws. On throw the map
@@ -259,6 +297,10 @@ private:
     };
 
     static size_type grow(size_type n) noexcept { return n < 8 ? 16 : n * 2; }
+
+    void restore_room() {
+        if (dense_to_slot_.size() < values_.capacity()) dense_to_slot_.resize(values_.capacity());
+    }
 
     // Slow path of emplace: a new slot (or length_error) and room for one more value and its
     // reverse entry, made before anything visible changes; then as the fast path.
