@@ -63,7 +63,9 @@ void register_sets(const char* particle_name) {
         reg("slot_map_at", &bm_set<sd::slot_map_at_design<P>>);
         reg("handle_table", &bm_set<sd::handle_table_design<P>>);
         reg("plf_colony", &bm_set<sd::colony_design<P>>);
-        static_assert(std::size(list::all) == 7, "register every design of design_list");
+        reg("slot_map_compact", &bm_set<sd::slot_map_design<P, strata::policy::compact>>);
+        reg("slot_map_compact_at", &bm_set<sd::slot_map_at_design<P, strata::policy::compact>>);
+        static_assert(std::size(list::all) == 9, "register every design of design_list");
     }
 }
 
@@ -144,6 +146,11 @@ const bool churn_counted = [] {
     strata_bench::register_count_kernel("churn_slot_map_at",
                                         &count_churn<sd::slot_map_at_design<sd::particle>>);
     strata_bench::register_count_kernel("churn_plf_colony", &count_churn<sd::colony_design<sd::particle>>);
+    strata_bench::register_count_kernel(
+        "churn_slot_map_compact", &count_churn<sd::slot_map_design<sd::particle, strata::policy::compact>>);
+    strata_bench::register_count_kernel(
+        "churn_slot_map_compact_at",
+        &count_churn<sd::slot_map_at_design<sd::particle, strata::policy::compact>>);
     return true;
 }();
 

@@ -54,15 +54,19 @@ protected:
 
 using containers = ::testing::Types<map_of<strata::policy::retire, strata::policy::lifo>,
                                     map_of<strata::policy::wrap, strata::policy::fifo>,
+                                    map_of<strata::policy::retire, strata::policy::compact>,
+                                    map_of<strata::policy::wrap, strata::policy::compact>,
                                     table_of<strata::policy::retire, strata::policy::lifo>,
-                                    table_of<strata::policy::wrap, strata::policy::fifo>>;
+                                    table_of<strata::policy::wrap, strata::policy::fifo>,
+                                    table_of<strata::policy::retire, strata::policy::compact>>;
 
 class container_names {
 public:
     template <class T>
     static std::string GetName(int i) {
-        static const char* const names[] = {"SlotMapRetireLifo", "SlotMapWrapFifo", "TableRetireLifo",
-                                            "TableWrapFifo"};
+        static const char* const names[] = {"SlotMapRetireLifo",  "SlotMapWrapFifo", "SlotMapRetireCompact",
+                                            "SlotMapWrapCompact", "TableRetireLifo", "TableWrapFifo",
+                                            "TableRetireCompact"};
         return names[i];
     }
 };

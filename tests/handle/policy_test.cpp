@@ -1,8 +1,12 @@
-// Generation wrap (retire | wrap) and free-slot reuse (lifo | fifo), tested with tiny handles so
+// Generation wrap (retire | wrap) and free-slot reuse (lifo | fifo | compact), tested with tiny handles so
 // the generation limit is reached in a few operations; index-space exhaustion.
+#include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
+#include <random>
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -27,7 +31,9 @@ template <class C>
 class GenerationRetire : public ::testing::Test {};
 using retire_types = ::testing::Types<tiny_of<strata::slot_map, policy::retire, policy::lifo>,
                                       tiny_of<strata::handle_table, policy::retire, policy::lifo>,
-                                      tiny_of<strata::slot_map, policy::retire, policy::fifo>>;
+                                      tiny_of<strata::slot_map, policy::retire, policy::fifo>,
+                                      tiny_of<strata::slot_map, policy::retire, policy::compact>,
+                                      tiny_of<strata::handle_table, policy::retire, policy::compact>>;
 TYPED_TEST_SUITE(GenerationRetire, retire_types);
 
 TYPED_TEST(GenerationRetire, SlotRetiresInsteadOfWrapping) {
@@ -73,7 +79,8 @@ TYPED_TEST(GenerationRetire, AllSlotsRetiredExhaustsTheIndexSpace) {
 template <class C>
 class GenerationWrap : public ::testing::Test {};
 using wrap_types = ::testing::Types<tiny_of<strata::slot_map, policy::wrap, policy::lifo>,
-                                    tiny_of<strata::handle_table, policy::wrap, policy::lifo>>;
+                                    tiny_of<strata::handle_table, policy::wrap, policy::lifo>,
+                                    tiny_of<strata::slot_map, policy::wrap, policy::compact>>;
 TYPED_TEST_SUITE(GenerationWrap, wrap_types);
 
 TYPED_TEST(GenerationWrap, GenerationRestartsAtOneAndTheDocumentedAbaAppears) {
@@ -121,6 +128,93 @@ TEST(ReusePolicy, FifoReusesTheFirstFreedSlot) {
     EXPECT_EQ(t.emplace(5).index(), b.index());
     EXPECT_EQ(t.emplace(6).index(), c.index());
     EXPECT_TRUE(t.check());
+}
+
+TEST(ReusePolicy, CompactReusesTheLowestFreeSlot) {
+    strata::slot_map<int, tiny, std::allocator<int>, policy::retire, policy::compact> m;
+    std::vector<tiny> hs;
+    for (int i = 0; i < 8; ++i)
+        hs.push_back(m.emplace(i));
+    ASSERT_TRUE(m.erase(hs[5]));
+    ASSERT_TRUE(m.erase(hs[2]));
+    ASSERT_TRUE(m.erase(hs[6]));
+    EXPECT_EQ(m.emplace(10).index(), 2u);
+    EXPECT_EQ(m.emplace(11).index(), 5u);
+    EXPECT_EQ(m.emplace(12).index(), 6u);
+    EXPECT_EQ(m.emplace(13).index(), 8u); // no free slot: a new one
+    EXPECT_EQ(m.get(hs[2]), nullptr);
+    EXPECT_TRUE(m.check());
+}
+
+TEST(ReusePolicy, CompactPacksScatteredLiveSlotsToTheFront) {
+    // Set 1's shape, scaled: 4096 values, 95% erased at random, then churn. With compact reuse
+    // the live slots migrate to the lowest indices; with LIFO they stay where the erases left them.
+    using big = strata::handle<tiny_tag, 20, 12>;
+    auto spread_after_churn = [](auto& m) {
+        std::vector<big> hs;
+        for (int i = 0; i < 4096; ++i)
+            hs.push_back(m.emplace(i));
+        std::mt19937 rng(7);
+        while (hs.size() > 200) {
+            const std::size_t k = rng() % hs.size();
+            EXPECT_TRUE(m.erase(hs[k]));
+            hs[k] = hs.back();
+            hs.pop_back();
+        }
+        for (int frame = 0; frame < 200; ++frame) { // 0.9^200: no first-generation survivor
+            for (int i = 0; i < 20; ++i) {
+                const std::size_t k = rng() % hs.size();
+                EXPECT_TRUE(m.erase(hs[k]));
+                hs[k] = hs.back();
+                hs.pop_back();
+            }
+            for (int i = 0; i < 20; ++i)
+                hs.push_back(m.emplace(i));
+        }
+        EXPECT_TRUE(m.check());
+        std::uint32_t highest = 0;
+        for (const big h : hs)
+            highest = std::max<std::uint32_t>(highest, h.index());
+        return highest;
+    };
+    strata::slot_map<int, big, std::allocator<int>, policy::retire, policy::compact> compact;
+    strata::slot_map<int, big, std::allocator<int>, policy::retire, policy::lifo> lifo;
+    EXPECT_LT(spread_after_churn(compact), 1024u);
+    EXPECT_GT(spread_after_churn(lifo), 2048u);
+}
+
+TEST(ReusePolicy, CompactSurvivesCopyMoveAndFourLevelBitmaps) {
+    // > 262,144 slots: the free-slot bitmap needs a fourth level.
+    using big = strata::handle<tiny_tag, 20, 12>;
+    using map = strata::slot_map<int, big, std::allocator<int>, policy::retire, policy::compact>;
+    map m;
+    std::vector<big> hs;
+    for (int i = 0; i < 300'000; ++i)
+        hs.push_back(m.emplace(i));
+    for (std::size_t i = 1; i < hs.size(); i += 7)
+        ASSERT_TRUE(m.erase(hs[i]));
+    ASSERT_TRUE(m.erase(hs[299'999]));
+    ASSERT_TRUE(m.erase(hs[290'000]));
+    EXPECT_TRUE(m.check());
+    map copy(m);
+    EXPECT_TRUE(copy.check());
+    EXPECT_EQ(copy.emplace(-1).index(), 1u);
+    EXPECT_EQ(m.emplace(-1).index(), 1u);
+    map small;
+    (void)small.emplace(1);
+    m = small; // the slot array may keep more capacity than the bitmap it copies
+    EXPECT_TRUE(m.check());
+    for (int i = 0; i < 100'000; ++i)
+        (void)m.emplace(i);
+    for (std::size_t i = 0; i < m.size(); i += 3)
+        (void)m.erase_at(i);
+    EXPECT_TRUE(m.check());
+    map moved(std::move(copy));
+    EXPECT_TRUE(moved.check());
+    EXPECT_TRUE(copy.check()); // NOLINT(bugprone-use-after-move): moved-from is empty and usable
+    EXPECT_EQ(copy.emplace(5).index(), 0u);
+    EXPECT_EQ(moved.emplace(5).index(), 8u);
+    EXPECT_TRUE(moved.check());
 }
 
 TEST(ReusePolicy, FifoSpreadsReuseSoGenerationsGrowSlower) {

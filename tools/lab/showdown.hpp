@@ -260,10 +260,13 @@ private:
 struct particle_tag {};
 using particle_handle = strata::handle<particle_tag>;
 
-/// strata::slot_map: victims by key_of(dense index), erased through the handle.
-template <class P>
+/// strata::slot_map: victims by key_of(dense index), erased through the handle. Reuse is the
+/// slot_map's free-slot reuse policy (the default, or policy::lifo / policy::compact explicitly).
+template <class P, class Reuse = strata::policy::lifo>
 class slot_map_design {
 public:
+    using map_type = strata::slot_map<P, particle_handle, std::allocator<P>, strata::policy::retire, Reuse>;
+
     explicit slot_map_design(std::size_t capacity) { m_.reserve(capacity); }
     void spawn(std::uint32_t i) { (void)m_.emplace(make_particle<P>(i)); }
     void kill(std::size_t k) noexcept { (void)m_.erase(m_.key_of(k)); }
@@ -278,18 +281,18 @@ public:
             s += p.lifetime_remaining;
         return s;
     }
-    strata::slot_map<P, particle_handle>& map() noexcept { return m_; }
+    map_type& map() noexcept { return m_; }
 
 private:
-    strata::slot_map<P, particle_handle> m_;
+    map_type m_;
 };
 
 /// strata::slot_map killing by dense index (erase_at(k)): what a system that walks the dense array
 /// and kills as it goes pays, without the handle round trip of slot_map_design.
-template <class P>
-class slot_map_at_design : public slot_map_design<P> {
+template <class P, class Reuse = strata::policy::lifo>
+class slot_map_at_design : public slot_map_design<P, Reuse> {
 public:
-    using slot_map_design<P>::slot_map_design;
+    using slot_map_design<P, Reuse>::slot_map_design;
     void kill(std::size_t k) noexcept { (void)this->map().erase_at(k); }
 };
 
@@ -450,6 +453,8 @@ struct design_list {
         {"slot_map_at", &best_of<slot_map_at_design<P>>},
         {"handle_table", &best_of<handle_table_design<P>>},
         {"plf_colony", &best_of<colony_design<P>>},
+        {"slot_map_compact", &best_of<slot_map_design<P, strata::policy::compact>>},
+        {"slot_map_compact_at", &best_of<slot_map_at_design<P, strata::policy::compact>>},
     };
 };
 

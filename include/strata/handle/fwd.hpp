@@ -11,6 +11,7 @@ struct retire;
 struct wrap;
 struct lifo;
 struct fifo;
+struct compact;
 } // namespace policy
 
 template <class Tag, unsigned IndexBits = 20, unsigned GenerationBits = 12>

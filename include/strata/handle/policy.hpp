@@ -14,6 +14,11 @@
 //   policy::fifo              the least recently freed slot: reuse is spread over all free slots,
 //                             so each slot's generation advances more slowly (fewer retirements or
 //                             wraps) and a stale handle stays detectably stale for longer.
+//   policy::compact           the lowest free index (a hierarchical bitmap of free slots, one bit
+//                             scan per level): live slots stay packed at the front of the slot
+//                             array, so after many random erases the slots still in use share few
+//                             cache lines and lookups stay in L1. Reuse concentrates on low indices
+//                             as with lifo (generations there advance as fast).
 #include <type_traits>
 
 #include "strata/handle/fwd.hpp"
@@ -29,11 +34,15 @@ struct lifo {};
 /// Free-slot reuse policy: first freed, first reused (spreads reuse, slows generation growth).
 struct fifo {};
 
+/// Free-slot reuse policy: the lowest free index (keeps the live slots dense).
+struct compact {};
+
 /// True for the two wrap policies.
 template <class P>
 inline constexpr bool is_wrap_policy = std::is_same_v<P, retire> || std::is_same_v<P, wrap>;
-/// True for the two reuse policies.
+/// True for the three reuse policies.
 template <class P>
-inline constexpr bool is_reuse_policy = std::is_same_v<P, lifo> || std::is_same_v<P, fifo>;
+inline constexpr bool is_reuse_policy =
+    std::is_same_v<P, lifo> || std::is_same_v<P, fifo> || std::is_same_v<P, compact>;
 
 } // namespace strata::policy

@@ -4,6 +4,8 @@
 //
 //   live slot:  gen_word = its generation (>= 1)          link = container-defined (dense index)
 //   free slot:  gen_word = next generation | free_bit      link = next free slot (npos ends the list)
+//                                                          (policy::compact: unused; the free slots
+//                                                          are the members of a lowest_free bitmap)
 //   retired:    gen_word = free_bit                        not on the free list, never reused
 //
 // Because free and retired slots carry free_bit, which no handle generation has, validation is one
@@ -18,6 +20,7 @@
 #include <vector>
 
 #include "strata/handle/handle.hpp"
+#include "strata/handle/lowest_free.hpp"
 #include "strata/handle/policy.hpp"
 
 namespace strata::detail {
@@ -26,7 +29,9 @@ template <class Handle, class Alloc, class WrapPolicy, class ReusePolicy>
 class sparse_slots {
     static_assert(is_handle_v<Handle>, "Handle must be a strata::handle");
     static_assert(policy::is_wrap_policy<WrapPolicy>, "WrapPolicy must be policy::retire or policy::wrap");
-    static_assert(policy::is_reuse_policy<ReusePolicy>, "ReusePolicy must be policy::lifo or policy::fifo");
+    static_assert(policy::is_reuse_policy<ReusePolicy>,
+                  "ReusePolicy must be policy::lifo, policy::fifo or policy::compact");
+    static constexpr bool compact = std::is_same_v<ReusePolicy, policy::compact>;
 
 public:
     using handle_type = Handle;
@@ -40,20 +45,21 @@ public:
     };
     using slot_allocator = typename std::allocator_traits<Alloc>::template rebind_alloc<slot>;
 
-    explicit sparse_slots(const Alloc& a) : slots_(slot_allocator(a)) {}
+    explicit sparse_slots(const Alloc& a) : slots_(slot_allocator(a)), free_(a) {}
     sparse_slots(const sparse_slots&) = default;
     sparse_slots& operator=(const sparse_slots&) = default;
     /// Effects: takes `other`'s slots; `other` is left empty and usable.
     sparse_slots(sparse_slots&& other) noexcept
-        : slots_(std::move(other.slots_)), head_(std::exchange(other.head_, npos)),
-          tail_(std::exchange(other.tail_, npos)), retired_(std::exchange(other.retired_, 0)),
-          wraps_(std::exchange(other.wraps_, 0)) {
+        : slots_(std::move(other.slots_)), free_(std::move(other.free_)),
+          head_(std::exchange(other.head_, npos)), tail_(std::exchange(other.tail_, npos)),
+          retired_(std::exchange(other.retired_, 0)), wraps_(std::exchange(other.wraps_, 0)) {
         other.slots_.clear();
     }
     sparse_slots& operator=(sparse_slots&& other) noexcept {
         if (this != &other) {
             slots_ = std::move(other.slots_);
             other.slots_.clear();
+            free_ = std::move(other.free_);
             head_ = std::exchange(other.head_, npos);
             tail_ = std::exchange(other.tail_, npos);
             retired_ = std::exchange(other.retired_, 0);
@@ -90,7 +96,11 @@ public:
         if (head_ != npos) return head_;
         if (slots_.size() >= Handle::index_space)
             throw std::length_error("strata: handle index space exhausted");
-        if (slots_.size() == slots_.capacity()) slots_.reserve(slots_.empty() ? 16 : slots_.size() * 2);
+        if (slots_.size() == slots_.capacity()) reserve(slots_.empty() ? 16 : slots_.size() * 2);
+        if constexpr (compact) {
+            // A copy assignment may leave the slot array more capacity than the bitmap it copied.
+            if (free_.capacity() <= slots_.size()) free_.reserve(slots_.capacity());
+        }
         return static_cast<word>(slots_.size());
     }
 
@@ -100,10 +110,7 @@ public:
         word i;
         if (head_ != npos) {
             i = head_;
-            head_ = slots_[i].link;
-            if constexpr (std::is_same_v<ReusePolicy, policy::fifo>) {
-                if (head_ == npos) tail_ = npos;
-            }
+            pop_free(i);
             slots_[i].gen_word &= static_cast<word>(~free_bit);
             slots_[i].link = link;
         } else {
@@ -118,10 +125,7 @@ public:
     Handle acquire_free(word link) noexcept {
         const word i = head_;
         slot& s = slots_[i];
-        head_ = s.link;
-        if constexpr (std::is_same_v<ReusePolicy, policy::fifo>) {
-            if (head_ == npos) tail_ = npos;
-        }
+        pop_free(i);
         const word gen = static_cast<word>(s.gen_word & ~free_bit);
         s.gen_word = gen;
         s.link = link;
@@ -162,6 +166,7 @@ public:
     /// Returns: the reusable (free, not retired) slots. O(free slots): a walk of the free list, so
     /// that insert and erase keep no counter.
     [[nodiscard]] std::size_t free_count() const noexcept {
+        if constexpr (compact) return free_.count();
         std::size_t n = 0;
         for (word i = head_; i != npos && n <= slots_.size(); i = slots_[i].link)
             ++n;
@@ -170,12 +175,18 @@ public:
     [[nodiscard]] std::size_t retired_count() const noexcept { return retired_; }     ///< retired slots
     [[nodiscard]] std::size_t wrap_count() const noexcept { return wraps_; }          ///< wraps so far
     [[nodiscard]] std::size_t capacity() const noexcept { return slots_.capacity(); } ///< slots reserved
-    /// Effects: reserves room for `n` slots. Throws: as vector::reserve.
-    void reserve(std::size_t n) { slots_.reserve(n); }
+    /// Effects: reserves room for `n` slots. Throws: as vector::reserve (then nothing observable
+    /// changed: at most a capacity grew).
+    void reserve(std::size_t n) {
+        slots_.reserve(n);
+        // compact: release() is noexcept, so the bitmap covers every slot the array can hold.
+        if constexpr (compact) free_.reserve(slots_.capacity());
+    }
     [[nodiscard]] slot_allocator get_allocator() const { return slots_.get_allocator(); }
 
     /// Returns: true when the free list, the counters and the free bits agree (O(slots)).
     [[nodiscard]] bool check() const noexcept {
+        if constexpr (compact) return check_compact();
         std::size_t on_list = 0, retired = 0;
         word last = npos;
         for (word i = head_; i != npos; i = slots_[i].link) {
@@ -197,8 +208,24 @@ public:
     [[nodiscard]] std::size_t live_count() const noexcept { return slots_.size() - free_count() - retired_; }
 
 private:
+    // Removes the head of the free slots (slot i == head_); head_ becomes the next one to reuse.
+    void pop_free(word i) noexcept {
+        if constexpr (compact) {
+            const std::size_t next = free_.take_lowest(i);
+            head_ = next == free_.none ? npos : static_cast<word>(next);
+        } else {
+            head_ = slots_[i].link;
+            if constexpr (std::is_same_v<ReusePolicy, policy::fifo>) {
+                if (head_ == npos) tail_ = npos;
+            }
+        }
+    }
+
     void push_free(word i) noexcept {
-        if constexpr (std::is_same_v<ReusePolicy, policy::lifo>) {
+        if constexpr (compact) {
+            free_.insert(i);          // the link of a free slot is unused under compact
+            if (i < head_) head_ = i; // npos is the largest word: an empty set takes any i
+        } else if constexpr (std::is_same_v<ReusePolicy, policy::lifo>) {
             slots_[i].link = head_;
             head_ = i;
         } else {
@@ -212,7 +239,26 @@ private:
         }
     }
 
+    // compact: every free slot (free_bit set, not retired) is a member; the free list is unused.
+    [[nodiscard]] bool check_compact() const noexcept {
+        std::size_t retired = 0;
+        if (free_.capacity() < slots_.size() || !free_.check()) return false; // prepare() grows it lazily
+        for (word i = 0; i < slots_.size(); ++i) {
+            const word g = slots_[i].gen_word;
+            if (g == free_bit) ++retired;
+            if (free_.contains(i) != ((g & free_bit) != 0 && g != free_bit)) return false;
+        }
+        const std::size_t lowest = free_.lowest();
+        if (head_ != (lowest == free_.none ? npos : static_cast<word>(lowest))) return false;
+        return retired == retired_;
+    }
+
+    struct no_bitmap {
+        explicit no_bitmap(const Alloc&) noexcept {}
+    };
+
     std::vector<slot, slot_allocator> slots_;
+    [[no_unique_address]] std::conditional_t<compact, lowest_free<Alloc>, no_bitmap> free_;
     word head_ = npos;
     word tail_ = npos; // fifo only
     std::size_t retired_ = 0;
