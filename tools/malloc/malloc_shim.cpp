@@ -97,13 +97,28 @@ inline engine_heap* heap() noexcept {
     return init_heap();
 }
 
-inline void* do_malloc(std::size_t size) noexcept {
-    if (engine_heap* h = heap()) {
+/// Returns: nullptr with errno ENOMEM. Out of line so that malloc's fast path keeps nothing live
+/// across a call (it then needs no stack frame and no saved register).
+[[gnu::noinline, gnu::cold]] void* out_of_memory() noexcept {
+    errno = ENOMEM;
+    return nullptr;
+}
+
+/// do_malloc before the heap exists: builds it, or hands the call to glibc (re-entry, failure).
+[[gnu::noinline]] void* malloc_first(std::size_t size) noexcept {
+    if (engine_heap* h = init_heap()) {
         void* p = h->allocate(size);
-        if (STRATA_UNLIKELY(p == nullptr)) errno = ENOMEM;
-        return p;
+        return p != nullptr ? p : out_of_memory();
     }
     return __libc_malloc(size);
+}
+
+inline void* do_malloc(std::size_t size) noexcept {
+    engine_heap* h = global_heap.load(std::memory_order_acquire);
+    if (STRATA_UNLIKELY(h == nullptr)) return malloc_first(size);
+    void* p = h->allocate(size);
+    if (STRATA_UNLIKELY(p == nullptr)) return out_of_memory();
+    return p;
 }
 
 inline void do_free(void* p) noexcept {
