@@ -251,3 +251,17 @@ TEST(SoaSlotMapPolicy, RetireAndWrapApplyToo) {
     EXPECT_TRUE(r.check());
     EXPECT_TRUE(w.check());
 }
+
+TEST(SoaSlotMapPolicy, CompactReusesTheLowestFreeSlot) {
+    strata::basic_soa_slot_map<tiny, std::allocator<std::byte>, policy::retire, policy::compact, float> m;
+    std::vector<tiny> hs;
+    for (int i = 0; i < 6; ++i)
+        hs.push_back(m.emplace(static_cast<float>(i)));
+    ASSERT_TRUE(m.erase(hs[4]));
+    ASSERT_TRUE(m.erase(hs[1]));
+    EXPECT_EQ(m.emplace(7.0f).index(), 1u);
+    EXPECT_EQ(m.emplace(8.0f).index(), 4u);
+    EXPECT_EQ(m.emplace(9.0f).index(), 6u);
+    EXPECT_EQ(m.get<0>(hs[1]), nullptr);
+    EXPECT_TRUE(m.check());
+}
