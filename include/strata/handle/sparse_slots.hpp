@@ -164,7 +164,7 @@ public:
 
     [[nodiscard]] std::size_t size() const noexcept { return slots_.size(); } ///< slots ever made
     /// Returns: the reusable (free, not retired) slots. O(free slots): a walk of the free list, so
-    /// that insert and erase keep no counter.
+    /// that insert and erase keep no counter (compact: a popcount of the bitmap, O(slots / 64)).
     [[nodiscard]] std::size_t free_count() const noexcept {
         if constexpr (compact) return free_.count();
         std::size_t n = 0;
