@@ -749,13 +749,29 @@ void* engine_heap::medium_allocate(std::size_t size, std::size_t align) noexcept
     return p;
 }
 
+// A freed medium block of purge_medium_bytes or more gives its whole pages back to the OS at once
+// (the range stays mapped and reads as zero): TLSF never reads a free block's interior, only its
+// header and the two list links at the start of its payload, which stay resident. Without this a
+// program that grows a vector through the medium sizes keeps every abandoned copy resident in the
+// arena. Smaller blocks stay resident, so churn of small medium blocks never faults.
+void engine_heap::purge_medium(void* p, std::size_t usable) noexcept {
+    if (usable < options_.purge_medium_bytes) return;
+    const std::uintptr_t page = virtual_memory::page_size();
+    const auto at = reinterpret_cast<std::uintptr_t>(p);
+    const std::uintptr_t lo = (at + 2 * sizeof(void*) + page - 1) & ~(page - 1);
+    const std::uintptr_t hi = (at + usable) & ~(page - 1);
+    if (hi > lo) (void)::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);
+}
+
 void engine_heap::medium_deallocate(void* p, run* head) noexcept {
     lock_guard g(medium_lock_);
     tlsf* t = tlsf_of(head, data_, runs_);
     if (static_cast<std::byte*>(p) < address_of(head) + tlsf_room) return; // the arena's own record
-    medium_in_use_.fetch_sub(t->usable_size(p), std::memory_order_relaxed);
+    const std::size_t usable = t->usable_size(p);
+    medium_in_use_.fetch_sub(usable, std::memory_order_relaxed);
     medium_count_.fetch_sub(1, std::memory_order_relaxed);
     t->deallocate(p);
+    purge_medium(p, usable);
     // An empty arena other than the first goes back to the span pool (retention decides whether
     // its pages stay resident).
     if (t->stats().live_allocations == 0 && head != arenas_[0]) {

@@ -2,7 +2,9 @@
 // page faults, frame/tracked integration, instance slots.
 #include "strata/engine/engine_heap.hpp"
 
+#include <sys/mman.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -300,6 +302,56 @@ TEST(EngineHeap, RetentionIsBoundedAndTrimReleasesIt) {
     h.trim();
     EXPECT_EQ(h.retained_bytes(), 0u);
     EXPECT_TRUE(h.check());
+}
+
+// Resident pages among the whole pages of [p, p + n).
+std::size_t resident_pages(const void* p, std::size_t n) {
+    const auto page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
+    const std::uintptr_t lo = (reinterpret_cast<std::uintptr_t>(p) + page - 1) & ~(page - 1);
+    const std::uintptr_t hi = (reinterpret_cast<std::uintptr_t>(p) + n) & ~(page - 1);
+    std::vector<unsigned char> v((hi - lo) / page);
+    if (v.empty() || mincore(reinterpret_cast<void*>(lo), hi - lo, v.data()) != 0) return 0;
+    return static_cast<std::size_t>(std::count_if(v.begin(), v.end(), [](unsigned char c) { return c & 1; }));
+}
+
+TEST(EngineHeap, LargeMediumFreesReturnTheirPages) {
+    for (const std::size_t threshold : {std::size_t{1} << 20, SIZE_MAX}) {
+        engine_options o = small_options();
+        o.purge_medium_bytes = threshold;
+        engine_heap h(o);
+        const std::size_t big = std::size_t{3} << 20, small = std::size_t{512} << 10;
+        char* keep = static_cast<char*>(h.allocate(100)); // the arena outlives the frees below
+        void* pin = h.allocate(small);                    // so does the first medium arena
+        char* a = static_cast<char*>(h.allocate(big));
+        char* b = static_cast<char*>(h.allocate(small));
+        ASSERT_TRUE(keep && pin && a && b);
+        std::memset(a, 1, big);
+        std::memset(b, 2, small);
+        ASSERT_GT(resident_pages(a, big), big / 4096 - 2);
+        const std::size_t small_before = resident_pages(b + 4096, small - 8192);
+        ASSERT_GT(small_before, small / 4096 - 4);
+        h.deallocate(a);
+        h.deallocate(b);
+        EXPECT_TRUE(h.check());
+        const std::size_t big_left = resident_pages(a + 4096, big - 8192);
+        const std::size_t small_left = resident_pages(b + 4096, small - 8192);
+        if (threshold == SIZE_MAX) {
+            EXPECT_GT(big_left, 0u); // nothing purged: the pages stay for reuse
+        } else {
+            EXPECT_EQ(big_left, 0u); // at or above the threshold: given back at once
+        }
+        EXPECT_EQ(small_left, small_before); // below it: resident (medium churn never faults)
+        // The purged block is whole again: reused in place, zeroed by allocate_zeroed, checkable.
+        char* c = static_cast<char*>(h.allocate_zeroed(big));
+        ASSERT_NE(c, nullptr);
+        EXPECT_TRUE(std::all_of(c, c + big, [](char x) { return x == 0; }));
+        std::memset(c, 3, big);
+        EXPECT_TRUE(h.check());
+        h.deallocate(c);
+        h.deallocate(pin);
+        h.deallocate(keep);
+        EXPECT_TRUE(h.check());
+    }
 }
 
 #if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)

@@ -69,6 +69,7 @@ void fork_child() noexcept { engine_heap::after_fork_child(); }
         strata::engine_options o;
         o.reserve_bytes = env_size("STRATA_MALLOC_RESERVE_GB", o.reserve_bytes, 30);
         o.retain_bytes = env_size("STRATA_MALLOC_RETAIN_MB", o.retain_bytes, 20);
+        o.purge_medium_bytes = env_size("STRATA_MALLOC_PURGE_KB", o.purge_medium_bytes, 10);
         engine_heap* h = nullptr;
         // Smaller reservations where address space is limited (ulimit -v, 32-bit-ish containers).
         for (std::size_t reserve = o.reserve_bytes; h == nullptr && reserve >= (std::size_t{1} << 28);

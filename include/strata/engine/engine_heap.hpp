@@ -34,6 +34,9 @@ struct engine_options {
     /// Free granules kept committed and resident for reuse; frees beyond it are purged
     /// (madvise(MADV_DONTNEED)), so idle memory goes back to the OS.
     std::size_t retain_bytes = std::size_t{32} << 20;
+    /// A freed medium (TLSF) block at least this large returns its whole pages to the OS at once;
+    /// smaller ones stay resident. 0 purges every medium free, SIZE_MAX none.
+    std::size_t purge_medium_bytes = std::size_t{1} << 20;
     /// Empty runs a thread keeps for itself before handing them back to the shared span pool.
     std::size_t thread_cache_runs = 16;
     /// Size of the first TLSF arena of the medium tier (the second is twice, later ones 4x).
@@ -405,6 +408,7 @@ private:
     [[nodiscard]] STRATA_NOINLINE void* small_slow(thread_heap* h, unsigned c) noexcept;
     void* medium_allocate(std::size_t size, std::size_t align) noexcept;
     void medium_deallocate(void* p, run* head) noexcept;
+    void purge_medium(void* p, std::size_t usable) noexcept;
     void* large_allocate(std::size_t size, std::size_t align, bool* clean) noexcept;
     void collect(thread_heap* h, run* r) noexcept;
     void retire(thread_heap* h, run* r) noexcept;
