@@ -152,19 +152,25 @@ int main(int argc, char** argv) {
             const double median = seconds[seconds.size() / 2] * per, best = seconds.front() * per;
             const tail fa = percentiles(at, cal), ff = percentiles(ft, cal);
             const tail ra = percentiles(raw_a, cal), rf = percentiles(raw_f, cal);
-            char a_col[64], f_col[64];
-            std::snprintf(a_col, sizeof a_col, "%.0f/%.0f/%.0f (%.0f)", fa.p50, fa.p99, fa.p9999, ra.p9999);
-            std::snprintf(f_col, sizeof f_col, "%.0f/%.0f/%.0f (%.0f)", ff.p50, ff.p99, ff.p9999, rf.p9999);
+            char a_col[64] = "-", f_col[64] = "-"; // --latency-runs 0: no per-call timings were taken
+            if (latency_runs > 0) {
+                std::snprintf(a_col, sizeof a_col, "%.0f/%.0f/%.0f (%.0f)", fa.p50, fa.p99, fa.p9999,
+                              ra.p9999);
+                std::snprintf(f_col, sizeof f_col, "%.0f/%.0f/%.0f (%.0f)", ff.p50, ff.p99, ff.p9999,
+                              rf.p9999);
+            }
             std::printf("%-16s %-3s %9.2f %9.2f | %-38s | %-38s\n", name.c_str(), w.name.c_str(), median,
                         best, a_col, f_col);
             std::fflush(stdout);
             if (json_out) {
                 json_out << R"({"contender":")" << name << R"(","workload":")" << w.name << R"(","pairs":)"
                          << w.pairs.size() << R"(,"ns_per_pair":)" << median << R"(,"ns_per_pair_min":)"
-                         << best << R"(,"latency_runs":)" << latency_runs << R"(,"alloc_filtered":)"
-                         << tail_json(fa) << R"(,"free_filtered":)" << tail_json(ff) << R"(,"alloc_raw":)"
-                         << tail_json(ra) << R"(,"free_raw":)" << tail_json(rf) << R"(,"timer_overhead_ns":)"
-                         << cal.overhead_ns() << "}\n";
+                         << best << R"(,"latency_runs":)" << latency_runs;
+                if (latency_runs > 0)
+                    json_out << R"(,"alloc_filtered":)" << tail_json(fa) << R"(,"free_filtered":)"
+                             << tail_json(ff) << R"(,"alloc_raw":)" << tail_json(ra) << R"(,"free_raw":)"
+                             << tail_json(rf);
+                json_out << R"(,"timer_overhead_ns":)" << cal.overhead_ns() << "}\n";
             }
         }
     }

@@ -22,6 +22,9 @@ def main() -> int:
                 ratio = "1.00x"
             if base and r["ns_per_pair"] > base:
                 ratio = f"{r['ns_per_pair'] / base:.2f}x slower"
+            if "alloc_filtered" not in r:  # --latency-runs 0: no per-call timings
+                print(f"| {r['contender']} | {r['ns_per_pair']:.1f} | {ratio} | - | - | - | - |")
+                continue
             af, ff, ar = r["alloc_filtered"], r["free_filtered"], r["alloc_raw"]
             print(f"| {r['contender']} | {r['ns_per_pair']:.1f} | {ratio} | {af['p99']:.0f} | {af['p99.99']:.0f} "
                   f"| {ff['p99.99']:.0f} | {ar['p99.99']:.0f} |")
