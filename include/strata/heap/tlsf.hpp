@@ -169,9 +169,11 @@ public:
     /// `size` bytes. Branch-free: sizes below 2^fl_shift take the same 16-byte step as the first
     /// power above, so level 0 holds exact 16-byte classes and every level above 2^SLI linear ones.
     [[nodiscard]] static constexpr unsigned class_index(std::size_t size) noexcept {
+        // msb >= fl_shift (the or). Written as 63 ^ clz and with fl_shift subtracted last so that
+        // g++ emits one bsr and two lea (63 - clz, subtracted first, compiled to 10 instructions).
         const unsigned msb =
-            63u - static_cast<unsigned>(std::countl_zero(size | (std::size_t{1} << fl_shift)));
-        return ((msb - fl_shift) << SLI) + static_cast<unsigned>(size >> (msb - SLI));
+            static_cast<unsigned>(std::countl_zero(size | (std::size_t{1} << fl_shift))) ^ 63u;
+        return (msb << SLI) + static_cast<unsigned>(size >> (msb - SLI)) - (fl_shift << SLI);
     }
     /// Effects: stores the class (first level, second level) a free block of `size` bytes sits in.
     static constexpr void mapping(std::size_t size, unsigned& fl, unsigned& sl) noexcept {
