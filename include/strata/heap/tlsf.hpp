@@ -23,9 +23,9 @@ namespace strata {
 /// A TLSF heap over memory the caller provides (`add_pool`), never growing on its own.
 ///
 /// Layout: every block carries a 16-byte header in front of its payload (the physical predecessor
-/// and the payload size with two flags); a free block also holds its two free-list links in its
-/// first 16 payload bytes. Payloads are 16-aligned and at least 16 bytes. Each pool starts with a
-/// 32-byte record and ends with a 16-byte sentinel header.
+/// with a "predecessor is free" flag, and the payload size with a "free" flag and the slack); a
+/// free block also holds its two free-list links in its first 16 payload bytes. Payloads are 16-aligned and
+/// at least 16 bytes. Each pool starts with a 32-byte record and ends with a 16-byte sentinel header.
 ///
 /// `SLI` is the second-level index: 2^SLI classes per power of two (5: 32 classes, worst-case
 /// rounding 1/32 = 3%; 4: 16 classes, smaller control block). Sizes below 2^(SLI+4) map to exact
@@ -183,10 +183,14 @@ public:
     }
 
 private:
-    // A block header. `size_` holds the payload size (a multiple of 16, below 2^47) in bits 4..46,
-    // the flags in bits 0..1 and the slack (payload - requested bytes, < 64) in bits 56..63.
+    // A block header: two words, each written whole by the one party that knows all of it.
+    //   prev_  the physical predecessor's address (0 for a pool's first block) | prev_free_bit:
+    //          whoever changes the predecessor or its state stores the whole word, so marking a
+    //          successor used or free never reads its (often cold) header first.
+    //   size_  the payload size (a multiple of 16, below 2^47) in bits 4..46, free_bit, and the
+    //          slack (payload - requested bytes, < 64) in bits 56..63: the block's own.
     struct block {
-        block* prev_phys; // the physical predecessor (nullptr for a pool's first block)
+        std::uintptr_t prev_;
         std::size_t size_;
 
         // Free-list links, in the payload of a free block.
@@ -200,13 +204,16 @@ private:
         }
 
         static constexpr std::size_t free_bit = 1;
-        static constexpr std::size_t prev_free_bit = 2;
+        static constexpr std::uintptr_t prev_free_bit = 1;
         static constexpr std::size_t size_mask = ((std::size_t{1} << 56) - 1) & ~std::size_t{15};
 
         [[nodiscard]] std::size_t size() const noexcept { return size_ & size_mask; }
         [[nodiscard]] std::size_t slack() const noexcept { return size_ >> 56; }
         [[nodiscard]] bool is_free() const noexcept { return (size_ & free_bit) != 0; }
-        [[nodiscard]] bool is_prev_free() const noexcept { return (size_ & prev_free_bit) != 0; }
+        [[nodiscard]] bool is_prev_free() const noexcept { return (prev_ & prev_free_bit) != 0; }
+        [[nodiscard]] block* prev_phys() const noexcept {
+            return reinterpret_cast<block*>(prev_ & ~std::uintptr_t{15});
+        }
         [[nodiscard]] std::byte* payload() noexcept { return reinterpret_cast<std::byte*>(this + 1); }
         [[nodiscard]] const std::byte* payload() const noexcept {
             return reinterpret_cast<const std::byte*>(this + 1);
@@ -280,22 +287,23 @@ private:
     // Marks free block `b` (already off its list) used for `need` payload bytes of which `asked` were
     // requested; splits off and lists the tail when it can hold a block.
     STRATA_ALWAYS_INLINE void* use(block* b, std::size_t need, std::size_t asked) noexcept {
-        const std::size_t raw = b->size_;
-        const std::size_t have = raw & block::size_mask;
+        const std::size_t have = b->size();
+        const auto self = reinterpret_cast<std::uintptr_t>(b);
         std::size_t granted = have;
         if (have - need >= header_size + min_payload) {
             auto* rest = reinterpret_cast<block*>(b->payload() + need);
             unpoison(rest, header_size + min_payload);
             const std::size_t rest_size = have - need - header_size;
-            rest->prev_phys = b;
+            rest->prev_ = self;
             rest->size_ = rest_size | block::free_bit;
-            reinterpret_cast<block*>(rest->payload() + rest_size)->prev_phys = rest; // prev_free stays
+            reinterpret_cast<block*>(rest->payload() + rest_size)->prev_ =
+                reinterpret_cast<std::uintptr_t>(rest) | block::prev_free_bit;
             insert(rest, rest_size);
             granted = need;
         } else {
-            reinterpret_cast<block*>(b->payload() + have)->size_ &= ~block::prev_free_bit;
+            reinterpret_cast<block*>(b->payload() + have)->prev_ = self; // a store, not a read-modify-write
         }
-        b->size_ = granted | (raw & block::prev_free_bit) | ((granted - asked) << 56);
+        b->size_ = granted | ((granted - asked) << 56);
         used_ += granted;
         if (used_ > peak_) peak_ = used_;
         ++total_;
@@ -331,7 +339,7 @@ private:
     // Frees used block `b` of payload `size` (accounting done): merges with free neighbours, lists it.
     STRATA_ALWAYS_INLINE void free_block(block* b, std::size_t size) noexcept {
         if (b->is_prev_free()) {
-            block* prev = b->prev_phys;
+            block* prev = b->prev_phys();
             remove(prev);
             size += prev->size() + header_size;
             b = prev; // prev's own predecessor is used: the merged block has no prev_free bit
@@ -343,8 +351,7 @@ private:
             next = reinterpret_cast<block*>(b->payload() + size);
         }
         b->size_ = size | block::free_bit;
-        next->prev_phys = b;
-        next->size_ |= block::prev_free_bit;
+        next->prev_ = reinterpret_cast<std::uintptr_t>(b) | block::prev_free_bit;
         insert(b, size);
     }
 

@@ -27,11 +27,11 @@ bool basic_tlsf<SLI>::add_pool(std::span<std::byte> pool) noexcept {
     auto* record = ::new (reinterpret_cast<void*>(begin))
         pool_record{nullptr, bytes, reinterpret_cast<std::byte*>(end), 0};
     block* first = record->first();
-    first->prev_phys = nullptr;
+    first->prev_ = 0;
     first->size_ = (bytes - pool_overhead - header_size) | block::free_bit;
     auto* sentinel = reinterpret_cast<block*>(end - header_size);
-    sentinel->prev_phys = first;
-    sentinel->size_ = block::prev_free_bit; // size 0, used: walks and merges stop here
+    sentinel->prev_ = reinterpret_cast<std::uintptr_t>(first) | block::prev_free_bit;
+    sentinel->size_ = 0; // size 0, used: walks and merges stop here
     insert(first, first->size());
     poison(first->payload() + min_payload, first->size() - min_payload);
     if (last_pool_ != nullptr) {
@@ -64,9 +64,9 @@ void* basic_tlsf<SLI>::allocate_aligned(std::size_t size, std::size_t align) noe
     if (gap != 0) {
         block* nb = header_of(reinterpret_cast<void*>(aligned));
         unpoison(nb, header_size + min_payload);
-        nb->prev_phys = b;
-        nb->size_ = (b->size() - gap) | block::free_bit | block::prev_free_bit;
-        nb->next_phys()->prev_phys = nb;
+        nb->prev_ = reinterpret_cast<std::uintptr_t>(b) | block::prev_free_bit;
+        nb->size_ = (b->size() - gap) | block::free_bit;
+        nb->next_phys()->prev_ = reinterpret_cast<std::uintptr_t>(nb) | block::prev_free_bit;
         b->size_ = (gap - header_size) | block::free_bit; // b was free: its predecessor is used
         insert(b, b->size());
         b = nb;
@@ -112,9 +112,8 @@ void* basic_tlsf<SLI>::reallocate(void* p, std::size_t new_size, std::size_t ali
         remove(next);
         const std::size_t total = have + header_size + next->size();
         block* after = reinterpret_cast<block*>(b->payload() + total);
-        after->prev_phys = b;
-        after->size_ &= ~block::prev_free_bit;
-        b->size_ = total | (b->size_ & block::prev_free_bit);
+        after->prev_ = reinterpret_cast<std::uintptr_t>(b);
+        b->size_ = total;
         used_ += total - have;
         have = total;
     }
@@ -127,15 +126,17 @@ void* basic_tlsf<SLI>::reallocate(void* p, std::size_t new_size, std::size_t ali
     if (have - need >= header_size + min_payload) {
         auto* rest = reinterpret_cast<block*>(b->payload() + need);
         unpoison(rest, header_size + min_payload);
-        rest->prev_phys = b;
+        rest->prev_ = reinterpret_cast<std::uintptr_t>(b);
         rest->size_ = have - need - header_size; // used, predecessor used: freed just below
-        rest->next_phys()->prev_phys = rest;
+        // The successor's prev_free flag is unchanged (b was used before, rest is used now).
+        rest->next_phys()->prev_ =
+            reinterpret_cast<std::uintptr_t>(rest) | (rest->next_phys()->prev_ & block::prev_free_bit);
         release_bytes(rest->payload() + min_payload, rest->size() - min_payload);
         used_ -= rest->size() + header_size;
         free_block(rest, rest->size());
         granted = need;
     }
-    b->size_ = granted | (b->size_ & block::prev_free_bit) | ((granted - new_size) << 56);
+    b->size_ = granted | ((granted - new_size) << 56);
     if (used_ > peak_) peak_ = used_;
     return p;
 }
@@ -191,7 +192,7 @@ bool basic_tlsf<SLI>::verify_live(const void* p) const noexcept {
     const auto end = reinterpret_cast<std::uintptr_t>(pool->end) - header_size;
     const auto at = reinterpret_cast<std::uintptr_t>(p);
     const std::size_t size = b->size();
-    const bool sane = size >= min_payload && size <= end - at && b->next_phys()->prev_phys == b;
+    const bool sane = size >= min_payload && size <= end - at && b->next_phys()->prev_phys() == b;
     if (!STRATA_VERIFY(1, sane, foreign_pointer, detail::tlsf_name, p,
                        "pointer is not the start of a live block of this heap"))
         return false;
@@ -217,7 +218,7 @@ bool basic_tlsf<SLI>::check() const noexcept {
             const auto at = reinterpret_cast<std::uintptr_t>(b);
             if (at > reinterpret_cast<std::uintptr_t>(sentinel))
                 return corrupt(b, "block runs past its pool");
-            if (b->prev_phys != prev)
+            if (b->prev_phys() != prev || (b->prev_ & 14) != 0)
                 return corrupt(b, "boundary tag: prev_phys does not name the predecessor");
             if (b->size() < min_payload || b->size() % alignment != 0)
                 return corrupt(b, "block size below the minimum or not a multiple of 16");
@@ -236,7 +237,7 @@ bool basic_tlsf<SLI>::check() const noexcept {
             prev = b;
             b = b->next_phys();
         }
-        if (sentinel->size() != 0 || sentinel->is_free() || sentinel->prev_phys != prev ||
+        if (sentinel->size_ != 0 || sentinel->prev_phys() != prev ||
             sentinel->is_prev_free() != (prev != nullptr && prev->is_free()))
             return corrupt(sentinel, "pool end sentinel damaged");
         if (bytes != pool->bytes) return corrupt(pool, "block sizes do not sum to the pool size");
