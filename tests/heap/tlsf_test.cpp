@@ -148,6 +148,55 @@ TEST(Tlsf, CheckDetectsCorruption) {
     h.deallocate(b);
 }
 
+TEST(Tlsf, CheckDetectsAFalsePrevFreeFlag) {
+    heap_buffer buf(1 << 16);
+    strata::tlsf h(buf.span());
+    void* a = h.allocate(64);
+    auto* b = static_cast<std::byte*>(h.allocate(64));
+    strata::test::recording_handler rec;
+    // b's first header word names its predecessor and, in its low bit, whether that is free.
+    std::uint64_t saved;
+    std::memcpy(&saved, b - 16, 8);
+    const std::uint64_t broken = saved | 1; // "a is free", while a is in use
+    std::memcpy(b - 16, &broken, 8);
+    EXPECT_FALSE(h.check());
+    ASSERT_EQ(rec.count(), 1u);
+    EXPECT_EQ(rec.last().kind, strata::violation_kind::corruption);
+    std::memcpy(b - 16, &saved, 8);
+    EXPECT_TRUE(h.check());
+    h.deallocate(a);
+    h.deallocate(b);
+}
+
+TEST(Tlsf, PoppingTheLastBlockOfAClassClearsItsBits) {
+    heap_buffer buf(1 << 16);
+    strata::tlsf h(buf.span());
+    unsigned fl, sl;
+    strata::tlsf::mapping(64, fl, sl);
+    ASSERT_EQ(fl, 0u); // an exact 16-byte class: only freed 64-byte blocks live there
+    // Used neighbours keep the freed blocks from merging into anything else.
+    void* a = h.allocate(64);
+    void* guard1 = h.allocate(16);
+    void* b = h.allocate(64);
+    void* guard2 = h.allocate(16);
+    h.deallocate(a);
+    h.deallocate(b);
+    EXPECT_EQ(h.sl_bitmap(fl), 1u << sl);
+    EXPECT_NE(h.fl_bitmap() & (std::uint64_t{1} << fl), 0u);
+    void* c = h.allocate(64); // the class keeps one block: its bits stay
+    EXPECT_EQ(c, b);          // LIFO: the block freed last
+    EXPECT_EQ(h.sl_bitmap(fl), 1u << sl);
+    void* d = h.allocate(64); // the class empties: both levels' bits go
+    EXPECT_EQ(d, a);
+    EXPECT_EQ(h.sl_bitmap(fl), 0u);
+    EXPECT_EQ(h.fl_bitmap() & (std::uint64_t{1} << fl), 0u);
+    EXPECT_TRUE(h.check());
+    for (void* p : {c, d, guard1, guard2})
+        h.deallocate(p);
+    EXPECT_TRUE(h.check());
+    EXPECT_EQ(h.stats().live_allocations, 0u);
+}
+
 TEST(Tlsf, UsableSizeAndSlackAccounting) {
     heap_buffer buf(1 << 16);
     strata::tlsf h(buf.span());
