@@ -129,21 +129,29 @@ TEST(Tlsf, ReallocateOfAForeignPointerIsReported) {
     EXPECT_TRUE(h.check());
 }
 
+// Overwrites the header word at `at` with `change(word)`: check() must report one corruption, and
+// pass again once the word is restored.
+template <class Change>
+void expect_check_catches(strata::tlsf& h, std::byte* at, Change change) {
+    strata::test::recording_handler rec;
+    std::uint64_t saved;
+    std::memcpy(&saved, at, 8);
+    const std::uint64_t broken = change(saved);
+    std::memcpy(at, &broken, 8);
+    EXPECT_FALSE(h.check());
+    ASSERT_EQ(rec.count(), 1u);
+    EXPECT_EQ(rec.last().kind, strata::violation_kind::corruption);
+    std::memcpy(at, &saved, 8);
+    EXPECT_TRUE(h.check());
+}
+
 TEST(Tlsf, CheckDetectsCorruption) {
     heap_buffer buf(1 << 16);
     strata::tlsf h(buf.span());
     auto* a = static_cast<std::byte*>(h.allocate(64));
     void* b = h.allocate(64);
-    strata::test::recording_handler rec;
-    std::uint64_t saved;
-    std::memcpy(&saved, a - 8, 8);
-    const std::uint64_t broken = saved + 16; // a's size field, as an overflow from below would
-    std::memcpy(a - 8, &broken, 8);
-    EXPECT_FALSE(h.check());
-    ASSERT_EQ(rec.count(), 1u);
-    EXPECT_EQ(rec.last().kind, strata::violation_kind::corruption);
-    std::memcpy(a - 8, &saved, 8);
-    EXPECT_TRUE(h.check());
+    // a's size field, as an overflow from below would change it.
+    expect_check_catches(h, a - 8, [](std::uint64_t w) { return w + 16; });
     h.deallocate(a);
     h.deallocate(b);
 }
@@ -153,17 +161,9 @@ TEST(Tlsf, CheckDetectsAFalsePrevFreeFlag) {
     strata::tlsf h(buf.span());
     void* a = h.allocate(64);
     auto* b = static_cast<std::byte*>(h.allocate(64));
-    strata::test::recording_handler rec;
-    // b's first header word names its predecessor and, in its low bit, whether that is free.
-    std::uint64_t saved;
-    std::memcpy(&saved, b - 16, 8);
-    const std::uint64_t broken = saved | 1; // "a is free", while a is in use
-    std::memcpy(b - 16, &broken, 8);
-    EXPECT_FALSE(h.check());
-    ASSERT_EQ(rec.count(), 1u);
-    EXPECT_EQ(rec.last().kind, strata::violation_kind::corruption);
-    std::memcpy(b - 16, &saved, 8);
-    EXPECT_TRUE(h.check());
+    // b's first header word names its predecessor and, in its low bit, whether that is free:
+    // claim "a is free" while a is in use.
+    expect_check_catches(h, b - 16, [](std::uint64_t w) { return w | 1; });
     h.deallocate(a);
     h.deallocate(b);
 }
