@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <numeric>
 #include <span>
@@ -71,6 +72,53 @@ TEST(SlotMap, KeyOfBadInputWithoutChecksStillReturnsNull) {
     EXPECT_TRUE(m.key_of(std::size_t{7}).is_null());
     const int outside = 5;
     EXPECT_TRUE(m.key_of(outside).is_null());
+}
+
+TEST(SlotMap, EraseOfKeyOfOutOfRangeIsRefused) {
+    // erase(key_of(i)) is one inlined path (erase takes the handle apart before its checks); an
+    // out-of-range i makes key_of's null handle, which erase must still refuse.
+    STRATA_REQUIRE_CHECKS(1);
+    strata::slot_map<int, h32> m;
+    (void)m.emplace(1);
+    (void)m.emplace(2);
+    recording_handler rec;
+    EXPECT_FALSE(m.erase(m.key_of(m.size())));
+    EXPECT_EQ(rec.count(), 2u);
+    EXPECT_EQ(rec.all()[0].kind, violation_kind::invalid_argument); // key_of
+    EXPECT_EQ(rec.all()[1].kind, violation_kind::stale_handle);     // erase(null)
+    EXPECT_EQ(m.size(), 2u);
+    EXPECT_TRUE(m.check());
+}
+
+TEST(SlotMap, EraseByKeyOfMatchesEraseAt) {
+    // The churn pattern of the handle showdown: kill the k-th value through its handle in one map
+    // and by dense index in a twin; both must stay identical (values, slots, handles).
+    strata::slot_map<int, h32> by_handle, by_index;
+    std::vector<h32> handles;
+    for (int i = 0; i < 200; ++i) {
+        handles.push_back(by_handle.emplace(i));
+        ASSERT_EQ(by_index.emplace(i), handles.back());
+    }
+    std::uint32_t state = 12345;
+    int next = 200;
+    for (int frame = 0; frame < 50; ++frame) {
+        for (int i = 0; i < 30; ++i) {
+            state = state * 1664525u + 1013904223u;
+            const std::size_t k = (static_cast<std::uint64_t>(state) * by_handle.size()) >> 32;
+            const h32 h = by_handle.key_of(k);
+            ASSERT_TRUE(by_handle.erase(by_handle.key_of(k)));
+            ASSERT_TRUE(by_index.erase_at(k));
+            EXPECT_FALSE(by_handle.contains(h));
+            EXPECT_FALSE(by_index.contains(h));
+        }
+        for (int i = 0; i < 30; ++i, ++next)
+            ASSERT_EQ(by_handle.emplace(next), by_index.emplace(next)) << "spawn " << next;
+        ASSERT_TRUE(std::equal(by_handle.begin(), by_handle.end(), by_index.begin(), by_index.end()));
+        ASSERT_TRUE(by_handle.check());
+        ASSERT_TRUE(by_index.check());
+    }
+    for (std::size_t i = 0; i < by_handle.size(); ++i)
+        EXPECT_EQ(by_handle.key_of(i), by_index.key_of(i));
 }
 
 TEST(SlotMap, BackwardIndexLoopIsASafeErasePattern) {

@@ -70,9 +70,10 @@ public:
     ~sparse_slots() = default;
 
     /// Returns: true when `h` names a live slot at its current generation. O(1), one compare.
-    [[nodiscard]] bool valid(Handle h) const noexcept {
-        const word i = h.index();
-        return i < slots_.size() && slots_[i].gen_word == h.generation();
+    [[nodiscard]] bool valid(Handle h) const noexcept { return valid(h.index(), h.generation()); }
+    /// Returns: as valid(h) for the handle of slot `i` at generation `gen`.
+    [[nodiscard]] bool valid(word i, word gen) const noexcept {
+        return i < slots_.size() && slots_[i].gen_word == gen;
     }
     /// Returns: the generation word of slot `i` (its generation when live). Requires: i < size().
     [[nodiscard]] word generation(word i) const noexcept { return slots_[i].gen_word; }
