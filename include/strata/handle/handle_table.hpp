@@ -85,17 +85,21 @@ public:
     /// ReusePolicy. Returns: true; false for a null, stale or foreign handle or during for_each
     /// (reported, see the header).
     bool erase(Handle h) noexcept {
+        // Taken apart before the first branch, as in slot_map::erase: inlined after handle_at, the
+        // index folds to the slot handle_at loaded and does not wait for the generation load.
+        const word slot = h.index();
+        const word gen = h.generation();
         if (iterating_ != 0) {
             (void)STRATA_VERIFY(1, false, invalid_argument, "strata::handle_table", nullptr,
                                 "erase during for_each; collect handles and erase afterwards");
             return false;
         }
-        if (!slots_.valid(h)) {
+        if (!slots_.valid(slot, gen)) {
             (void)STRATA_VERIFY(1, false, stale_handle, "strata::handle_table", nullptr,
                                 "erase with a null, stale or foreign handle");
             return false;
         }
-        erase_slot(h.index());
+        erase_slot(slot);
         return true;
     }
 

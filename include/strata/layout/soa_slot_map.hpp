@@ -60,12 +60,14 @@ public:
     /// Effects: swap-and-pop erase of `h`'s element across every column; `h` becomes stale.
     /// Returns: true; false for a null, stale or foreign handle (reported, see the header).
     bool erase(Handle h) noexcept {
-        if (!slots_.valid(h)) {
+        const word slot = h.index(); // before the branch: see slot_map::erase
+        const word gen = h.generation();
+        if (!slots_.valid(slot, gen)) {
             (void)STRATA_VERIFY(1, false, stale_handle, "strata::soa_slot_map", nullptr,
                                 "erase with a null, stale or foreign handle");
             return false;
         }
-        const word d = slots_.link(h.index());
+        const word d = slots_.link(slot);
         const word last = static_cast<word>(dense_.size() - 1);
         if (d != last) {
             const word moved = dense_to_slot_[last];
@@ -74,7 +76,7 @@ public:
         }
         (void)dense_.erase(d);
         dense_to_slot_.pop_back();
-        slots_.release(h.index());
+        slots_.release(slot, gen);
         return true;
     }
 
