@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -195,6 +196,66 @@ TEST(Tlsf, PoppingTheLastBlockOfAClassClearsItsBits) {
         h.deallocate(p);
     EXPECT_TRUE(h.check());
     EXPECT_EQ(h.stats().live_allocations, 0u);
+}
+
+// A tail under 1/16 of the request (at most max_sliver) stays in the block as slack; a larger one is
+// split off. The slack can exceed a byte: it is kept exactly.
+TEST(Tlsf, SliversStayInTheBlockAndLargerTailsSplit) {
+    heap_buffer buf(1 << 23);
+    strata::tlsf h(buf.span());
+    auto hole = [&h](std::size_t bytes) { // a free block of `bytes` between two used walls
+        void* a = h.allocate(bytes);
+        void* wall = h.allocate(16);
+        h.deallocate(a);
+        return std::pair{a, wall};
+    };
+
+    // 100,000-byte hole, 97,000 asked: the 2,992-byte tail is below 97,008 / 16 = 6,063.
+    auto [a, wall] = hole(100'000);
+    auto* p = static_cast<unsigned char*>(h.allocate(97'000));
+    EXPECT_EQ(p, a);
+    EXPECT_EQ(h.usable_size(p), 100'000u);
+    auto m = h.metrics();
+    EXPECT_EQ(m.requested_bytes, 97'000u + 16u);
+    EXPECT_EQ(m.internal_waste(), 3'000u);
+    EXPECT_TRUE(h.check());
+    std::memset(p, 0x5a, 97'000);
+    EXPECT_EQ(h.reallocate(p, 99'000), p); // grows into its own slack
+    EXPECT_EQ(h.metrics().requested_bytes, 99'000u + 16u);
+    EXPECT_EQ(p[96'999], 0x5a);
+    EXPECT_TRUE(h.check());
+    h.deallocate(p);
+
+    // Same hole, 90,000 asked: the 10,000-byte tail (above 90,000 / 16) is a block of its own.
+    p = static_cast<unsigned char*>(h.allocate(90'000));
+    EXPECT_EQ(p, a);
+    EXPECT_EQ(h.usable_size(p), 90'000u);
+    EXPECT_EQ(h.metrics().internal_waste(), 0u);
+    EXPECT_TRUE(h.check());
+    h.deallocate(p);
+    h.deallocate(wall);
+    EXPECT_EQ(h.metrics().free_blocks, 1u);
+
+    // From 1 MiB up the sliver is capped at max_sliver (64 KiB): an 80 KiB tail of a 2 MiB request
+    // (below its 128 KiB sixteenth) is split off, a 60 KiB one stays (slack 61,440).
+    constexpr std::size_t mib2 = std::size_t{2} << 20;
+    static_assert(strata::tlsf::max_sliver == 65'536);
+    auto [b, wall2] = hole(mib2 + 80 * 1024);
+    void* q = h.allocate(mib2);
+    EXPECT_EQ(q, b);
+    EXPECT_EQ(h.usable_size(q), mib2);
+    h.deallocate(q);
+    h.deallocate(wall2);
+    auto [c, wall3] = hole(mib2 + 60 * 1024);
+    q = h.allocate(mib2);
+    EXPECT_EQ(q, c);
+    EXPECT_EQ(h.usable_size(q), mib2 + 60 * 1024);
+    EXPECT_EQ(h.metrics().internal_waste(), 60u * 1024u);
+    EXPECT_TRUE(h.check());
+    h.deallocate(q);
+    h.deallocate(wall3);
+    EXPECT_TRUE(h.check());
+    EXPECT_EQ(h.metrics().free_blocks, 1u);
 }
 
 TEST(Tlsf, UsableSizeAndSlackAccounting) {

@@ -136,7 +136,7 @@ void* basic_tlsf<SLI>::reallocate(void* p, std::size_t new_size, std::size_t ali
         free_block(rest, rest->size());
         granted = need;
     }
-    b->size_ = granted | ((granted - new_size) << 56);
+    b->size_ = granted | ((granted - new_size) << block::slack_shift);
     if (used_ > peak_) peak_ = used_;
     return p;
 }
