@@ -203,7 +203,7 @@ TEST(Tlsf, PoppingTheLastBlockOfAClassClearsItsBits) {
 TEST(Tlsf, SliversStayInTheBlockAndLargerTailsSplit) {
     heap_buffer buf(1 << 23);
     strata::tlsf h(buf.span());
-    auto hole = [&h](std::size_t bytes) { // a free block of `bytes` between two used walls
+    auto hole = [&h](std::size_t bytes) { // a free block of `bytes`, walled off by a used block
         void* a = h.allocate(bytes);
         void* wall = h.allocate(16);
         h.deallocate(a);
