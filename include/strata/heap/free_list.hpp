@@ -15,6 +15,7 @@
 #include "strata/core/config.hpp"
 #include "strata/core/poison.hpp"
 #include "strata/core/stats.hpp"
+#include "strata/heap/detail/pool_chain.hpp"
 #include "strata/heap/heap_metrics.hpp"
 
 namespace strata {
@@ -71,7 +72,7 @@ public:
     /// Returns: the usable bytes of live block `p`. Requires: p is live.
     [[nodiscard]] std::size_t usable_size(const void* p) const noexcept { return header_of(p)->size(); }
     /// Returns: true when `p` lies in one of the pools. O(pools).
-    [[nodiscard]] bool owns(const void* p) const noexcept { return pool_of(p) != nullptr; }
+    [[nodiscard]] bool owns(const void* p) const noexcept { return pools_.find(p) != nullptr; }
     /// Returns: the payload of the largest free block. O(free blocks).
     [[nodiscard]] std::size_t largest_free_block() const noexcept;
     /// Returns: the number of free blocks (the list length every call walks). O(1).
@@ -86,14 +87,7 @@ public:
     /// across pools in the order added, payload sizes).
     template <class Visitor>
     void for_each_block(Visitor&& visit) const {
-        std::size_t base = 0;
-        for (const pool_record* pool = first_pool_; pool != nullptr; pool = pool->next) {
-            const auto* begin = reinterpret_cast<const std::byte*>(pool);
-            for (const block* b = pool->first(); b->size() != 0; b = b->next_phys())
-                visit(block_info{base + static_cast<std::size_t>(b->payload() - begin), b->size(),
-                                 !b->is_free()});
-            base += pool->bytes;
-        }
+        pools_.for_each_block(static_cast<Visitor&&>(visit));
     }
 
     /// Returns: true when every invariant holds (address-ordered list of exactly the free blocks,
@@ -103,7 +97,7 @@ public:
 
 private:
     struct block {
-        block* prev_phys;
+        block* prev_; // the physical predecessor (nullptr for a pool's first block)
         std::size_t size_;
         static constexpr std::size_t free_bit = 1;
         static constexpr std::size_t prev_free_bit = 2;
@@ -117,6 +111,7 @@ private:
             return reinterpret_cast<block* const*>(this + 1)[1];
         }
         [[nodiscard]] std::size_t size() const noexcept { return size_ & size_mask; }
+        [[nodiscard]] block* prev_phys() const noexcept { return prev_; }
         [[nodiscard]] std::size_t slack() const noexcept { return size_ >> 56; }
         [[nodiscard]] bool is_free() const noexcept { return (size_ & free_bit) != 0; }
         [[nodiscard]] bool is_prev_free() const noexcept { return (size_ & prev_free_bit) != 0; }
@@ -129,14 +124,9 @@ private:
             return reinterpret_cast<const block*>(payload() + size());
         }
     };
-    struct pool_record {
-        pool_record* next;
-        std::size_t bytes;
-        std::byte* end;
-        std::size_t pad;
-        [[nodiscard]] block* first() noexcept { return reinterpret_cast<block*>(this + 1); }
-        [[nodiscard]] const block* first() const noexcept { return reinterpret_cast<const block*>(this + 1); }
-    };
+    using pool_list = detail::pool_chain<block>;
+    using pool_record = typename pool_list::record;
+    static_assert(pool_list::overhead == pool_overhead && pool_list::min_payload == min_payload);
 
     [[nodiscard]] static block* header_of(const void* p) noexcept {
         return reinterpret_cast<block*>(const_cast<std::byte*>(static_cast<const std::byte*>(p))) - 1;
@@ -145,7 +135,6 @@ private:
     void link_after(block* b, block* prev) noexcept; // prev == nullptr: at the head
     void unlink(block* b) noexcept;
     void replace(block* old_block, block* new_block) noexcept;
-    [[nodiscard]] const pool_record* pool_of(const void* p) const noexcept;
     [[nodiscard]] bool verify_live(const void* p) const noexcept;
     [[nodiscard]] bool corrupt(const void* where, const char* what) const noexcept;
 
@@ -158,8 +147,7 @@ private:
     std::size_t live_ = 0;
     std::size_t total_ = 0;
     std::size_t capacity_ = 0;
-    pool_record* first_pool_ = nullptr;
-    pool_record* last_pool_ = nullptr;
+    pool_list pools_;
 };
 
 using free_list_first_fit = free_list<first_fit>;

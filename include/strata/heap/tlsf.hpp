@@ -17,6 +17,7 @@
 #include "strata/core/config.hpp"
 #include "strata/core/poison.hpp"
 #include "strata/core/stats.hpp"
+#include "strata/heap/detail/pool_chain.hpp"
 #include "strata/heap/heap_metrics.hpp"
 
 namespace strata {
@@ -126,7 +127,7 @@ public:
     [[nodiscard]] std::size_t usable_size(const void* p) const noexcept { return header_of(p)->size(); }
 
     /// Returns: true when `p` lies inside one of the pools. Complexity: O(pools).
-    [[nodiscard]] bool owns(const void* p) const noexcept { return pool_of(p) != nullptr; }
+    [[nodiscard]] bool owns(const void* p) const noexcept { return pools_.find(p) != nullptr; }
 
     /// Returns: the payload of the largest free block: a request of this size (alignment <= 16)
     /// succeeds. Complexity: O(blocks in the top class).
@@ -146,14 +147,7 @@ public:
     /// payload bytes. Free blocks are reported with used == false.
     template <class Visitor>
     void for_each_block(Visitor&& visit) const {
-        std::size_t base = 0;
-        for (const pool_record* pool = first_pool_; pool != nullptr; pool = pool->next) {
-            const auto* begin = reinterpret_cast<const std::byte*>(pool);
-            for (const block* b = pool->first(); b->size() != 0; b = b->next_phys())
-                visit(block_info{base + static_cast<std::size_t>(b->payload() - begin), b->size(),
-                                 !b->is_free()});
-            base += pool->bytes;
-        }
+        pools_.for_each_block(static_cast<Visitor&&>(visit));
     }
 
     /// Returns: true when every invariant holds: the bitmaps match the lists, every listed block is
@@ -236,15 +230,9 @@ private:
     };
     static_assert(sizeof(block) == header_size);
 
-    struct pool_record {
-        pool_record* next;
-        std::size_t bytes; // from this record to the end of the sentinel
-        std::byte* end;    // one past the sentinel
-        std::size_t pad;
-        [[nodiscard]] block* first() noexcept { return reinterpret_cast<block*>(this + 1); }
-        [[nodiscard]] const block* first() const noexcept { return reinterpret_cast<const block*>(this + 1); }
-    };
-    static_assert(sizeof(pool_record) == 32);
+    using pool_list = detail::pool_chain<block>;
+    using pool_record = typename pool_list::record;
+    static_assert(pool_list::overhead == pool_overhead && pool_list::min_payload == min_payload);
 
     [[nodiscard]] static block* header_of(const void* p) noexcept {
         return reinterpret_cast<block*>(const_cast<std::byte*>(static_cast<const std::byte*>(p))) - 1;
@@ -379,7 +367,6 @@ private:
         block* b = take_from_own_class(need);
         return b != nullptr ? use(b, need, asked) : nullptr;
     }
-    [[nodiscard]] const pool_record* pool_of(const void* p) const noexcept;
     [[nodiscard]] bool verify_live(const void* p) const noexcept;
     [[nodiscard]] bool corrupt(const void* where, const char* what) const noexcept;
 
@@ -392,8 +379,7 @@ private:
     nil_node nil_ = {};
     std::uint32_t sl_bitmap_[fl_count] = {};
     block* heads_[fl_count * sl_count]; // by class_index; nil() when empty
-    pool_record* first_pool_ = nullptr;
-    pool_record* last_pool_ = nullptr;
+    pool_list pools_;
     std::size_t capacity_ = 0;
 };
 

@@ -17,34 +17,22 @@ inline constexpr const char* free_list_name = "strata::free_list";
 
 template <class Policy>
 bool free_list<Policy>::add_pool(std::span<std::byte> pool) noexcept {
-    if (pool.data() == nullptr) return false;
-    const auto raw = reinterpret_cast<std::uintptr_t>(pool.data());
-    const std::uintptr_t begin = (raw + (alignment - 1)) & ~std::uintptr_t{alignment - 1};
-    const std::uintptr_t end = (raw + pool.size()) & ~std::uintptr_t{alignment - 1};
-    if (end < raw || end <= begin) return false;
-    const std::size_t bytes = end - begin;
-    if (bytes < pool_overhead + header_size + min_payload || bytes >= (std::size_t{1} << 47)) return false;
-    unpoison(reinterpret_cast<void*>(begin), bytes);
-    auto* record = ::new (reinterpret_cast<void*>(begin))
-        pool_record{nullptr, bytes, reinterpret_cast<std::byte*>(end), 0};
+    pool_record* record =
+        pool_list::place(pool, pool_overhead + header_size + min_payload, std::size_t{1} << 47);
+    if (record == nullptr) return false;
     block* first = record->first();
-    first->prev_phys = nullptr;
-    first->size_ = (bytes - pool_overhead - header_size) | block::free_bit;
-    auto* sentinel = reinterpret_cast<block*>(end - header_size);
-    sentinel->prev_phys = first;
+    first->prev_ = nullptr;
+    first->size_ = (record->bytes - pool_overhead - header_size) | block::free_bit;
+    block* sentinel = record->sentinel();
+    sentinel->prev_ = first;
     sentinel->size_ = block::prev_free_bit;
     block* prev = nullptr;
     for (block* x = head_; x != nullptr && detail::below(x, first); x = x->next_free())
         prev = x;
     link_after(first, prev);
     poison(first->payload() + min_payload, first->size() - min_payload);
-    if (last_pool_ != nullptr) {
-        last_pool_->next = record;
-    } else {
-        first_pool_ = record;
-    }
-    last_pool_ = record;
-    capacity_ += bytes;
+    pools_.append(record);
+    capacity_ += record->bytes;
     return true;
 }
 
@@ -136,9 +124,9 @@ void* free_list<Policy>::allocate(std::size_t size, std::size_t align) noexcept 
         if (gap != 0) {
             block* nb = header_of(reinterpret_cast<void*>(aligned));
             unpoison(nb, header_size + min_payload);
-            nb->prev_phys = b;
+            nb->prev_ = b;
             nb->size_ = (b->size() - gap) | block::prev_free_bit;
-            nb->next_phys()->prev_phys = nb;
+            nb->next_phys()->prev_ = nb;
             b->size_ = (gap - header_size) | block::free_bit;
             front = b;
             b = nb;
@@ -149,9 +137,9 @@ void* free_list<Policy>::allocate(std::size_t size, std::size_t align) noexcept 
     if (have - need >= header_size + min_payload) {
         auto* rest = reinterpret_cast<block*>(b->payload() + need);
         unpoison(rest, header_size + min_payload);
-        rest->prev_phys = b;
+        rest->prev_ = b;
         rest->size_ = (have - need - header_size) | block::free_bit;
-        rest->next_phys()->prev_phys = rest;
+        rest->next_phys()->prev_ = rest;
         if (front != nullptr) {
             link_after(rest, front);
         } else {
@@ -188,7 +176,7 @@ void free_list<Policy>::deallocate(void* p) noexcept {
     block* next = b->next_phys();
     const bool next_free = next->is_free();
     if (b->is_prev_free()) {
-        block* prev = b->prev_phys;
+        block* prev = b->prev_;
         std::size_t total = prev->size() + header_size + size;
         if (next_free) {
             unlink(next);
@@ -196,12 +184,12 @@ void free_list<Policy>::deallocate(void* p) noexcept {
         }
         prev->size_ = total | block::free_bit;
         block* after = prev->next_phys();
-        after->prev_phys = prev;
+        after->prev_ = prev;
         after->size_ |= block::prev_free_bit;
     } else if (next_free) {
         replace(next, b);
         b->size_ = (size + header_size + next->size()) | block::free_bit;
-        b->next_phys()->prev_phys = b; // its prev_free bit is already set
+        b->next_phys()->prev_ = b; // its prev_free bit is already set
     } else {
         b->size_ = size | block::free_bit;
         next->size_ |= block::prev_free_bit;
@@ -222,43 +210,23 @@ std::size_t free_list<Policy>::largest_free_block() const noexcept {
 
 template <class Policy>
 heap_metrics free_list<Policy>::metrics() const noexcept {
-    heap_metrics_builder builder;
-    for_each_block([&](const block_info& info) { builder.add(info); });
-    heap_metrics m = builder.m;
+    heap_metrics m = pools_.block_metrics();
     m.capacity = capacity_;
     m.requested_bytes = requested_;
-    std::size_t pools = 0;
-    for (const pool_record* pool = first_pool_; pool != nullptr; pool = pool->next)
-        ++pools;
-    m.overhead_bytes = m.block_count() * header_size + pools * pool_overhead;
     return m;
 }
 
 template <class Policy>
-auto free_list<Policy>::pool_of(const void* p) const noexcept -> const pool_record* {
-    const auto at = reinterpret_cast<std::uintptr_t>(p);
-    for (const pool_record* pool = first_pool_; pool != nullptr; pool = pool->next) {
-        const auto begin = reinterpret_cast<std::uintptr_t>(pool->first()->payload());
-        if (at >= begin && at < reinterpret_cast<std::uintptr_t>(pool->end)) return pool;
-    }
-    return nullptr;
-}
-
-template <class Policy>
 bool free_list<Policy>::verify_live(const void* p) const noexcept {
-    const pool_record* pool = pool_of(p);
+    const pool_record* pool = pools_.find(p);
     if (!STRATA_VERIFY(1, pool != nullptr && is_aligned(p, alignment), foreign_pointer,
                        detail::free_list_name, p, "pointer lies outside every pool of this heap"))
         return false;
-    const block* b = header_of(p);
-    const auto end = reinterpret_cast<std::uintptr_t>(pool->end) - header_size;
-    const auto at = reinterpret_cast<std::uintptr_t>(p);
-    const std::size_t size = b->size();
-    const bool sane = size >= min_payload && size <= end - at && b->next_phys()->prev_phys == b;
-    if (!STRATA_VERIFY(1, sane, foreign_pointer, detail::free_list_name, p,
+    if (!STRATA_VERIFY(1, pool_list::is_block_start(*pool, p), foreign_pointer, detail::free_list_name, p,
                        "pointer is not the start of a live block of this heap"))
         return false;
-    return STRATA_VERIFY(1, !b->is_free(), double_free, detail::free_list_name, p, "block freed twice");
+    return STRATA_VERIFY(1, !header_of(p)->is_free(), double_free, detail::free_list_name, p,
+                         "block freed twice");
 }
 
 template <class Policy>
@@ -270,14 +238,14 @@ bool free_list<Policy>::corrupt(const void* where, const char* what) const noexc
 template <class Policy>
 bool free_list<Policy>::check() const noexcept {
     std::size_t free_blocks = 0, used_blocks = 0, used_bytes = 0, requested = 0, capacity = 0;
-    for (const pool_record* pool = first_pool_; pool != nullptr; pool = pool->next) {
+    for (const pool_record* pool = pools_.front(); pool != nullptr; pool = pool->next) {
         capacity += pool->bytes;
-        const auto* sentinel = reinterpret_cast<const block*>(pool->end - header_size);
+        const block* sentinel = pool->sentinel();
         std::size_t bytes = sizeof(pool_record) + header_size;
         const block* prev = nullptr;
         for (const block* b = pool->first(); b != sentinel; b = b->next_phys()) {
             if (detail::below(sentinel, b)) return corrupt(b, "block runs past its pool");
-            if (b->prev_phys != prev)
+            if (b->prev_phys() != prev)
                 return corrupt(b, "boundary tag: prev_phys does not name the predecessor");
             if (b->size() < min_payload || b->size() % alignment != 0)
                 return corrupt(b, "block size below the minimum or not a multiple of 16");
@@ -295,7 +263,7 @@ bool free_list<Policy>::check() const noexcept {
             bytes += header_size + b->size();
             prev = b;
         }
-        if (sentinel->size() != 0 || sentinel->is_free() || sentinel->prev_phys != prev ||
+        if (sentinel->size() != 0 || sentinel->is_free() || sentinel->prev_phys() != prev ||
             sentinel->is_prev_free() != (prev != nullptr && prev->is_free()))
             return corrupt(sentinel, "pool end sentinel damaged");
         if (bytes != pool->bytes) return corrupt(pool, "block sizes do not sum to the pool size");

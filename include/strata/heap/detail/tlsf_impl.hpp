@@ -15,32 +15,19 @@ inline constexpr const char* tlsf_name = "strata::tlsf";
 
 template <unsigned SLI>
 bool basic_tlsf<SLI>::add_pool(std::span<std::byte> pool) noexcept {
-    if (pool.data() == nullptr) return false;
-    const auto raw = reinterpret_cast<std::uintptr_t>(pool.data());
-    const std::uintptr_t begin = (raw + (alignment - 1)) & ~std::uintptr_t{alignment - 1};
-    const std::uintptr_t end = (raw + pool.size()) & ~std::uintptr_t{alignment - 1};
-    if (end < raw || end <= begin) return false;
-    const std::size_t bytes = end - begin;
-    if (bytes < pool_overhead + header_size + min_payload || bytes >= (std::size_t{1} << max_size_log2))
-        return false;
-    unpoison(reinterpret_cast<void*>(begin), bytes);
-    auto* record = ::new (reinterpret_cast<void*>(begin))
-        pool_record{nullptr, bytes, reinterpret_cast<std::byte*>(end), 0};
+    pool_record* record =
+        pool_list::place(pool, pool_overhead + header_size + min_payload, std::size_t{1} << max_size_log2);
+    if (record == nullptr) return false;
     block* first = record->first();
     first->prev_ = 0;
-    first->size_ = (bytes - pool_overhead - header_size) | block::free_bit;
-    auto* sentinel = reinterpret_cast<block*>(end - header_size);
+    first->size_ = (record->bytes - pool_overhead - header_size) | block::free_bit;
+    block* sentinel = record->sentinel();
     sentinel->prev_ = reinterpret_cast<std::uintptr_t>(first) | block::prev_free_bit;
     sentinel->size_ = 0; // size 0, used: walks and merges stop here
     insert(first, first->size());
     poison(first->payload() + min_payload, first->size() - min_payload);
-    if (last_pool_ != nullptr) {
-        last_pool_->next = record;
-    } else {
-        first_pool_ = record;
-    }
-    last_pool_ = record;
-    capacity_ += bytes;
+    pools_.append(record);
+    capacity_ += record->bytes;
     return true;
 }
 
@@ -154,49 +141,27 @@ std::size_t basic_tlsf<SLI>::largest_free_block() const noexcept {
 
 template <unsigned SLI>
 heap_metrics basic_tlsf<SLI>::metrics() const noexcept {
-    heap_metrics_builder builder;
-    for_each_block([&](const block_info& info) { builder.add(info); });
-    heap_metrics m = builder.m;
+    heap_metrics m = pools_.block_metrics();
     m.capacity = capacity_;
     // Requested bytes are not counted on the hot path: each used block keeps its slack.
-    for (const pool_record* pool = first_pool_; pool != nullptr; pool = pool->next)
+    for (const pool_record* pool = pools_.front(); pool != nullptr; pool = pool->next)
         for (const block* b = pool->first(); b->size() != 0; b = b->next_phys())
             if (!b->is_free()) m.requested_bytes += b->size() - b->slack();
-    std::size_t pools = 0;
-    for (const pool_record* pool = first_pool_; pool != nullptr; pool = pool->next)
-        ++pools;
-    m.overhead_bytes = m.block_count() * header_size + pools * pool_overhead;
     return m;
 }
 
 template <unsigned SLI>
-auto basic_tlsf<SLI>::pool_of(const void* p) const noexcept -> const pool_record* {
-    const auto at = reinterpret_cast<std::uintptr_t>(p);
-    for (const pool_record* pool = first_pool_; pool != nullptr; pool = pool->next) {
-        const auto begin = reinterpret_cast<std::uintptr_t>(pool->first()->payload());
-        if (at >= begin && at < reinterpret_cast<std::uintptr_t>(pool->end)) return pool;
-    }
-    return nullptr;
-}
-
-template <unsigned SLI>
 bool basic_tlsf<SLI>::verify_live(const void* p) const noexcept {
-    const pool_record* pool = pool_of(p);
+    const pool_record* pool = pools_.find(p);
     if (!STRATA_VERIFY(1, pool != nullptr && is_aligned(p, alignment), foreign_pointer, detail::tlsf_name, p,
                        "pointer lies outside every pool of this heap"))
         return false;
-    // A pointer into a block's middle reads user bytes as a header: they must describe a block that
-    // ends inside the pool and whose successor names it as its predecessor. (A block freed and then
-    // merged into a neighbour fails this too: its second free reads as a foreign pointer.)
-    const block* b = header_of(p);
-    const auto end = reinterpret_cast<std::uintptr_t>(pool->end) - header_size;
-    const auto at = reinterpret_cast<std::uintptr_t>(p);
-    const std::size_t size = b->size();
-    const bool sane = size >= min_payload && size <= end - at && b->next_phys()->prev_phys() == b;
-    if (!STRATA_VERIFY(1, sane, foreign_pointer, detail::tlsf_name, p,
+    // (A block freed and then merged into a neighbour is no block start: its second free reads as a
+    // foreign pointer.)
+    if (!STRATA_VERIFY(1, pool_list::is_block_start(*pool, p), foreign_pointer, detail::tlsf_name, p,
                        "pointer is not the start of a live block of this heap"))
         return false;
-    return STRATA_VERIFY(1, !b->is_free(), double_free, detail::tlsf_name, p, "block freed twice");
+    return STRATA_VERIFY(1, !header_of(p)->is_free(), double_free, detail::tlsf_name, p, "block freed twice");
 }
 
 template <unsigned SLI>
@@ -208,9 +173,9 @@ bool basic_tlsf<SLI>::corrupt(const void* where, const char* what) const noexcep
 template <unsigned SLI>
 bool basic_tlsf<SLI>::check() const noexcept {
     std::size_t free_blocks = 0, used_blocks = 0, used_bytes = 0, capacity = 0;
-    for (const pool_record* pool = first_pool_; pool != nullptr; pool = pool->next) {
+    for (const pool_record* pool = pools_.front(); pool != nullptr; pool = pool->next) {
         capacity += pool->bytes;
-        const auto* sentinel = reinterpret_cast<const block*>(pool->end - header_size);
+        const block* sentinel = pool->sentinel();
         std::size_t bytes = sizeof(pool_record) + header_size;
         const block* prev = nullptr;
         const block* b = pool->first();
