@@ -3,10 +3,16 @@
 # in one run (same binary, same seeded sequences).
 #
 #   bash bench/churn/peers.sh [BUILD_DIR] [strata-churn args...]      (default BUILD_DIR: build/release)
+#   STRATA_PEERS_ROUNDS=5 bash bench/churn/peers.sh ...               (5 rounds, medians over them)
 #
 # The mallocs are swapped in with LD_PRELOAD (each replaces malloc/free for the whole process, so
 # each gets its own process); every other contender runs in one more process. Output: the tables
 # strata-churn prints, then a ratio table (ns/pair relative to glibc) from bench/churn/ratios.py.
+#
+# With STRATA_PEERS_ROUNDS=N the whole sequence of processes runs N times, interleaved, and the
+# final table gives each contender's median over the rounds, its range, its median ratio to glibc
+# and to STRATA_PEERS_VERSUS (default mimalloc) with the rounds it won. This VM runs a whole process
+# ~1.5x slower now and then, so a close verdict from one round is a coin toss; quote the medians.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 build="${1:-$root/build/release}"
@@ -14,8 +20,12 @@ shift || true
 bin="$build/bench/churn/strata-churn"
 [[ -x "$bin" ]] || { echo "peers.sh: $bin not built (cmake --build --preset release --target strata-churn)" >&2; exit 2; }
 lib=/usr/lib/x86_64-linux-gnu
-out="$(mktemp -t strata-churn.XXXXXX.jsonl)"
-trap 'rm -f "$out"' EXIT
+rounds="${STRATA_PEERS_ROUNDS:-1}"
+versus="${STRATA_PEERS_VERSUS:-mimalloc}"
+[[ "$rounds" =~ ^[1-9][0-9]*$ ]] || { echo "peers.sh: STRATA_PEERS_ROUNDS must be a positive integer" >&2; exit 2; }
+outs=()
+cleanup() { rm -f "${outs[@]}"; }
+trap cleanup EXIT
 
 declare -A peers=(
     [mimalloc]="$lib/libmimalloc.so.2"
@@ -23,16 +33,25 @@ declare -A peers=(
     [tcmalloc]="$lib/libtcmalloc_minimal.so.4"
     [tbbmalloc]="$lib/libtbbmalloc_proxy.so.2"
 )
-echo "== glibc"
-"$bin" --only malloc --label glibc --jsonl "$out" "$@"
-for name in mimalloc jemalloc tcmalloc tbbmalloc; do
-    so="${peers[$name]}"
-    if [[ ! -e "$so" ]]; then echo "== $name: $so missing, skipped"; continue; fi
-    echo "== $name ($so)"
-    LD_PRELOAD="$so" "$bin" --only malloc --label "$name" --jsonl "$out" "$@"
-done
 others="$("$bin" --list | awk '$1 != "malloc" {print $1}' | paste -sd, -)"
-echo "== in-process contenders: $others"
-"$bin" --only "$others" --jsonl "$out" "$@"
+for ((round = 1; round <= rounds; ++round)); do
+    out="$(mktemp -t strata-churn.XXXXXX.jsonl)"
+    outs+=("$out")
+    ((rounds > 1)) && echo "==== round $round of $rounds"
+    echo "== glibc"
+    "$bin" --only malloc --label glibc --jsonl "$out" "$@"
+    for name in mimalloc jemalloc tcmalloc tbbmalloc; do
+        so="${peers[$name]}"
+        if [[ ! -e "$so" ]]; then echo "== $name: $so missing, skipped"; continue; fi
+        echo "== $name ($so)"
+        LD_PRELOAD="$so" "$bin" --only malloc --label "$name" --jsonl "$out" "$@"
+    done
+    echo "== in-process contenders: $others"
+    "$bin" --only "$others" --jsonl "$out" "$@"
+done
 echo
-python3 "$root/bench/churn/ratios.py" "$out"
+if ((rounds > 1)); then
+    python3 "$root/bench/churn/ratios.py" --versus "$versus" "${outs[@]}"
+else
+    python3 "$root/bench/churn/ratios.py" "${outs[@]}"
+fi
