@@ -160,6 +160,14 @@ TYPED_TEST(HeapContract, SeveralPools) {
     });
     EXPECT_TRUE(ordered);
     EXPECT_EQ(bytes + 2 * TypeParam::pool_overhead, h.stats().capacity);
+    // metrics() counts both pools' records and sentinels, and every block of both.
+    const strata::heap_metrics m = h.metrics();
+    EXPECT_EQ(m.free_bytes + m.used_bytes + m.overhead_bytes, m.capacity);
+    EXPECT_EQ(m.overhead_bytes, m.block_count() * TypeParam::header_size + 2 * TypeParam::pool_overhead);
+    EXPECT_EQ(m.used_blocks, ptrs.size());
+    // Addresses in neither pool, and inside a pool's record, are not owned.
+    EXPECT_FALSE(h.owns(a.data() + (1 << 14)));
+    EXPECT_FALSE(h.owns(a.data()));
     for (void* p : ptrs) {
         ASSERT_TRUE(model.remove(p));
         h.deallocate(p);
