@@ -132,18 +132,21 @@ memory_block virtual_memory_source::allocate_block(std::size_t size, std::size_t
     const std::size_t page = virtual_memory::page_size();
     if (align < page) align = page;
     const auto bytes = align_up(size, page);
-    const auto start = align_up(top_, align);
-    if (!bytes || !start || *start > vm_.size() || *bytes > vm_.size() - *start) return {};
+    // The address is what must be aligned, not the offset: the reservation is only page-aligned.
+    const auto base = reinterpret_cast<std::uintptr_t>(vm_.data());
+    const auto at = align_up(base + top_, align);
+    if (!bytes || !at || *at - base > vm_.size() || *bytes > vm_.size() - (*at - base)) return {};
+    const std::size_t start = *at - base;
     const std::size_t guard = opts_.guard_pages ? page : 0;
-    const std::size_t end = *start + *bytes;
+    const std::size_t end = start + *bytes;
     if (guard > vm_.size() - end) return {};
-    if (!vm_.commit(*start, *bytes)) return {};
-    if (opts_.huge_pages) vm_.hint_huge_pages(*start, *bytes);
+    if (!vm_.commit(start, *bytes)) return {};
+    if (opts_.huge_pages) vm_.hint_huge_pages(start, *bytes);
     last_from_ = top_;
     last_end_ = end + guard;
     top_ = end + guard;
     committed_ += *bytes;
-    return {vm_.data() + *start, *bytes, align};
+    return {vm_.data() + start, *bytes, align};
 }
 
 void virtual_memory_source::deallocate_block(memory_block b) noexcept {

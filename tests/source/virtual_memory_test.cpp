@@ -130,6 +130,21 @@ TEST(virtual_memory_source, commits_on_demand_and_reuses_the_last_range) {
     EXPECT_EQ(source.committed_bytes(), 0u);
 }
 
+TEST(virtual_memory_source, aligns_the_address_not_the_offset) {
+    // A reservation is only page-aligned (a large one is often 2 MiB-aligned): alignments up to
+    // 16 MiB go past what the base happens to have. Aligning the offset instead of the address
+    // passed the test above only when the base was 2-page aligned.
+    strata::virtual_memory_source source(std::size_t{64} << 20);
+    for (std::size_t align = 2 * page; align <= (std::size_t{16} << 20); align *= 2) {
+        const auto b = source.allocate_block(page, align);
+        ASSERT_FALSE(b.empty()) << "align " << align;
+        EXPECT_TRUE(strata::is_aligned(b.data, align)) << "align " << align;
+        EXPECT_TRUE(source.reservation().contains(b.data));
+        source.deallocate_block(b);
+        EXPECT_EQ(source.committed_bytes(), 0u);
+    }
+}
+
 TEST(virtual_memory_source, exhaustion_and_bad_requests_give_empty_blocks) {
     strata::virtual_memory_source source(4 * page);
     EXPECT_TRUE(source.allocate_block(0, 8).empty());
