@@ -22,6 +22,17 @@ buddy::buddy(std::byte* base, std::size_t size, std::size_t min_block) {
     nodes_ = std::make_unique<node[]>(n);
     for (std::size_t i = 0; i < n; ++i)
         nodes_[i].state = interior;
+    for (unsigned k = small_orders; k <= max_order_; ++k) {
+        big_at_[k] = big_records_;
+        big_records_ += n >> k;
+        bit_at_[k] = big_words_;
+        big_words_ += ((n >> k) + 63) / 64;
+    }
+    if (big_records_ != 0) {
+        big_ = std::make_unique<std::uint64_t[]>(big_records_);
+        free_bits_ = std::make_unique<std::uint64_t[]>(big_words_); // zeroed: nothing free or used
+        used_bits_ = std::make_unique<std::uint64_t[]>(big_words_);
+    }
     std::fill(std::begin(heads_), std::end(heads_), nil);
     base_ = base;
     // The pointer API can promise no more alignment than the base has (capped: the region's size).
@@ -29,7 +40,10 @@ buddy::buddy(std::byte* base, std::size_t size, std::size_t min_block) {
                       ? 0
                       : std::min<std::size_t>(region_, std::size_t{1} << std::countr_zero(
                                                            reinterpret_cast<std::uintptr_t>(base)));
-    push(0, max_order_);
+    if (max_order_ >= small_orders)
+        big_push(max_order_, 0);
+    else
+        small_push(0, max_order_);
 }
 
 std::size_t buddy::allocate_offset(std::size_t size, std::size_t align) noexcept {
@@ -39,21 +53,37 @@ std::size_t buddy::allocate_offset(std::size_t size, std::size_t align) noexcept
     const std::uint64_t avail = free_mask_ & (~std::uint64_t{0} << order);
     if (avail == 0 || order > max_order_) return npos;
     unsigned k = static_cast<unsigned>(std::countr_zero(avail));
-    const std::uint32_t i = heads_[k];
-    node& n = nodes_[i];
-    pop(n.next, k);
+    std::uint32_t i = 0; // the block's first min_block
+    if (k >= small_orders) {
+        // Split among the large orders: keep the lower half, list the upper one.
+        std::uint32_t j = heads_[k];
+        big_unlink(k, j);
+        const unsigned stop = std::max(order, small_orders);
+        while (k > stop) {
+            --k;
+            j <<= 1;
+            big_push(k, j | 1u);
+        }
+        if (order >= small_orders) {
+            flip_used(order, j);
+            big(order, j) = size;
+            account(order, size);
+            return static_cast<std::size_t>(j) << (order + min_shift_);
+        }
+        i = j << small_orders; // continue among the small orders, from a block of order small_orders
+    } else {
+        i = heads_[k];
+        pop(nodes_[i].next, k);
+    }
     while (k > order) { // keep the lower half, list the upper one
         --k;
-        push(i + (std::uint32_t{1} << k), k);
+        small_push(i + (std::uint32_t{1} << k), k);
     }
+    node& n = nodes_[i];
     n.state = static_cast<std::uint8_t>(order);
     n.next = static_cast<std::uint32_t>(size);
     n.prev = static_cast<std::uint32_t>(static_cast<std::uint64_t>(size) >> 32);
-    used_ += min_block_ << order;
-    requested_ += size;
-    peak_ = std::max(peak_, used_);
-    ++live_;
-    ++total_;
+    account(order, size);
     return static_cast<std::size_t>(i) << min_shift_;
 }
 
@@ -62,11 +92,12 @@ bool buddy::verify_free(std::size_t offset) const noexcept {
     if (!STRATA_VERIFY(1, inside, foreign_pointer, buddy_name, base_ ? base_ + offset : nullptr,
                        "offset outside the region or not on a min_block boundary"))
         return false;
-    const std::uint8_t s = nodes_[offset >> min_shift_].state;
-    if (!STRATA_VERIFY(1, s != interior, foreign_pointer, buddy_name, base_ ? base_ + offset : nullptr,
+    const std::size_t i = offset >> min_shift_;
+    if (used_order(i) != none) return true;
+    if (!STRATA_VERIFY(1, free_starts_at(i), foreign_pointer, buddy_name, base_ ? base_ + offset : nullptr,
                        "offset is not the start of a block"))
         return false;
-    return STRATA_VERIFY(1, (s & free_flag) == 0, double_free, buddy_name, base_ ? base_ + offset : nullptr,
+    return STRATA_VERIFY(1, false, double_free, buddy_name, base_ ? base_ + offset : nullptr,
                          "block freed twice");
 }
 
@@ -74,39 +105,61 @@ void buddy::deallocate_offset(std::size_t offset) noexcept {
 #if STRATA_CHECKS >= 1
     if (!verify_free(offset)) return;
 #endif
-    free_index(static_cast<std::uint32_t>(offset >> min_shift_));
+    const std::size_t i = offset >> min_shift_;
+    const unsigned order = used_order(i);
+    if (order >= small_orders)
+        free_big(static_cast<std::uint32_t>(i >> order), order);
+    else
+        free_small(static_cast<std::uint32_t>(i), order);
 }
 
 void buddy::deallocate_offset(std::size_t offset, std::size_t size, std::size_t align) noexcept {
-#if STRATA_CHECKS >= 1
-    if (!verify_free(offset)) return;
     const std::size_t need = std::max(size, align);
     const unsigned order = need <= min_block_ ? 0u : log2_ceil(need) - min_shift_;
-    if (!STRATA_VERIFY(1, order == (nodes_[offset >> min_shift_].state & order_mask), size_mismatch,
-                       buddy_name, base_ ? base_ + offset : nullptr,
-                       "sized free names a size of another order"))
+#if STRATA_CHECKS >= 1
+    if (!verify_free(offset)) return;
+    if (!STRATA_VERIFY(1, order == used_order(offset >> min_shift_), size_mismatch, buddy_name,
+                       base_ ? base_ + offset : nullptr, "sized free names a size of another order"))
         return;
-#else
-    (void)size, (void)align;
 #endif
-    free_index(static_cast<std::uint32_t>(offset >> min_shift_));
+    // The size names the order: a large block's record is found without a search.
+    if (order >= small_orders)
+        free_big(static_cast<std::uint32_t>(offset >> (order + min_shift_)), order);
+    else
+        free_small(static_cast<std::uint32_t>(offset >> min_shift_), order);
 }
 
-void buddy::free_index(std::uint32_t i) noexcept {
+void buddy::free_small(std::uint32_t i, unsigned order) noexcept {
     const node& n = nodes_[i];
-    unsigned order = n.state & order_mask;
-    used_ -= min_block_ << order;
-    requested_ -= static_cast<std::size_t>(n.next) | (static_cast<std::size_t>(n.prev) << 32);
-    --live_;
+    unaccount(order, static_cast<std::size_t>(n.next) | (static_cast<std::size_t>(n.prev) << 32));
     while (order < max_order_) {
         const std::uint32_t b = i ^ (std::uint32_t{1} << order);
         if (nodes_[b].state != (free_flag | order)) break;
-        unlink(b, order);
+        small_unlink(b, order);
         nodes_[std::max(i, b)].state = interior;
         i = std::min(i, b);
+        if (++order == small_orders) { // the merged block is a large one: on to the per-order layout
+            nodes_[i].state = interior;
+            big_merge(i >> small_orders, order);
+            return;
+        }
+    }
+    small_push(i, order);
+}
+
+void buddy::free_big(std::uint32_t j, unsigned order) noexcept {
+    flip_used(order, j);
+    unaccount(order, static_cast<std::size_t>(big(order, j)));
+    big_merge(j, order);
+}
+
+void buddy::big_merge(std::uint32_t j, unsigned order) noexcept {
+    while (order < max_order_ && big_free(order, j ^ 1u)) {
+        big_unlink(order, j ^ 1u);
+        j >>= 1;
         ++order;
     }
-    push(i, order);
+    big_push(order, j);
 }
 
 heap_metrics buddy::metrics() const noexcept {
@@ -127,47 +180,80 @@ bool buddy::corrupt(std::size_t offset, const char* what) const noexcept {
 
 bool buddy::check() const noexcept {
     if (region_ == 0) return true;
-    std::size_t free_count[max_orders] = {};
+    std::size_t free_count[max_orders] = {}, used_count[max_orders] = {};
     std::size_t used = 0, requested = 0, live = 0;
     const std::size_t n = blocks();
     for (std::size_t i = 0; i < n;) {
         const std::uint8_t s = nodes_[i].state;
-        if (s == interior) return corrupt(i << min_shift_, "a block starts on an interior mark");
-        const unsigned order = s & order_mask;
-        if (order > max_order_) return corrupt(i << min_shift_, "block order out of range");
+        unsigned order = 0, marks = 0;
+        bool is_free = false;
+        if (s != interior) {
+            order = s & order_mask;
+            if (order >= small_orders)
+                return corrupt(i << min_shift_, "a per-min_block record names a large order");
+            is_free = (s & free_flag) != 0;
+            marks = 1;
+        }
+        // A large block starting here is one bit of its order; none may coexist with a small one.
+        for (unsigned k = small_orders; k <= top_order(i); ++k) {
+            const auto j = static_cast<std::uint32_t>(i >> k);
+            if (big_free(k, j)) ++marks, order = k, is_free = true;
+            if (big_used(k, j)) ++marks, order = k, is_free = false;
+        }
+        if (marks != 1)
+            return corrupt(i << min_shift_, marks == 0 ? "no block starts here" : "two blocks start here");
         const std::size_t len = std::size_t{1} << order;
         if ((i & (len - 1)) != 0) return corrupt(i << min_shift_, "block not aligned to its size");
         if (i + len > n) return corrupt(i << min_shift_, "block runs past the region");
-        for (std::size_t j = i + 1; j < i + len; ++j)
-            if (nodes_[j].state != interior) return corrupt(j << min_shift_, "a block starts inside another");
-        if ((s & free_flag) != 0) {
+        for (std::size_t m = i + 1; m < i + len; ++m)
+            if (nodes_[m].state != interior) return corrupt(m << min_shift_, "a block starts inside another");
+        if (is_free) {
             ++free_count[order];
             if (order < max_order_) {
                 const std::size_t b = i ^ len;
-                if (nodes_[b].state == s) return corrupt(i << min_shift_, "two free buddies left unmerged");
+                const bool buddy_free = order < small_orders
+                                            ? nodes_[b].state == (free_flag | order)
+                                            : big_free(order, static_cast<std::uint32_t>(b >> order));
+                if (buddy_free) return corrupt(i << min_shift_, "two free buddies left unmerged");
             }
         } else {
+            ++used_count[order];
             ++live;
             used += len << min_shift_;
-            requested +=
-                static_cast<std::size_t>(nodes_[i].next) | (static_cast<std::size_t>(nodes_[i].prev) << 32);
+            requested += order < small_orders
+                             ? static_cast<std::size_t>(nodes_[i].next) |
+                                   (static_cast<std::size_t>(nodes_[i].prev) << 32)
+                             : static_cast<std::size_t>(big(order, static_cast<std::uint32_t>(i >> order)));
         }
         i += len;
     }
-    for (unsigned k = 0; k < max_orders; ++k) {
+    for (unsigned k = 0; k <= max_order_; ++k) {
+        if (k >= small_orders) { // every bit set belongs to a block the walk found
+            std::size_t f = 0, u = 0;
+            for (std::size_t w = 0; w < ((n >> k) + 63) / 64; ++w) {
+                f += static_cast<std::size_t>(std::popcount(free_bits_[bit_at_[k] + w]));
+                u += static_cast<std::size_t>(std::popcount(used_bits_[bit_at_[k] + w]));
+            }
+            if (f != free_count[k] || u != used_count[k])
+                return corrupt(0, "a large order's bit marks no block (inside another, or past the end)");
+        }
         const bool listed = heads_[k] != nil;
         if (listed != (((free_mask_ >> k) & 1u) != 0))
             return corrupt(0, "order mask disagrees with the lists");
         std::size_t count = 0;
         std::uint32_t prev = nil;
-        for (std::uint32_t i = heads_[k]; i != nil; i = nodes_[i].next) {
-            if (i >= n || ++count > free_count[k]) return corrupt(0, "free list longer than the free blocks");
-            if (nodes_[i].state != (free_flag | k))
-                return corrupt(std::size_t{i} << min_shift_, "listed block not free");
+        for (std::uint32_t x = heads_[k]; x != nil;) {
+            const bool small = k < small_orders;
+            if (x >= (small ? n : n >> k) || ++count > free_count[k])
+                return corrupt(0, "free list longer than the free blocks");
+            const std::size_t at = small ? std::size_t{x} << min_shift_ : std::size_t{x} << (k + min_shift_);
+            if (small ? nodes_[x].state != (free_flag | k) : !big_free(k, x))
+                return corrupt(at, "listed block not free");
             // A head's back link is stale by design (heads are told by heads_).
-            if (prev != nil && nodes_[i].prev != prev)
-                return corrupt(std::size_t{i} << min_shift_, "free-list back link broken");
-            prev = i;
+            const std::uint32_t back = small ? nodes_[x].prev : static_cast<std::uint32_t>(big(k, x) >> 32);
+            if (prev != nil && back != prev) return corrupt(at, "free-list back link broken");
+            prev = x;
+            x = small ? nodes_[x].next : static_cast<std::uint32_t>(big(k, x));
         }
         if (count != free_count[k]) return corrupt(0, "a free block is missing from its list");
     }

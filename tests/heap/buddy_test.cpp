@@ -194,6 +194,71 @@ TEST(Buddy, DoubleFreeForeignAndInteriorAreReportedAndIgnored) {
     EXPECT_TRUE(b.check());
 }
 
+TEST(Buddy, LargeBlocksAnswerBadInputLikeSmallOnes) {
+    STRATA_REQUIRE_CHECKS(1);
+    // Orders from buddy::small_orders up keep their bookkeeping per order, not per min_block: the
+    // same bad frees must get the same answers there. 16-byte min_block: order 7 is 2 KiB.
+    buddy b(1 << 20, 16);
+    const std::size_t big = b.allocate_offset(4096);    // order 8, a large block
+    const std::size_t small = b.allocate_offset(64);    // order 2, cut across the boundary
+    const std::size_t other = b.allocate_offset(10000); // order 10
+    ASSERT_NE(big, buddy::npos);
+    ASSERT_NE(small, buddy::npos);
+    ASSERT_NE(other, buddy::npos);
+    EXPECT_EQ(b.block_size(big), 4096u);
+    EXPECT_EQ(b.block_size(other), 16384u);
+    EXPECT_TRUE(b.check());
+    strata::test::recording_handler rec;
+    b.deallocate_offset(big + 2048); // inside a large block, on a boundary of its order's half
+    EXPECT_TRUE(rec.saw_one(strata::violation_kind::foreign_pointer));
+    rec.clear();
+    b.deallocate_offset(big, 100, 1); // 100 bytes names order 3, the block is order 8
+    EXPECT_TRUE(rec.saw_one(strata::violation_kind::size_mismatch));
+    rec.clear();
+    b.deallocate_offset(big, 4096, 1);
+    EXPECT_TRUE(rec.empty());
+    b.deallocate_offset(big); // now a free large block's start
+    EXPECT_TRUE(rec.saw_one(strata::violation_kind::double_free));
+    rec.clear();
+    EXPECT_TRUE(b.check());
+    b.deallocate_offset(small, 64, 1);
+    b.deallocate_offset(other);
+    EXPECT_TRUE(rec.empty());
+    EXPECT_TRUE(b.check());
+    EXPECT_EQ(b.largest_free_block(), std::size_t{1} << 20); // merged back across both layouts
+}
+
+TEST(Buddy, SplitsAndMergesCrossBetweenTheTwoLayouts) {
+    // Each order from 0 to 12 of a 64 KiB region: fill it with blocks of that order, free every other
+    // one, then the rest; check() walks both layouts at each step.
+    for (unsigned order = 0; order <= 12; ++order) {
+        buddy b(1 << 16, 16);
+        const std::size_t size = std::size_t{16} << order;
+        std::vector<std::size_t> offsets;
+        for (std::size_t off; (off = b.allocate_offset(size)) != buddy::npos;)
+            offsets.push_back(off);
+        ASSERT_EQ(offsets.size(), (std::size_t{1} << 16) / size) << "order " << order;
+        ASSERT_TRUE(b.check()) << "order " << order;
+        std::size_t blocks = 0;
+        b.for_each_block([&](const strata::block_info& info) {
+            EXPECT_TRUE(info.used);
+            EXPECT_EQ(info.size, size);
+            ++blocks;
+        });
+        EXPECT_EQ(blocks, offsets.size());
+        for (std::size_t i = 0; i < offsets.size(); i += 2)
+            b.deallocate_offset(offsets[i], size, 1);
+        ASSERT_TRUE(b.check()) << "order " << order;
+        for (std::size_t i = 1; i < offsets.size(); i += 2) {
+            EXPECT_EQ(b.block_size(offsets[i]), size);
+            b.deallocate_offset(offsets[i]);
+        }
+        ASSERT_TRUE(b.check()) << "order " << order;
+        EXPECT_EQ(b.largest_free_block(), std::size_t{1} << 16);
+        EXPECT_EQ(b.metrics().free_blocks, 1u);
+    }
+}
+
 TEST(Buddy, InternalWasteNearRussellUnderUniformSizes) {
     // Russell (1977): under sizes uniform over a wide range a binary buddy grants ~1.44x (the
     // expectation of 2^ceil(log2 s) / s is 1/ln 2 * ... ~ 1.44 for s uniform in [2^k, 2^(k+1))).
@@ -264,9 +329,15 @@ TEST(Buddy, RandomizedAgainstReferenceModel) {
 }
 
 TEST(Buddy, ManagesMemoryItMustNotTouch) {
-    // A 256 GiB "GPU heap" as offsets: the bookkeeping is 9 bytes per 64 KiB min_block, outside.
+    // A 256 GiB "GPU heap" as offsets, 2^22 min_blocks of 64 KiB. The bookkeeping, all outside: a
+    // 12-byte record per min_block, and for orders 7..22 an 8-byte record and two bits per block.
     buddy b(std::size_t{1} << 38, std::size_t{1} << 16);
-    EXPECT_EQ(b.bookkeeping_bytes(), (std::size_t{1} << 22) * 12);
+    std::size_t big = 0, words = 0;
+    for (unsigned k = buddy::small_orders; k <= 22; ++k) {
+        big += std::size_t{1} << (22 - k);
+        words += ((std::size_t{1} << (22 - k)) + 63) / 64;
+    }
+    EXPECT_EQ(b.bookkeeping_bytes(), (std::size_t{1} << 22) * 12 + big * 8 + words * 16);
     const std::size_t tex = b.allocate_offset(std::size_t{3} << 30, std::size_t{1} << 16);
     EXPECT_EQ(tex, 0u);
     EXPECT_EQ(b.block_size(tex), std::size_t{4} << 30);
