@@ -92,12 +92,12 @@ bool buddy::verify_free(std::size_t offset) const noexcept {
     if (!STRATA_VERIFY(1, inside, foreign_pointer, buddy_name, base_ ? base_ + offset : nullptr,
                        "offset outside the region or not on a min_block boundary"))
         return false;
-    const std::size_t i = offset >> min_shift_;
-    if (used_order(i) != none) return true;
-    if (!STRATA_VERIFY(1, free_starts_at(i), foreign_pointer, buddy_name, base_ ? base_ + offset : nullptr,
+    unsigned order = 0;
+    const std::uint8_t s = block_at(offset >> min_shift_, order);
+    if (!STRATA_VERIFY(1, s != interior, foreign_pointer, buddy_name, base_ ? base_ + offset : nullptr,
                        "offset is not the start of a block"))
         return false;
-    return STRATA_VERIFY(1, false, double_free, buddy_name, base_ ? base_ + offset : nullptr,
+    return STRATA_VERIFY(1, (s & free_flag) == 0, double_free, buddy_name, base_ ? base_ + offset : nullptr,
                          "block freed twice");
 }
 

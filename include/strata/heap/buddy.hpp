@@ -154,21 +154,9 @@ public:
     template <class Visitor>
     void for_each_block(Visitor&& visit) const {
         for (std::size_t i = 0; i < blocks();) {
-            const std::uint8_t s = nodes_[i].state;
-            unsigned order = s & order_mask;
-            bool used = (s & free_flag) == 0;
-            if (s == interior) { // a large block starts here, or nothing does (corrupt: step one)
-                order = 0;
-                used = false;
-                for (unsigned k = top_order(i); k >= small_orders; --k) {
-                    const auto j = static_cast<std::uint32_t>(i >> k);
-                    if (big_used(k, j) || big_free(k, j)) {
-                        order = k;
-                        used = big_used(k, j);
-                        break;
-                    }
-                }
-            }
+            unsigned order = 0; // nothing starts at i (corrupt; check() tells): step one min_block
+            const std::uint8_t s = block_at(i, order);
+            const bool used = s != interior && (s & free_flag) == 0;
             visit(block_info{i << min_shift_, (min_block_ << order), used});
             i += std::size_t{1} << order;
         }
@@ -280,18 +268,26 @@ private:
         return i == 0 ? max_order_
                       : std::min<unsigned>(max_order_, static_cast<unsigned>(std::countr_zero(i)));
     }
-    // Returns: the order of the used block starting at min_block i, or `none`. O(orders).
-    [[nodiscard]] unsigned used_order(std::size_t i) const noexcept {
-        for (unsigned k = top_order(i); k >= small_orders; --k)
-            if (big_used(k, static_cast<std::uint32_t>(i >> k))) return k;
+    // Returns: the block starting at min_block i as a small record's state would say it (order |
+    // free_flag, order, or interior when none starts there), its order in `order`. The large
+    // orders' bits are looked at first, from the highest order down: O(orders).
+    [[nodiscard]] std::uint8_t block_at(std::size_t i, unsigned& order) const noexcept {
+        for (unsigned k = top_order(i); k >= small_orders; --k) {
+            const auto j = static_cast<std::uint32_t>(i >> k);
+            if (big_used(k, j) || big_free(k, j)) {
+                order = k;
+                return static_cast<std::uint8_t>(big_free(k, j) ? free_flag | k : k);
+            }
+        }
         const std::uint8_t s = nodes_[i].state;
-        return s != interior && (s & free_flag) == 0 ? s : none;
+        if (s != interior) order = s & order_mask;
+        return s;
     }
-    // Returns: true when a free block starts at min_block i.
-    [[nodiscard]] bool free_starts_at(std::size_t i) const noexcept {
-        for (unsigned k = top_order(i); k >= small_orders; --k)
-            if (big_free(k, static_cast<std::uint32_t>(i >> k))) return true;
-        return nodes_[i].state != interior && (nodes_[i].state & free_flag) != 0;
+    // Returns: the order of the used block starting at min_block i, or `none`.
+    [[nodiscard]] unsigned used_order(std::size_t i) const noexcept {
+        unsigned order = 0;
+        const std::uint8_t s = block_at(i, order);
+        return s == interior || (s & free_flag) != 0 ? none : order;
     }
     [[nodiscard]] bool verify_free(std::size_t offset) const noexcept;
     void free_small(std::uint32_t i, unsigned order) noexcept;
