@@ -207,6 +207,7 @@ TEST(Tlsf, SliversStayInTheBlockAndLargerTailsSplit) {
         void* a = h.allocate(bytes);
         void* wall = h.allocate(16);
         h.deallocate(a);
+        h.flush(); // a free completes one deallocate late; the next allocation must see the hole
         return std::pair{a, wall};
     };
 
@@ -225,6 +226,7 @@ TEST(Tlsf, SliversStayInTheBlockAndLargerTailsSplit) {
     EXPECT_EQ(p[96'999], 0x5a);
     EXPECT_TRUE(h.check());
     h.deallocate(p);
+    h.flush();
 
     // Same hole, 90,000 asked: the 10,000-byte tail (above 90,000 / 16) is a block of its own.
     p = static_cast<unsigned char*>(h.allocate(90'000));
@@ -246,6 +248,7 @@ TEST(Tlsf, SliversStayInTheBlockAndLargerTailsSplit) {
     EXPECT_EQ(h.usable_size(q), mib2);
     h.deallocate(q);
     h.deallocate(wall2);
+    h.flush();
     auto [c, wall3] = hole(mib2 + 60 * 1024);
     q = h.allocate(mib2);
     EXPECT_EQ(q, c);
@@ -272,6 +275,122 @@ TEST(Tlsf, UsableSizeAndSlackAccounting) {
     h.deallocate(p);
     h.deallocate(q);
     EXPECT_EQ(h.metrics().requested_bytes, 0u);
+}
+
+// deallocate(p) completes the previous call's free and leaves p's in flight. Every query completes
+// it first, so what they report is exactly what immediate frees give.
+TEST(Tlsf, QueriesSeeAFreeInFlightAsDone) {
+    heap_buffer buf(1 << 16);
+    strata::tlsf h(buf.span());
+    void* a = h.allocate(100);
+    void* b = h.allocate(200);
+    void* c = h.allocate(300);
+    const std::size_t uc = h.usable_size(c);
+    h.deallocate(b); // in flight
+    std::size_t free_seen = 0, used_seen = 0;
+    h.for_each_block([&](strata::block_info info) { (info.used ? used_seen : free_seen) += 1; });
+    EXPECT_EQ(used_seen, 2u);
+    EXPECT_EQ(free_seen, 2u); // b's block, and the rest of the pool
+    h.deallocate(a);          // completes b's free, a in flight
+    const auto s = h.stats();
+    EXPECT_EQ(s.in_use, uc);
+    EXPECT_EQ(s.live_allocations, 1u);
+    EXPECT_EQ(h.metrics().used_blocks, 1u);
+    EXPECT_TRUE(h.check());
+    h.deallocate(c);
+    EXPECT_EQ(h.stats().in_use, 0u);
+    EXPECT_EQ(h.metrics().free_blocks, 1u); // everything merged back
+    EXPECT_EQ(h.largest_free_block(), h.stats().capacity - strata::tlsf::pool_overhead - 16);
+}
+
+// The peak is taken when the bytes in use fall, less the block in flight: it must equal the
+// highest sum of usable sizes a model of the live blocks ever held, queried or not in between.
+TEST(Tlsf, PeakIsExactWithAFreeInFlight) {
+    heap_buffer buf(1 << 20);
+    strata::tlsf h(buf.span());
+    strata::test::test_rng rng{0x9eaf};
+    std::vector<std::pair<void*, std::size_t>> live; // pointer, usable size
+    std::size_t used = 0, peak = 0;
+    for (int step = 0; step < 20'000; ++step) {
+        const std::size_t r = rng.between(0, 9);
+        if (r < 5 || live.empty()) {
+            void* p = h.allocate(rng.between(1, 3000));
+            if (p == nullptr) continue;
+            live.emplace_back(p, h.usable_size(p));
+            used += live.back().second;
+        } else if (r < 9) {
+            const std::size_t k = rng.between(0, live.size() - 1);
+            h.deallocate(live[k].first);
+            used -= live[k].second;
+            live[k] = live.back();
+            live.pop_back();
+        } else {
+            const std::size_t k = rng.between(0, live.size() - 1);
+            void* q = h.reallocate(live[k].first, rng.between(1, 3000));
+            if (q == nullptr) continue;
+            if (q != live[k].first) peak = std::max(peak, used + h.usable_size(q)); // both live a moment
+            used = used - live[k].second + h.usable_size(q);
+            live[k] = {q, h.usable_size(q)};
+        }
+        peak = std::max(peak, used);
+        if (step % 997 == 0) { // a query now and then: it completes the free in flight early
+            EXPECT_EQ(h.stats().in_use, used);
+            EXPECT_EQ(h.stats().peak, peak);
+        }
+    }
+    EXPECT_EQ(h.stats().in_use, used);
+    EXPECT_EQ(h.stats().peak, peak);
+    EXPECT_EQ(h.stats().live_allocations, live.size());
+    EXPECT_TRUE(h.check());
+}
+
+// A block in flight is not listed yet; an allocation that finds nothing else completes it and tries
+// again, so freeing the one block that fits and asking again succeeds (any alignment).
+TEST(Tlsf, AnAllocationThatNeedsTheBlockInFlightGetsIt) {
+    heap_buffer buf(1 << 16);
+    strata::tlsf h(buf.span());
+    const std::size_t all = h.largest_free_block();
+    void* p = h.allocate(all);
+    ASSERT_NE(p, nullptr);
+    h.deallocate(p);
+    void* q = h.allocate(all);
+    EXPECT_EQ(q, p);
+    h.deallocate(q);
+    void* r = h.allocate(all / 2, 4096);
+    ASSERT_NE(r, nullptr);
+    h.deallocate(r);
+    void* s = h.allocate(all / 2, 4096);
+    EXPECT_EQ(s, r);
+    h.deallocate(s);
+    void* t = h.reallocate(nullptr, all); // reallocate(nullptr) allocates: the same rule
+    EXPECT_EQ(t, p);
+    h.deallocate(t);
+    h.deallocate(nullptr); // completes t's free: nothing in flight now
+    EXPECT_TRUE(h.check());
+    EXPECT_EQ(h.largest_free_block(), all);
+}
+
+// At checks >= 1 a second free of the block still in flight is a double free, like any other.
+TEST(Tlsf, ASecondFreeOfTheBlockInFlightIsADoubleFree) {
+    STRATA_REQUIRE_CHECKS(1);
+    heap_buffer buf(1 << 16);
+    strata::tlsf h(buf.span());
+    void* a = h.allocate(64);
+    void* b = h.allocate(64);
+    h.deallocate(a);
+    strata::test::recording_handler rec;
+    h.deallocate(a); // a is the free in flight
+    EXPECT_TRUE(rec.saw_one(strata::violation_kind::double_free));
+    EXPECT_EQ(h.stats().live_allocations, 1u);
+    EXPECT_TRUE(h.check());
+    void* c = h.reallocate(b, 32); // completes nothing twice
+    EXPECT_EQ(c, b);
+    h.deallocate(b);
+    h.deallocate(b); // in flight again: reported again
+    ASSERT_EQ(rec.count(), 2u);
+    EXPECT_EQ(rec.last().kind, strata::violation_kind::double_free);
+    EXPECT_EQ(h.stats().live_allocations, 0u);
+    EXPECT_TRUE(h.check());
 }
 
 } // namespace

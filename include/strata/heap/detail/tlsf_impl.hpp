@@ -40,6 +40,11 @@ void* basic_tlsf<SLI>::allocate_aligned(std::size_t size, std::size_t align) noe
     const std::size_t search = need + align + header_size + min_payload;
     block* b = take_fit(search);
     if (b == nullptr) b = take_from_own_class(search);
+    if (b == nullptr && pending_ != nullptr) { // the block in flight may be what fits
+        flush();
+        b = take_fit(search);
+        if (b == nullptr) b = take_from_own_class(search);
+    }
     if (b == nullptr) return nullptr;
     const auto payload = reinterpret_cast<std::uintptr_t>(b->payload());
     std::uintptr_t aligned = (payload + (align - 1)) & ~std::uintptr_t{align - 1};
@@ -79,6 +84,7 @@ template <unsigned SLI>
 void* basic_tlsf<SLI>::reallocate(void* p, std::size_t new_size, std::size_t align) noexcept {
     if (p == nullptr) return allocate(new_size, align);
     if (new_size - 1 >= max_request) return nullptr;
+    flush(); // the free in flight may be p's successor; and used_ may fall below: take the peak
 #if STRATA_CHECKS >= 1
     if (!verify_live(p)) return nullptr;
 #endif
@@ -130,6 +136,7 @@ void* basic_tlsf<SLI>::reallocate(void* p, std::size_t new_size, std::size_t ali
 
 template <unsigned SLI>
 std::size_t basic_tlsf<SLI>::largest_free_block() const noexcept {
+    settle();
     if (fl_bitmap_ == 0) return 0;
     const unsigned fl = 63u - static_cast<unsigned>(std::countl_zero(fl_bitmap_));
     const unsigned sl = 31u - static_cast<unsigned>(std::countl_zero(sl_bitmap_[fl]));
@@ -141,6 +148,7 @@ std::size_t basic_tlsf<SLI>::largest_free_block() const noexcept {
 
 template <unsigned SLI>
 heap_metrics basic_tlsf<SLI>::metrics() const noexcept {
+    settle();
     heap_metrics m = pools_.block_metrics();
     m.capacity = capacity_;
     // Requested bytes are not counted on the hot path: each used block keeps its slack.
@@ -152,6 +160,9 @@ heap_metrics basic_tlsf<SLI>::metrics() const noexcept {
 
 template <unsigned SLI>
 bool basic_tlsf<SLI>::verify_live(const void* p) const noexcept {
+    if (!STRATA_VERIFY(1, p != pending_, double_free, detail::tlsf_name, p,
+                       "block freed twice (its first free is in flight)"))
+        return false;
     const pool_record* pool = pools_.find(p);
     if (!STRATA_VERIFY(1, pool != nullptr && is_aligned(p, alignment), foreign_pointer, detail::tlsf_name, p,
                        "pointer lies outside every pool of this heap"))
@@ -172,6 +183,7 @@ bool basic_tlsf<SLI>::corrupt(const void* where, const char* what) const noexcep
 
 template <unsigned SLI>
 bool basic_tlsf<SLI>::check() const noexcept {
+    settle();
     std::size_t free_blocks = 0, used_blocks = 0, used_bytes = 0, capacity = 0;
     for (const pool_record* pool = pools_.front(); pool != nullptr; pool = pool->next) {
         capacity += pool->bytes;
