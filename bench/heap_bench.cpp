@@ -67,12 +67,19 @@ struct region {
     std::byte* data;
 };
 
-template <class Heap>
+/// Unsized free, or with `Sized` the sized call (tlsf takes the size as a prefetch hint).
+template <class Heap, bool Sized = false>
 struct pool_heap {
     explicit pool_heap(const workload& w)
         : memory(2 * w.peak_live_bytes + 32 * w.live() + (std::size_t{1} << 20)), heap(memory.span()) {}
     [[gnu::always_inline]] void* allocate(std::size_t n) noexcept { return heap.allocate(n, 16); }
-    [[gnu::always_inline]] void deallocate(void* p, std::size_t) noexcept { heap.deallocate(p); }
+    [[gnu::always_inline]] void deallocate(void* p, std::size_t n) noexcept {
+        if constexpr (Sized) {
+            heap.deallocate(p, n, 16);
+        } else {
+            heap.deallocate(p);
+        }
+    }
     region memory;
     Heap heap;
 };
@@ -158,6 +165,7 @@ std::size_t count_churn(std::size_t fills) {
 }
 
 using tlsf_heap = pool_heap<strata::tlsf>;
+using tlsf_sized_heap = pool_heap<strata::tlsf, true>;
 using tlsf4_heap = pool_heap<strata::basic_tlsf<4>>;
 using first_fit_heap = pool_heap<strata::free_list_first_fit>;
 
@@ -168,6 +176,8 @@ using first_fit_heap = pool_heap<strata::free_list_first_fit>;
 
 HEAP_BENCH(tlsf_heap, w1, "tlsf/w1");
 HEAP_BENCH(tlsf_heap, w2, "tlsf/w2");
+HEAP_BENCH(tlsf_sized_heap, w1, "tlsf_sized/w1");
+HEAP_BENCH(tlsf_sized_heap, w2, "tlsf_sized/w2");
 HEAP_BENCH(tlsf4_heap, w1, "tlsf_sli4/w1");
 HEAP_BENCH(tlsf4_heap, w2, "tlsf_sli4/w2");
 HEAP_BENCH(buddy_heap, w1, "buddy/w1");

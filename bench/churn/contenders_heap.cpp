@@ -49,21 +49,29 @@ private:
     return 2 * w.peak_live_bytes + 32 * w.live() + (std::size_t{1} << 20);
 }
 
-/// tlsf or free_list over one pre-faulted pool; unsized free (the heap knows its blocks).
-template <class Heap>
+/// tlsf or free_list over one pre-faulted pool; unsized free (the heap knows its blocks), or with
+/// `Sized` the sized call std::pmr and std::allocator make (tlsf takes the size as a prefetch hint).
+template <class Heap, bool Sized = false>
 struct pool_heap_adapter {
     static bool accepts(const workload&) { return true; }
     explicit pool_heap_adapter(const workload& w) : memory_(heap_bytes(w)), heap_(memory_.span()) {}
     [[gnu::always_inline]] void* allocate(std::size_t size) noexcept {
         return heap_.allocate(size, workload::alignment);
     }
-    [[gnu::always_inline]] void deallocate(void* p, std::size_t) noexcept { heap_.deallocate(p); }
+    [[gnu::always_inline]] void deallocate(void* p, std::size_t size) noexcept {
+        if constexpr (Sized) {
+            heap_.deallocate(p, size, workload::alignment);
+        } else {
+            heap_.deallocate(p);
+        }
+    }
     bool check() noexcept { return heap_.check(); }
     prefaulted memory_;
     Heap heap_;
 };
 
 using tlsf_adapter = pool_heap_adapter<strata::tlsf>;
+using tlsf_sized_adapter = pool_heap_adapter<strata::tlsf, true>;
 using tlsf4_adapter = pool_heap_adapter<strata::basic_tlsf<4>>;
 
 /// The free lists walk O(free blocks) per call, microseconds per pair once W1/W2 fragment them: at
@@ -95,6 +103,8 @@ struct buddy_adapter {
 } // namespace
 
 STRATA_CHURN_CONTENDER(tlsf_adapter, "tlsf", "strata::tlsf (SLI 5), one pre-faulted pool");
+STRATA_CHURN_CONTENDER(tlsf_sized_adapter, "tlsf_sized",
+                       "strata::tlsf (SLI 5), freed with the size as a hint");
 STRATA_CHURN_CONTENDER(tlsf4_adapter, "tlsf_sli4", "strata::basic_tlsf<4>, one pre-faulted pool");
 STRATA_CHURN_CONTENDER(buddy_adapter, "buddy",
                        "strata::buddy, min_block 16, pre-faulted power-of-two region");
