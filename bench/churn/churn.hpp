@@ -50,7 +50,7 @@ struct pair_op {
 
 /// A seeded churn sequence.
 struct workload {
-    std::string name; ///< "w1", "w2", "w3"
+    std::string name; ///< "w1", "w2", "w3", "w4"
     std::string description;
     std::vector<std::uint32_t> initial; ///< sizes of the live set, slot i gets initial[i]
     std::vector<pair_op> pairs;
@@ -123,13 +123,27 @@ inline constexpr std::size_t default_pairs = 1'000'000;
                             [](splitmix64&) { return 96u; });
 }
 
-/// Returns: the workload called `name` ("w1", "w2", "w3"). Throws: std::invalid_argument otherwise.
+/// W4: 256 live blocks, sizes log-uniform in [64 KiB, 512 KiB]: above every size class, so a
+/// general heap's medium tier (engine_heap's TLSF arenas) serves each call. Not in the set:
+/// it exists to measure that tier (docs/engine.md).
+[[nodiscard]] inline workload make_w4(std::size_t pairs = default_pairs, std::uint64_t seed = default_seed) {
+    return detail::generate("w4", "medium: 256 live, sizes log-uniform 64-512 KiB", 256, pairs, seed,
+                            [](splitmix64& r) {
+                                const double u = static_cast<double>(r.next() >> 11) * 0x1.0p-53;
+                                const double s = 65536.0 * std::exp2(3.0 * u);
+                                return std::clamp(static_cast<std::uint32_t>(s), 65537u, 524288u);
+                            });
+}
+
+/// Returns: the workload called `name` ("w1", "w2", "w3", "w4"). Throws: std::invalid_argument otherwise.
 [[nodiscard]] inline workload make_workload(std::string_view name, std::size_t pairs = default_pairs,
                                             std::uint64_t seed = default_seed) {
     if (name == "w1") return make_w1(pairs, seed);
     if (name == "w2") return make_w2(pairs, seed);
     if (name == "w3") return make_w3(pairs, seed);
-    throw std::invalid_argument("strata-churn: unknown workload '" + std::string(name) + "' (w1, w2, w3)");
+    if (name == "w4") return make_w4(pairs, seed);
+    throw std::invalid_argument("strata-churn: unknown workload '" + std::string(name) +
+                                "' (w1, w2, w3, w4)");
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
-// strata-churn: runs the W1/W2/W3 churn workloads through the registered contenders.
+// strata-churn: runs the W1/W2/W3 churn workloads (and, when asked, W4) through the registered
+// contenders.
 //
-//   strata-churn [--workload w1,w2,w3] [--only NAME,...] [--label NAME] [--pairs N] [--repeats R]
+//   strata-churn [--workload w1,w2,w3,w4] [--only NAME,...] [--label NAME] [--pairs N] [--repeats R]
 //                [--latency-runs K] [--warmup W] [--seed S] [--jsonl FILE] [--list]
 //
 // Per (contender, workload) it prints ns per free+allocate pair (median of R throughput passes, no
@@ -62,7 +63,7 @@ std::string tail_json(const tail& t) {
 int usage(const char* argv0) {
     std::fprintf(
         stderr,
-        "usage: %s [--workload w1,w2,w3] [--only NAME,...] [--label NAME] [--pairs N] [--repeats R]\n"
+        "usage: %s [--workload w1,w2,w3,w4] [--only NAME,...] [--label NAME] [--pairs N] [--repeats R]\n"
         "          [--latency-runs K] [--warmup W] [--seed S] [--jsonl FILE] [--list]\n",
         argv0);
     return 2;

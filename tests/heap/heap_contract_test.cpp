@@ -375,6 +375,9 @@ void random_run(H& h, heap_model& model, std::uint64_t seed, std::size_t ops, st
             live[i] = live.back();
             live.pop_back();
         }
+        if constexpr (requires { h.live_allocations(); }) {
+            ASSERT_EQ(h.live_allocations(), live.size()) << "op " << op; // O(1): asked every op
+        }
         if ((op & 4095) == 0) {
             ASSERT_TRUE(h.check()) << "op " << op;
         }

@@ -303,6 +303,27 @@ TEST(Tlsf, QueriesSeeAFreeInFlightAsDone) {
     EXPECT_EQ(h.largest_free_block(), h.stats().capacity - strata::tlsf::pool_overhead - 16);
 }
 
+// live_allocations() counts without completing the free in flight; it agrees with stats() at every
+// step, nullptr frees (which complete the block in flight and park nothing) included.
+TEST(Tlsf, LiveAllocationsLeavesTheFreeInFlight) {
+    heap_buffer buf(1 << 16);
+    strata::tlsf h(buf.span());
+    EXPECT_EQ(h.live_allocations(), 0u);
+    void* a = h.allocate(100);
+    void* b = h.allocate(200);
+    EXPECT_EQ(h.live_allocations(), 2u);
+    h.deallocate(a); // in flight
+    EXPECT_EQ(h.live_allocations(), 1u);
+    h.deallocate(nullptr); // completes a's free, nothing in flight
+    EXPECT_EQ(h.live_allocations(), 1u);
+    EXPECT_EQ(h.stats().live_allocations, 1u);
+    h.deallocate(b);
+    EXPECT_EQ(h.live_allocations(), 0u);
+    EXPECT_EQ(h.stats().live_allocations, 0u);
+    EXPECT_EQ(h.live_allocations(), 0u); // after stats() completed it
+    EXPECT_TRUE(h.check());
+}
+
 // The peak is taken when the bytes in use fall, less the block in flight: it must equal the
 // highest sum of usable sizes a model of the live blocks ever held, queried or not in between.
 TEST(Tlsf, PeakIsExactWithAFreeInFlight) {

@@ -484,6 +484,7 @@ private:
     std::atomic<std::size_t> large_bytes_{0};
     std::atomic<std::size_t> large_live_{0};
     std::atomic<std::size_t> large_total_{0};
+    // The medium_ counters are written under medium_lock_ only (engine_heap.cpp, add_under_lock).
     std::atomic<std::size_t> medium_total_{0};
     std::atomic<std::size_t> medium_count_{0};
     std::atomic<std::size_t> medium_in_use_{0};

@@ -175,6 +175,13 @@ public:
         return {used_, std::max(peak_, used_), capacity_, total_ - freed_, total_, largest_free_block()};
     }
 
+    /// Returns: how many blocks are live: allocated and not passed to deallocate (a free in flight
+    /// is not live). Complexity: O(1); unlike stats() it leaves the free in flight where it is, so
+    /// a caller may ask after every free (the engine heap does, to return empty arenas).
+    [[nodiscard]] std::size_t live_allocations() const noexcept {
+        return total_ - freed_ - (pending_ != nullptr ? 1u : 0u);
+    }
+
     /// Returns: the shared heap figures, by walking every block. Complexity: O(blocks).
     [[nodiscard]] heap_metrics metrics() const noexcept;
 
