@@ -100,6 +100,16 @@ workload generate(std::string name, std::string description, std::uint32_t live,
 inline constexpr std::uint64_t default_seed = 0x5717a7a5eedull;
 inline constexpr std::size_t default_pairs = 1'000'000;
 
+namespace detail {
+/// Returns: lo * 2^(octaves * u) for u uniform in [0, 1) (53 random bits), clamped to [min, max]:
+/// as many sizes in each doubling as in any other.
+inline std::uint32_t log_uniform(splitmix64& r, double lo, double octaves, std::uint32_t min,
+                                 std::uint32_t max) noexcept {
+    const double u = static_cast<double>(r.next() >> 11) * 0x1.0p-53;
+    return std::clamp(static_cast<std::uint32_t>(lo * std::exp2(octaves * u)), min, max);
+}
+} // namespace detail
+
 /// W1: 10,000 live blocks, sizes uniform in [16, 256].
 [[nodiscard]] inline workload make_w1(std::size_t pairs = default_pairs, std::uint64_t seed = default_seed) {
     return detail::generate("w1", "random small: 10,000 live, sizes uniform 16-256 B", 10'000, pairs, seed,
@@ -109,12 +119,7 @@ inline constexpr std::size_t default_pairs = 1'000'000;
 /// W2: 2,000 live blocks, sizes log-uniform in [16, 65536] (as many 16-32 B requests as 32-64 KiB).
 [[nodiscard]] inline workload make_w2(std::size_t pairs = default_pairs, std::uint64_t seed = default_seed) {
     return detail::generate("w2", "mixed: 2,000 live, sizes log-uniform 16 B-64 KiB", 2'000, pairs, seed,
-                            [](splitmix64& r) {
-                                // 53 random bits -> u in [0, 1); size = 16 * 4096^u, in [16, 65536).
-                                const double u = static_cast<double>(r.next() >> 11) * 0x1.0p-53;
-                                const double s = 16.0 * std::exp2(12.0 * u);
-                                return std::clamp(static_cast<std::uint32_t>(s), 16u, 65536u);
-                            });
+                            [](splitmix64& r) { return detail::log_uniform(r, 16.0, 12.0, 16u, 65536u); });
 }
 
 /// W3: 10,000 live blocks, every size 96 (a particle).
@@ -127,12 +132,9 @@ inline constexpr std::size_t default_pairs = 1'000'000;
 /// general heap's medium tier (engine_heap's TLSF arenas) serves each call. Not in the set:
 /// it exists to measure that tier (docs/engine.md).
 [[nodiscard]] inline workload make_w4(std::size_t pairs = default_pairs, std::uint64_t seed = default_seed) {
-    return detail::generate("w4", "medium: 256 live, sizes log-uniform 64-512 KiB", 256, pairs, seed,
-                            [](splitmix64& r) {
-                                const double u = static_cast<double>(r.next() >> 11) * 0x1.0p-53;
-                                const double s = 65536.0 * std::exp2(3.0 * u);
-                                return std::clamp(static_cast<std::uint32_t>(s), 65537u, 524288u);
-                            });
+    return detail::generate(
+        "w4", "medium: 256 live, sizes log-uniform 64-512 KiB", 256, pairs, seed,
+        [](splitmix64& r) { return detail::log_uniform(r, 65536.0, 3.0, 65537u, 524288u); });
 }
 
 /// Returns: the workload called `name` ("w1", "w2", "w3", "w4"). Throws: std::invalid_argument otherwise.
