@@ -13,9 +13,23 @@ namespace {
 
 // Guards every thread_record's attachment (owner, the depots' thread lists) and each thread's
 // table of records. Taken only on slow paths: a thread's first use of a depot, thread exit,
-// depot destruction. Lock order: registry, then a depot's mutex.
+// depot destruction. Lock order: registry, then a depot's mutex; never the registry while this
+// thread runs a backend (see in_backend).
 constinit std::mutex registry_mutex;
 std::atomic<std::uint64_t> next_depot_id{1}; // 0 never matches: the empty hint
+
+// Nonzero while this thread runs some depot's backend. In caching mode the backend runs T() and
+// ~T(), and a T may use another magazine_cache: attaching to it would take the registry under a
+// depot mutex (or, from ~magazine_depot, take the registry twice). Such a use is served without a
+// record: straight to that cache's backend.
+constinit thread_local unsigned in_backend = 0;
+
+struct backend_scope {
+    backend_scope() noexcept { ++in_backend; }
+    ~backend_scope() { --in_backend; }
+    backend_scope(const backend_scope&) = delete;
+    backend_scope& operator=(const backend_scope&) = delete;
+};
 
 } // namespace
 
@@ -65,10 +79,33 @@ magazine_depot::magazine_depot(backend b, magazine_options options) noexcept
 }
 
 magazine_depot::~magazine_depot() {
-    const std::lock_guard<std::mutex> registry(registry_mutex);
-    const std::lock_guard<std::mutex> lock(mutex_);
-    while (threads_ != nullptr)
-        detach_locked(threads_);
+    // Every thread's magazines are taken under the registry lock, and emptied into the backend
+    // only after it is released: with cached objects the backend runs ~T(), which may use (and
+    // attach to) another cache. No other thread may be inside this depot (the destruction rule), and
+    // once its records are marked dead no exiting thread looks at it, so the rest needs no lock.
+    magazine* taken = nullptr;
+    {
+        const std::lock_guard<std::mutex> registry(registry_mutex);
+        const std::lock_guard<std::mutex> lock(mutex_);
+        while (threads_ != nullptr) {
+            thread_record* r = threads_;
+            for (magazine* m : {r->loaded, r->previous}) {
+                if (m == nullptr) continue;
+                m->next = taken;
+                taken = m;
+            }
+            r->loaded = r->previous = nullptr;
+            threads_ = r->next;
+            r->prev = r->next = nullptr;
+            r->owner = nullptr;
+        }
+    }
+    for (magazine* m = taken; m != nullptr;) {
+        magazine* next = m->next;
+        flush_magazine_locked(m);
+        ::operator delete(m);
+        m = next;
+    }
     for (magazine* m = full_; m != nullptr;) {
         magazine* next = m->next;
         flush_magazine_locked(m);
@@ -91,7 +128,10 @@ magazine_depot::magazine* magazine_depot::new_magazine() noexcept {
 }
 
 void magazine_depot::flush_magazine_locked(magazine* m) noexcept {
-    if (m->count != 0) backend_.deallocate_batch(backend_.context, m->rounds(), m->count);
+    if (m->count != 0) {
+        const backend_scope scope;
+        backend_.deallocate_batch(backend_.context, m->rounds(), m->count);
+    }
     m->count = 0;
 }
 
@@ -124,7 +164,7 @@ void magazine_depot::detach_locked(thread_record* r) noexcept {
     r->owner = nullptr;
 }
 
-magazine_depot::thread_record* magazine_depot::attach() noexcept {
+magazine_depot::thread_record* magazine_depot::find_record() noexcept {
     static thread_local table_guard guard; // constructed before the table: destroyed after it
     (void)guard;
     if (thread_table_gone) return nullptr;
@@ -136,6 +176,14 @@ magazine_depot::thread_record* magazine_depot::attach() noexcept {
             return r;
         }
     }
+    return nullptr;
+}
+
+magazine_depot::thread_record* magazine_depot::attach() noexcept {
+    if (thread_record* r = find_record()) return r;
+    if (thread_table_gone || in_backend != 0) return nullptr; // see in_backend
+    magazine_thread_table& table = thread_table;
+    if (table.dying) return nullptr;
     magazine* a = new_magazine();
     magazine* b = new_magazine();
     auto* r = new (std::nothrow) thread_record{a, b, this, id_, nullptr, nullptr};
@@ -164,9 +212,10 @@ magazine_depot::thread_record* magazine_depot::attach() noexcept {
 
 void* magazine_depot::allocate_slow() noexcept {
     thread_record* r = tls_hint.id == id_ ? tls_hint.record : attach();
-    if (r == nullptr) { // no magazines for this thread (exiting, or out of memory): straight through
+    if (r == nullptr) { // no magazines for this thread (exiting, in a backend, out of memory)
         void* p = nullptr;
         const std::lock_guard<std::mutex> lock(mutex_);
+        const backend_scope scope;
         return backend_.allocate_batch(backend_.context, &p, 1) == 1 ? p : nullptr;
     }
     if (r->loaded->count == 0 && r->previous->count != 0) std::swap(r->loaded, r->previous);
@@ -183,6 +232,7 @@ void* magazine_depot::allocate_slow() noexcept {
         } else {
             // Half a magazine from the backend: the next frees still find room.
             const std::size_t want = std::max<std::size_t>(1, r->loaded->capacity / 2);
+            const backend_scope scope;
             r->loaded->count = static_cast<std::uint32_t>(
                 backend_.allocate_batch(backend_.context, r->loaded->rounds(), want));
             if (r->loaded->count == 0) {
@@ -201,6 +251,7 @@ void magazine_depot::deallocate_slow(void* p) noexcept {
     thread_record* r = tls_hint.id == id_ ? tls_hint.record : attach();
     if (r == nullptr) {
         const std::lock_guard<std::mutex> lock(mutex_);
+        const backend_scope scope;
         backend_.deallocate_batch(backend_.context, &p, 1);
         return;
     }
@@ -239,7 +290,8 @@ void magazine_depot::deallocate_slow(void* p) noexcept {
 }
 
 void magazine_depot::flush() noexcept {
-    thread_record* r = tls_hint.id == id_ ? tls_hint.record : nullptr;
+    // The hint names only the depot this thread used last; its record for this one may sit behind it.
+    thread_record* r = tls_hint.id == id_ ? tls_hint.record : find_record();
     const std::lock_guard<std::mutex> lock(mutex_);
     if (r != nullptr) {
         flush_magazine_locked(r->loaded);

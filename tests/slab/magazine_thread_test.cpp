@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <random>
 #include <thread>
@@ -401,6 +402,118 @@ TEST(MagazineThread, DestroyingTheCacheWhileOtherThreadsHoldMagazines) {
     for (std::thread& t : ts)
         t.join();
     EXPECT_EQ(errors.load(), 0);
+}
+
+TEST(MagazineCache, FlushReturnsThisThreadsMagazinesAfterUsingAnotherCache) {
+    // The thread's hint names only the cache it used last; flush() must find its record for this
+    // one all the same.
+    source src1, src2;
+    magazine_cache<item> a(src1);
+    magazine_cache<item> b(src2);
+    a.deallocate(a.allocate());
+    b.deallocate(b.allocate());
+    a.flush();
+    EXPECT_EQ(a.slab_live(), 0u);
+    b.flush();
+    EXPECT_EQ(b.slab_live(), 0u);
+}
+
+// In caching mode the objects are constructed by the slab and destroyed when it is released.
+struct lifetime_counted {
+    static inline int alive = 0;
+    std::uint64_t state;
+    lifetime_counted() noexcept : state(42) { ++alive; }
+    ~lifetime_counted() { --alive; }
+};
+
+TEST(MagazineCache, CreateAndDestroyAreForPlainModeOnly) {
+    source src;
+    lifetime_counted::alive = 0;
+    {
+        slab_options so;
+        so.cache_objects = true;
+        magazine_cache<lifetime_counted> c(src, so);
+        strata::test::recording_handler h;
+        EXPECT_EQ(c.create(), nullptr) << "T() would run over a constructed object";
+        if (strata::test::checks_on) {
+            EXPECT_TRUE(h.saw_one(strata::violation_kind::invalid_argument));
+        }
+        h.clear();
+        lifetime_counted* p = c.allocate();
+        ASSERT_NE(p, nullptr);
+        EXPECT_EQ(p->state, 42u);
+        const int alive = lifetime_counted::alive;
+        c.destroy(p); // a plain deallocate: the slab runs ~T() itself when it is released
+        EXPECT_EQ(lifetime_counted::alive, alive);
+        if (strata::test::checks_on) {
+            EXPECT_TRUE(h.saw_one(strata::violation_kind::invalid_argument));
+        }
+        c.flush();
+        EXPECT_EQ(c.slab_live(), 0u);
+    }
+    EXPECT_EQ(lifetime_counted::alive, 0) << "every object destroyed exactly once";
+}
+
+// A cached object whose constructor and destructor use another magazine_cache: the slab runs them
+// inside the depot's backend, under its lock. Before, the first use of the inner cache from there
+// attached to it (taking the registry lock under the depot lock, the reverse of thread exit's
+// order, which TSan reports), and ~magazine_depot, which held the registry lock while emptying the
+// other threads' magazines, deadlocked on it.
+struct inner_part {
+    std::uint64_t value[4];
+};
+magazine_cache<inner_part>* inner_cache = nullptr;
+struct outer_part {
+    inner_part* part;
+    outer_part() noexcept : part(inner_cache->allocate()) {}
+    ~outer_part() { inner_cache->deallocate(part); }
+};
+
+TEST(MagazineThread, CachedObjectsUsingAnotherCacheDoNotDeadlock) {
+    source inner_src, outer_src;
+    magazine_cache<inner_part> inner(inner_src);
+    inner_cache = &inner;
+    {
+        slab_options so;
+        so.cache_objects = true;
+        so.max_empty_slabs = 0; // empty slabs are released (~T() runs) at once
+        auto outer = std::make_unique<magazine_cache<outer_part>>(outer_src, so);
+        std::mutex m;
+        std::condition_variable cv;
+        int stage = 0;
+        std::thread worker([&] {
+            // T() runs on this thread, inside outer's backend: its first use of `inner` is there.
+            std::vector<outer_part*> v;
+            for (int i = 0; i < 200; ++i)
+                v.push_back(outer->allocate());
+            for (outer_part* p : v) {
+                ASSERT_NE(p, nullptr);
+                EXPECT_NE(p->part, nullptr);
+                outer->deallocate(p);
+            }
+            std::unique_lock<std::mutex> l(m);
+            stage = 1;
+            cv.notify_all();
+            cv.wait(l, [&] { return stage == 2; });
+        });
+        {
+            std::unique_lock<std::mutex> l(m);
+            cv.wait(l, [&] { return stage == 1; });
+        }
+        // Allowed: the worker is idle and synchronized, and holds magazines of outer_part objects.
+        // Emptying them releases slabs, whose ~T() frees into `inner` from this thread.
+        outer.reset();
+        {
+            const std::lock_guard<std::mutex> l(m);
+            stage = 2;
+        }
+        cv.notify_all();
+        worker.join();
+    }
+    inner.flush();
+    EXPECT_EQ(inner.slab_live(), 0u);
+    EXPECT_TRUE(inner.check());
+    inner_cache = nullptr;
 }
 
 TEST(MagazineThread, ThreadUsingTwoCachesAlternately) {

@@ -9,6 +9,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "strata/core/check.hpp"
 #include "strata/core/config.hpp"
 #include "strata/core/stats.hpp"
 #include "strata/slab/slab_cache.hpp"
@@ -140,6 +141,7 @@ private:
     STRATA_NOINLINE void* allocate_slow() noexcept;
     STRATA_NOINLINE void deallocate_slow(void* p) noexcept;
     thread_record* attach() noexcept;
+    thread_record* find_record() noexcept; // this thread's record for the depot, or nullptr; never creates
     magazine* new_magazine() noexcept;
     void flush_magazine_locked(magazine* m) noexcept;
     void give_back_empty_locked(magazine* m) noexcept;
@@ -184,9 +186,16 @@ public:
     /// Effects: takes back `p`, from any thread. nullptr is a no-op.
     STRATA_ALWAYS_INLINE void deallocate(T* p) noexcept { depot_.deallocate(p); }
 
-    /// Returns: a T built from args, or nullptr on exhaustion. Throws: what T's constructor throws.
+    /// Returns: a T built from args, or nullptr on exhaustion. Not for caching mode (the objects are
+    /// constructed already): nullptr there, reported as invalid_argument at checks >= 1.
+    /// Throws: what T's constructor throws.
     template <class... Args>
     [[nodiscard]] T* create(Args&&... args) {
+        if (STRATA_UNLIKELY(slab_.caches_objects())) { // as slab_cache::create
+            (void)STRATA_VERIFY(1, false, invalid_argument, "strata::magazine_cache", nullptr,
+                                "create() on an object-caching magazine_cache; use allocate()");
+            return nullptr;
+        }
         T* p = allocate();
         if (p == nullptr) return nullptr;
         try {
@@ -196,10 +205,17 @@ public:
             throw;
         }
     }
-    /// Effects: ~T() then deallocate(p); nullptr is a no-op.
+    /// Effects: ~T() then deallocate(p); nullptr is a no-op. In caching mode the slabs destroy their
+    /// objects when released, so there destroy(p) is deallocate(p), reported as invalid_argument at
+    /// checks >= 1.
     void destroy(T* p) noexcept {
         if (p == nullptr) return;
-        p->~T();
+        if (STRATA_UNLIKELY(slab_.caches_objects())) {
+            (void)STRATA_VERIFY(1, false, invalid_argument, "strata::magazine_cache", p,
+                                "destroy() on an object-caching magazine_cache; use deallocate()");
+        } else {
+            p->~T();
+        }
         deallocate(p);
     }
 

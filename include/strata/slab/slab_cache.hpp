@@ -196,13 +196,20 @@ public:
     }
 
     /// Effects: runs ~T() then deallocate(p); nullptr is a no-op. Violations are reported before the
-    /// destructor would run. Not for caching mode (use deallocate()).
+    /// destructor would run. Not for caching mode, where the slab destroys its objects itself when
+    /// it is released: there destroy(p) is deallocate(p) (no ~T()), reported as invalid_argument at
+    /// checks >= 1.
     void destroy(T* p) noexcept {
         if (p == nullptr) return;
 #if STRATA_CHECKS >= 1
         if (!verify_live(p)) return;
 #endif
-        p->~T();
+        if (STRATA_UNLIKELY(options_.cache_objects)) {
+            (void)STRATA_VERIFY(1, false, invalid_argument, "strata::slab_cache", p,
+                                "destroy() on an object-caching slab_cache; use deallocate()");
+        } else {
+            p->~T();
+        }
         deallocate(p);
     }
 
@@ -272,6 +279,8 @@ public:
     [[nodiscard]] std::size_t live() const noexcept { return live_; }
     /// Returns: objects per slab.
     [[nodiscard]] std::size_t objects_per_slab() const noexcept { return per_slab_; }
+    /// Returns: true in caching mode (slab_options::cache_objects): objects are handed out constructed.
+    [[nodiscard]] bool caches_objects() const noexcept { return options_.cache_objects; }
     /// Returns: bytes per slab (a power of two).
     [[nodiscard]] std::size_t slab_bytes() const noexcept { return slab_bytes_; }
     /// Returns: slabs held (partial, full and empty).
