@@ -383,16 +383,18 @@ void engine_heap::retire(thread_heap* h, run* r) noexcept {
     span_free(r, true);
 }
 
-void engine_heap::populate(run* r) noexcept {
+void engine_heap::populate(run* r, std::size_t carved_bytes) noexcept {
     std::byte* at = address_of(r);
     const std::size_t bytes = std::size_t{r->granules} << granule_shift;
 #ifdef MADV_POPULATE_WRITE
-    if (::madvise(at, bytes, MADV_POPULATE_WRITE) != 0)
+    if (::madvise(at, bytes, MADV_POPULATE_WRITE) != 0) // EINVAL before Linux 5.14
 #endif
     {
-        // Free memory of a run being made (or its uncarved part): a zero byte per page is harmless.
+        // By hand: a zero byte per page, only on pages above the carved blocks. Below them live
+        // blocks (and remote frees' links) may start on a page boundary; a read-modify-write would
+        // race with those frees, so those pages are left to fault on their own.
         const std::size_t page = virtual_memory::page_size();
-        for (std::size_t off = 0; off < bytes; off += page)
+        for (std::size_t off = (carved_bytes + page - 1) & ~(page - 1); off < bytes; off += page)
             *reinterpret_cast<volatile char*>(at + off) = 0;
     }
     r->populated = true;
@@ -425,7 +427,7 @@ engine_heap::run* engine_heap::new_run(thread_heap* h, unsigned c) noexcept {
     // classes reach new highs, carving keeps reaching untouched pages in the middle of steady
     // churn. Below the threshold fresh runs stay lazy, so a small program stays small.
     if (!r->populated && (!fresh || run_granules_.load(std::memory_order_relaxed) >= populate_granules_))
-        populate(r);
+        populate(r, 0); // nothing carved yet: the run is being made
     const std::size_t bs = class_size(c);
     r->free = nullptr;
     r->used = 0;
@@ -452,9 +454,12 @@ engine_heap::run* engine_heap::adopt(thread_heap* h, unsigned c) noexcept {
     }
     r->next = r->prev = nullptr;
     r->where = run_list::none;
-    r->owner.store(h, std::memory_order_release);
+    // Store owner, then look at thread_free; a remote free pushes to thread_free, then looks at
+    // owner. Both pairs sequentially consistent, or each side could miss the other's write (a store
+    // passing a later load, as x86 allows) and the block would wait unseen on a full run.
+    r->owner.store(h, std::memory_order_seq_cst);
     h->run_bytes.add(std::uint64_t{r->granules} << granule_shift);
-    collect(h, r);
+    if (r->thread_free.load(std::memory_order_seq_cst) != nullptr) collect(h, r);
     return r;
 }
 
@@ -467,7 +472,7 @@ void* engine_heap::small_slow(thread_heap* h, unsigned c) noexcept {
                 // A lazy run whose class grows on after the heap passed the populate threshold
                 // is faulted in whole, once.
                 if (!r->populated && run_granules_.load(std::memory_order_relaxed) >= populate_granules_)
-                    populate(r);
+                    populate(r, std::size_t{r->carved} * r->block_size);
                 // Thread the next never-used blocks, 2 KiB of them (one block above 2 KiB): a fresh run is
                 // written a piece at a time, and each slow path touches at most one new page or so.
                 const std::size_t bs = r->block_size;
@@ -689,12 +694,13 @@ void engine_heap::deallocate_slow(void* p, run* d) noexcept {
         free_block* old = d->thread_free.load(std::memory_order_relaxed);
         do {
             b->next = old;
-        } while (!d->thread_free.compare_exchange_weak(old, b, std::memory_order_release,
+        } while (!d->thread_free.compare_exchange_weak(old, b, std::memory_order_seq_cst,
                                                        std::memory_order_relaxed));
         if (old == nullptr) {
             // The first block on an empty list tells the owner to look at its full runs; later
-            // ones ride along (the owner takes the whole list at once).
-            if (thread_heap* o = d->owner.load(std::memory_order_acquire))
+            // ones ride along (the owner takes the whole list at once). seq_cst pairs with adopt()
+            // (a lock cmpxchg and a plain load on x86 either way).
+            if (thread_heap* o = d->owner.load(std::memory_order_seq_cst))
                 o->pending[d->cls].store(1, std::memory_order_release);
         }
         return;
@@ -869,7 +875,9 @@ void* engine_heap::reallocate(void* p, std::size_t new_size, std::size_t align) 
             }
             break;
         case span_kind::large:
-            if (new_size > medium_max) {
+            // Above data_size_ nothing can serve it, and rounding up to granules would wrap near
+            // SIZE_MAX (need 0: "fits", the whole span freed under a live block): allocate refuses.
+            if (new_size > medium_max && new_size <= data_size_) {
                 const std::size_t need = (new_size + granule - 1) >> granule_shift;
                 lock_guard g(span_lock_);
                 const std::size_t have = d->granules;

@@ -6,6 +6,16 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#if defined(__linux__) && __has_include(<linux/seccomp.h>) && __has_include(<linux/filter.h>)
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+
+#include <cstddef>
+#define STRATA_TEST_SECCOMP 1
+#endif
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -117,6 +127,102 @@ TEST(EngineHeap, BadInput) {
     h.deallocate(local); // ignored
     EXPECT_EQ(h.usable_size(local), 0u);
     EXPECT_EQ(h.reallocate(local, 10), nullptr);
+    EXPECT_TRUE(h.check());
+}
+
+TEST(EngineHeap, BadAlignmentOnTheThreadCachedPath) {
+    // The inline fast path serves a thread that already has a cache; it must refuse what the slow
+    // path refuses (BadInput above runs before the thread has one).
+    engine_heap h(small_options());
+    void* warm = h.allocate(16);
+    ASSERT_NE(warm, nullptr);
+    for (std::size_t align : {std::size_t{0}, std::size_t{3}, std::size_t{5}, std::size_t{12}}) {
+        EXPECT_EQ(h.allocate(16, align), nullptr) << align;
+        EXPECT_EQ(h.allocate(100, align), nullptr) << align;
+        EXPECT_EQ(h.allocate_zeroed(16, align), nullptr) << align;
+    }
+    h.deallocate(warm);
+    EXPECT_TRUE(h.check());
+}
+
+#ifdef STRATA_TEST_SECCOMP
+// What a kernel before 5.14 (or a sandbox) answers for MADV_POPULATE_WRITE: EINVAL. In this process
+// only (a seccomp filter, in the death test's child).
+void deny_populate_write() {
+    sock_filter f[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_madvise, 0, 3),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, args[2])),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 23 /* MADV_POPULATE_WRITE */, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EINVAL & SECCOMP_RET_DATA)),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    sock_fprog prog = {static_cast<unsigned short>(sizeof f / sizeof f[0]), f};
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0)
+        std::_Exit(2);
+}
+
+// A lazy run whose class grows on after the heap passed populate_after_bytes is faulted in by
+// hand when the kernel refuses MADV_POPULATE_WRITE; that must spare the blocks already carved.
+[[noreturn]] void populate_by_hand_spares_live_blocks() {
+    deny_populate_write();
+    engine_options o = small_options();
+    o.populate_after_bytes = std::size_t{2} << 16; // two runs
+    int bad = 0;
+    {
+        engine_heap h(o);
+        std::vector<unsigned char*> live;
+        for (int i = 0; i < 8; ++i) { // the 16-byte class's first run: lazy, below the threshold
+            live.push_back(static_cast<unsigned char*>(h.allocate(16)));
+            std::memset(live.back(), 0xA5, 16);
+        }
+        void* other = h.allocate(32);   // another class's run: past the threshold
+        for (int i = 0; i < 400; ++i) { // the next carves of the first run: populate() on it
+            live.push_back(static_cast<unsigned char*>(h.allocate(16)));
+            std::memset(live.back(), 0xA5, 16);
+        }
+        for (unsigned char* p : live)
+            for (int k = 0; k < 16; ++k)
+                bad += p[k] != 0xA5;
+        for (unsigned char* p : live)
+            h.deallocate(p);
+        h.deallocate(other);
+        bad += h.check() ? 0 : 1;
+    }
+    std::_Exit(bad == 0 ? 0 : 1);
+}
+
+TEST(EngineHeapDeathTest, PopulateByHandSparesLiveBlocks) {
+    EXPECT_EXIT(populate_by_hand_spares_live_blocks(), ::testing::ExitedWithCode(0), "");
+}
+#endif
+
+TEST(EngineHeap, ReallocateToAnImpossibleSizeLeavesTheBlock) {
+    // Rounding such sizes up to granules wrapped to 0 once: "fits", and the large block's span
+    // was freed under it while the call returned it.
+    engine_heap h(small_options());
+    std::vector<void*> blocks;
+    for (std::size_t size : {std::size_t{10} << 20, std::size_t{200} << 10, std::size_t{1000}}) {
+        auto* p = static_cast<unsigned char*>(h.allocate(size));
+        ASSERT_NE(p, nullptr);
+        std::memset(p, 0x5A, size);
+        const auto before = h.stats();
+        for (std::size_t n : {SIZE_MAX, SIZE_MAX - 100, SIZE_MAX - 65535, std::size_t{4} << 30}) {
+            EXPECT_EQ(h.reallocate(p, n), nullptr) << size << " -> " << n;
+            EXPECT_EQ(h.stats().in_use, before.in_use);
+            EXPECT_EQ(h.stats().live_allocations, before.live_allocations);
+        }
+        EXPECT_TRUE(h.check());
+        void* q = h.allocate(size);
+        ASSERT_NE(q, nullptr);
+        EXPECT_NE(q, static_cast<void*>(p)) << "the block is still live";
+        for (std::size_t i = 0; i < size; i += 4093)
+            ASSERT_EQ(p[i], 0x5A);
+        blocks.push_back(p);
+        blocks.push_back(q);
+    }
+    for (void* b : blocks)
+        h.deallocate(b);
     EXPECT_TRUE(h.check());
 }
 

@@ -46,6 +46,7 @@ using strata::engine_heap;
 alignas(engine_heap) unsigned char heap_storage[sizeof(engine_heap)];
 constinit std::atomic<engine_heap*> global_heap{nullptr};
 constinit std::atomic<int> init_state{0}; // 0 not yet, 1 building, 2 ready, 3 failed
+constinit std::atomic<pid_t> init_pid{0}; // the process that builds (see init_heap)
 __thread bool in_init __attribute__((tls_model("initial-exec"))) = false;
 
 std::size_t env_size(const char* name, std::size_t fallback, unsigned shift) noexcept {
@@ -63,6 +64,9 @@ void fork_child() noexcept { engine_heap::after_fork_child(); }
 
 [[gnu::noinline]] engine_heap* init_heap() noexcept {
     if (in_init) return nullptr;
+    // Stored before the state changes, by every thread that may build, so a child forked while
+    // another thread builds (that thread does not exist in the child) always finds the pid.
+    if (init_state.load(std::memory_order_acquire) == 0) init_pid.store(getpid(), std::memory_order_relaxed);
     int expected = 0;
     if (init_state.compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) {
         in_init = true;
@@ -87,8 +91,15 @@ void fork_child() noexcept { engine_heap::after_fork_child(); }
         in_init = false;
         return h;
     }
-    while (init_state.load(std::memory_order_acquire) == 1)
+    while (init_state.load(std::memory_order_acquire) == 1) {
+        if (getpid() != init_pid.load(std::memory_order_relaxed)) {
+            // Forked mid-build: the builder is not in this process. This copy of the state says
+            // "failed", so the child is served by glibc from now on.
+            init_state.store(3, std::memory_order_relaxed);
+            break;
+        }
         sched_yield();
+    }
     return global_heap.load(std::memory_order_acquire);
 }
 

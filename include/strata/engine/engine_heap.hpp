@@ -264,7 +264,8 @@ public:
     [[nodiscard]] STRATA_ALWAYS_INLINE void* allocate(std::size_t size,
                                                       std::size_t align = default_alignment) noexcept {
         using namespace engine_detail;
-        if (STRATA_LIKELY(size <= small_max && align <= default_alignment)) {
+        // align - 1 wraps for 0; with the default (a constant) both alignment tests fold away.
+        if (STRATA_LIKELY(size <= small_max && align - 1 < default_alignment && (align & (align - 1)) == 0)) {
             const tls_slot& s = tls[slot_];
             if (STRATA_LIKELY(s.epoch == epoch_)) {
                 thread_heap* h = s.heap;
@@ -413,7 +414,7 @@ private:
     void collect(thread_heap* h, run* r) noexcept;
     void retire(thread_heap* h, run* r) noexcept;
     run* new_run(thread_heap* h, unsigned c) noexcept;
-    void populate(run* r) noexcept;
+    void populate(run* r, std::size_t carved_bytes) noexcept; // faults the run in, sparing carved blocks
     run* adopt(thread_heap* h, unsigned c) noexcept;
     void abandon(thread_heap* h) noexcept;
     static void thread_exit(void*) noexcept;
