@@ -37,15 +37,22 @@ tracker::~tracker() {
 }
 
 void tracker::set_budget(std::size_t bytes, budget_callback on_over) {
-    on_over_ = std::move(on_over);
+    on_over_ = on_over ? std::make_shared<const budget_callback>(std::move(on_over)) : nullptr;
     budget_ = bytes;
     alarm_ = bytes;
+}
+
+void tracker::cross_from(std::size_t bytes) noexcept {
+    // Re-test each level: a callback may allocate, free or set budgets, and later levels answer
+    // to what the tree holds when their turn comes.
+    for (tracker* t = this; t != nullptr; t = t->parent_)
+        if (t->allocated_ - t->freed_ > t->alarm_) t->cross(bytes);
 }
 
 void tracker::cross(std::size_t bytes) noexcept {
     alarm_ = no_budget; // disarmed before the call, so a callback that allocates cannot re-enter
     ++crossings_;
-    if (on_over_) on_over_(*this, bytes);
+    if (const std::shared_ptr<const budget_callback> callback = on_over_) (*callback)(*this, bytes);
 }
 
 void tracker::reset_frame() noexcept {

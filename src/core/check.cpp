@@ -7,6 +7,7 @@
 namespace strata {
 namespace {
 std::atomic<violation_handler> g_handler{nullptr};
+constinit thread_local std::uint64_t t_reported = 0;
 } // namespace
 
 const char* to_string(violation_kind kind) noexcept {
@@ -42,6 +43,11 @@ violation_handler get_violation_handler() noexcept {
     return h ? h : &default_violation_handler;
 }
 
-void report_violation(const violation& v) { get_violation_handler()(v); }
+void report_violation(const violation& v) {
+    ++t_reported; // before the handler, which may throw
+    get_violation_handler()(v);
+}
+
+std::uint64_t violations_reported() noexcept { return t_reported; }
 
 } // namespace strata

@@ -187,6 +187,38 @@ TYPED_TEST(ConstructTyped, AllocateUnique) {
     EXPECT_TRUE(rec.empty());
 }
 
+// A base that does not start the object (the second of two polymorphic bases).
+struct first_base {
+    virtual ~first_base() = default;
+    long a = 1;
+};
+struct second_base {
+    virtual ~second_base() = default;
+    long b = 2;
+};
+struct both : first_base, second_base {
+    long c[4] = {};
+};
+
+TEST(Construct, AllocateUniqueConvertedToASecondBaseFreesTheWholeObject) {
+    strata::test::recording_handler rec;
+    {
+        debug<test_heap> a; // exact owns: the base subobject's address would be a foreign pointer
+        {
+            strata::alloc_unique_ptr<second_base, debug<test_heap>> p = strata::allocate_unique<both>(a);
+            ASSERT_TRUE(p);
+            ASSERT_NE(static_cast<void*>(p.get()), static_cast<void*>(static_cast<both*>(p.get())));
+            EXPECT_EQ(p->b, 2);
+        }
+        EXPECT_EQ(a.live_blocks(), 0u);
+    }
+    EXPECT_TRUE(rec.empty());
+    test_heap h;
+    { strata::alloc_unique_ptr<second_base, test_heap> p = strata::allocate_unique<both>(h); }
+    EXPECT_EQ(h.bad_frees(), 0u);
+    EXPECT_EQ(h.live(), 0u);
+}
+
 TEST(Construct, AllocateUniqueIsEmptyOnExhaustion) {
     test_heap h;
     h.set_limit(4);

@@ -144,6 +144,69 @@ TEST(Tracker, CallbackMayAllocateWithoutReentering) {
     EXPECT_EQ(t.in_use(), 120u);
 }
 
+TEST(Tracker, CallbackMaySetItsOwnBudget) {
+    // Re-arming from inside the callback replaces the callback that is running; its captures must
+    // outlive the call (ASan: use after free before the tracker kept the running one alive).
+    tracker t("t");
+    const std::string label(64, 'x'); // a closure too large for std::function's inline buffer
+    std::size_t fired = 0;
+    tracker::budget_callback cb;
+    cb = [label, &cb, &fired](tracker& self, std::size_t) {
+        self.set_budget(self.budget() * 2, cb);
+        fired += label.size(); // reads the closure after set_budget
+    };
+    t.set_budget(100, cb);
+    t.on_allocate(150);
+    EXPECT_EQ(fired, 64u);
+    EXPECT_EQ(t.budget(), 200u);
+    t.on_allocate(100); // 250 > 200: fires again
+    EXPECT_EQ(fired, 128u);
+    t.set_budget(10, [](tracker& self, std::size_t) { self.set_budget(tracker::no_budget); });
+    t.on_allocate(1); // removes its own budget while running
+    EXPECT_EQ(t.budget(), tracker::no_budget);
+    t.on_deallocate(251);
+}
+
+TEST(Tracker, CallbackSeesTheAllocationCountedOnEveryLevel) {
+    tracker engine("engine");
+    tracker textures("textures", &engine);
+    std::size_t engine_seen = 0, own_seen = 0;
+    textures.set_budget(100, [&](tracker&, std::size_t) {
+        engine_seen = engine.in_use();
+        own_seen = engine.own().in_use;
+    });
+    textures.on_allocate(150);
+    EXPECT_EQ(engine_seen, 150u) << "the parent had not counted the allocation yet";
+    EXPECT_EQ(own_seen, 0u);
+    // Both levels crossing in one allocation: child first, each once.
+    engine.set_budget(200, [&](tracker& t, std::size_t) { engine_seen = t.in_use(); });
+    textures.set_budget(160, [&](tracker& t, std::size_t) { own_seen = t.in_use(); });
+    textures.on_allocate(100);
+    EXPECT_EQ(own_seen, 250u);
+    EXPECT_EQ(engine_seen, 250u);
+    EXPECT_EQ(engine.budget_crossings(), 1u);
+    EXPECT_EQ(textures.budget_crossings(), 2u);
+    textures.on_deallocate(250);
+}
+
+TEST(Tracked, AFreeTheWrappedAllocatorRefusesIsNotCounted) {
+    STRATA_REQUIRE_CHECKS(1);
+    strata::test::recording_handler rec;
+    tracker t("heap");
+    {
+        tracked<test_tlsf> a(t);
+        void* p = a.allocate(100);
+        void* keep = a.allocate(50);
+        a.deallocate(p, 100);
+        a.deallocate(p, 100); // double free: tlsf reports it and ignores it
+        EXPECT_TRUE(rec.saw_one(strata::violation_kind::double_free));
+        EXPECT_EQ(t.in_use(), 50u);
+        EXPECT_EQ(t.own().live, 1u);
+        a.deallocate(keep, 50);
+        EXPECT_EQ(t.in_use(), 0u);
+    }
+}
+
 TEST(Tracker, FrameCountersResetRecursively) {
     tracker root("root");
     tracker child("child", &root);

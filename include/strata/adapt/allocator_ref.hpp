@@ -36,6 +36,13 @@ public:
     [[nodiscard]] bool owns(const void* p) const noexcept requires owning_allocator<A> { return a_->owns(p); }
     /// Effects: a.reset(). Only where `A` resets.
     void reset() noexcept requires resettable_allocator<A> { a_->reset(); }
+    /// Returns: a.mark(). Only where `A` marks.
+    [[nodiscard]] auto mark() const noexcept requires marking_allocator<A> { return a_->mark(); }
+    /// Effects: a.rewind(m). Only where `A` marks.
+    template <class M>
+    void rewind(const M& m) noexcept requires marking_allocator<A> {
+        a_->rewind(m);
+    }
     /// Returns: a.stats().
     [[nodiscard]] strata::stats stats() const noexcept { return a_->stats(); }
 

@@ -132,8 +132,17 @@ public:
             destroy_array(*alloc_, p);
         } else {
             if (p == nullptr) return;
+            // After a conversion p may point at a base that does not start the object (multiple
+            // or virtual inheritance): free the whole object's address, found before it dies.
+            void* const whole = [p]() noexcept -> void* {
+                if constexpr (std::is_polymorphic_v<T>) {
+                    return const_cast<void*>(dynamic_cast<const volatile void*>(p)); // no RTTI needed
+                } else {
+                    return static_cast<void*>(const_cast<std::remove_cv_t<T>*>(p));
+                }
+            }();
             p->~T(); // virtual where T's destructor is
-            alloc_->deallocate(static_cast<void*>(const_cast<std::remove_cv_t<T>*>(p)), size_, align_);
+            alloc_->deallocate(whole, size_, align_);
         }
     }
 

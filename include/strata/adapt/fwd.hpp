@@ -19,7 +19,7 @@ template <class T, allocator A>
 class std_allocator;
 
 // Composing adapters: each wraps an allocator (by value) and models the same contract, so they
-// stack: std_allocator<T, tracked<locked<arena>>>.
+// stack: std_allocator<T, locked<tracked<arena>>>.
 
 /// A non-owning reference that models the contract (strata/adapt/allocator_ref.hpp).
 template <allocator A>

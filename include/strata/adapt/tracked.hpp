@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -80,14 +81,18 @@ public:
         // memory; counters that only grow cost one each.
         ++allocs_;
         tracker* t = this;
+        bool crossed = false;
         do {
             const std::size_t a = t->allocated_ + bytes;
             t->allocated_ = a;
             const std::size_t u = a - t->freed_;
             if (u > t->peak_) t->peak_ = u;
-            if (STRATA_UNLIKELY(u > t->alarm_)) t->cross(bytes);
+            crossed |= u > t->alarm_;
             t = t->parent_;
         } while (t != nullptr);
+        // Callbacks run once every level has counted the bytes, so one that reports the tree
+        // never sees a parent that holds less than its child.
+        if (STRATA_UNLIKELY(crossed)) cross_from(bytes);
     }
 
     /// Effects: counts the release of one allocation of `bytes`. Requires: it was counted by
@@ -153,7 +158,8 @@ public:
     [[nodiscard]] std::string report_json() const;
 
 private:
-    STRATA_NOINLINE void cross(std::size_t bytes) noexcept;
+    STRATA_NOINLINE void cross_from(std::size_t bytes) noexcept; // fires every armed level crossed
+    void cross(std::size_t bytes) noexcept;
     [[nodiscard]] std::size_t own_allocated() const noexcept; // allocated_ less the children's
 
     // Hot state first: what on_allocate touches on every level.
@@ -172,7 +178,9 @@ private:
     std::size_t crossings_ = 0;
     tracker* first_child_ = nullptr;
     tracker* next_sibling_ = nullptr;
-    budget_callback on_over_;
+    // Shared, so a callback that calls set_budget() on its own tracker (re-arming, or removing the
+    // budget) does not destroy the function object while it runs: cross() holds a reference.
+    std::shared_ptr<const budget_callback> on_over_;
     std::string name_;
 };
 
@@ -243,7 +251,15 @@ public:
                                "freed a pointer the wrapped allocator does not own (cross-allocator free)"))
                 return;
         }
+#if STRATA_CHECKS >= 1
+        // A free the wrapped allocator reported (double free, size mismatch...) changed nothing
+        // there, so it changes nothing here either: counted, it would drive in_use below zero.
+        const std::uint64_t reported = violations_reported();
         inner_.deallocate(p, size, align);
+        if (violations_reported() != reported) return;
+#else
+        inner_.deallocate(p, size, align);
+#endif
         if constexpr (keeps_counts) {
             own_.freed += size;
             ++own_.frees;
@@ -268,8 +284,9 @@ public:
         return basic_marker<M>{inner_.mark(), bytes_in_use(), live_allocations()};
     }
 
-    /// Effects: inner().rewind(m.inner); releases what was counted after the mark. A marker newer
-    /// than the counts (already rewound past) releases nothing more.
+    /// Effects: inner().rewind(m.inner); releases what was counted after the mark, net: a block from
+    /// before the mark freed since is netted against it (docs/adapters.md). A marker newer than the
+    /// counts (already rewound past) releases nothing more.
     template <class M>
     void rewind(const basic_marker<M>& m) noexcept requires marking_allocator<A> {
         inner_.rewind(m.inner);

@@ -6,6 +6,7 @@
 // `nullptr`. Which violations are detected depends on STRATA_CHECKS (see config.hpp); a detected
 // violation never changes allocator state: the offending call is ignored after the report.
 #include <cstddef>
+#include <cstdint>
 
 #include "strata/core/config.hpp"
 #include "strata/core/source_location.hpp"
@@ -52,6 +53,10 @@ void default_violation_handler(const violation& v);
 
 /// Effects: passes `v` to the installed handler. Not noexcept so a test handler may throw.
 void report_violation(const violation& v);
+
+/// Returns: how many violations this thread has reported so far. A wrapper compares it across a
+/// call to learn that the wrapped allocator refused the call (and so changed nothing).
+[[nodiscard]] std::uint64_t violations_reported() noexcept;
 
 /// RAII: installs a handler for a scope and restores the previous one on exit (tests use this).
 class scoped_violation_handler {
