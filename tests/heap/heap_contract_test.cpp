@@ -241,6 +241,28 @@ TYPED_TEST(HeapContract, ForeignAndInteriorPointersAreReportedAndIgnored) {
     EXPECT_TRUE(h.check());
 }
 
+TYPED_TEST(HeapContract, PointersIntoFreeMemoryAreReportedAndIgnored) {
+    // The checks read the would-be header in front of the pointer. In free memory that header lies
+    // in released bytes (poisoned in ASan builds): reading them stopped the program before.
+    STRATA_REQUIRE_CHECKS(1);
+    heap_buffer buf(1 << 16);
+    TypeParam h(buf.span());
+    auto* a = static_cast<std::byte*>(h.allocate(4096));
+    void* wall = h.allocate(16);
+    h.deallocate(a);
+    const auto before = h.stats();
+    strata::test::recording_handler rec;
+    h.deallocate(a + 1024); // the middle of a free block
+    EXPECT_TRUE(rec.saw_one(strata::violation_kind::foreign_pointer));
+    rec.clear();
+    h.deallocate(a + 4096 + 256); // past the wall, in the free rest of the pool
+    EXPECT_TRUE(rec.saw_one(strata::violation_kind::foreign_pointer));
+    EXPECT_EQ(h.stats(), before);
+    EXPECT_TRUE(h.check());
+    h.deallocate(wall);
+    EXPECT_TRUE(h.check());
+}
+
 TYPED_TEST(HeapContract, AllSmallThenFreeEveryOther) {
     heap_buffer buf(1 << 18);
     TypeParam h(buf.span());

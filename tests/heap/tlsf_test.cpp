@@ -119,6 +119,41 @@ TEST(Tlsf, ReallocateMovesWhenTheNeighbourIsUsed) {
     EXPECT_EQ(h.metrics().free_blocks, 1u);
 }
 
+TEST(Tlsf, ReallocateHonoursTheAlignmentInPlaceToo) {
+    heap_buffer buf(1 << 16);
+    strata::tlsf h(buf.span());
+    void* pad = h.allocate(16); // so the next payload is not 256-aligned
+    auto* p = static_cast<unsigned char*>(h.allocate(1000));
+    ASSERT_FALSE(strata::is_aligned(p, 256));
+    for (int i = 0; i < 1000; ++i)
+        p[i] = static_cast<unsigned char>(i * 3);
+    // Shrinking and growing could both stay in place, but p is not 256-aligned: the block moves.
+    auto* q = static_cast<unsigned char*>(h.reallocate(p, 500, 256));
+    ASSERT_NE(q, nullptr);
+    EXPECT_TRUE(strata::is_aligned(q, 256));
+    for (int i = 0; i < 500; ++i)
+        ASSERT_EQ(q[i], static_cast<unsigned char>(i * 3));
+    auto* r = static_cast<unsigned char*>(h.reallocate(q, 2000, 256));
+    ASSERT_NE(r, nullptr);
+    EXPECT_TRUE(strata::is_aligned(r, 256));
+    EXPECT_EQ(r[499], static_cast<unsigned char>(499 * 3));
+    EXPECT_EQ(h.reallocate(r, 1500, 256), r); // already aligned: in place
+    // Bad alignments answer as allocate() does, whether or not the block could stay.
+    const auto before = h.stats();
+    for (std::size_t align :
+         {std::size_t{0}, std::size_t{3}, std::size_t{24}, strata::tlsf::max_request * 2}) {
+        EXPECT_EQ(h.allocate(100, align), nullptr) << align;
+        EXPECT_EQ(h.reallocate(r, 100, align), nullptr) << align;
+        EXPECT_EQ(h.reallocate(r, 1500, align), nullptr) << align;
+    }
+    EXPECT_EQ(h.stats(), before);
+    EXPECT_EQ(r[499], static_cast<unsigned char>(499 * 3));
+    h.deallocate(r);
+    h.deallocate(pad);
+    EXPECT_TRUE(h.check());
+    EXPECT_EQ(h.stats().live_allocations, 0u);
+}
+
 TEST(Tlsf, ReallocateOfAForeignPointerIsReported) {
     STRATA_REQUIRE_CHECKS(1);
     heap_buffer buf(1 << 16);

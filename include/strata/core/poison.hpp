@@ -33,6 +33,17 @@ inline void unpoison(const void* p, std::size_t n) noexcept {
 #endif
 }
 
+/// Returns: true when some byte of [p, p+n) is poisoned (ASan builds); false in other builds.
+/// For checks that read memory that may be released: a poisoned header cannot be a live block's.
+[[nodiscard]] inline bool is_poisoned(const void* p, std::size_t n) noexcept {
+#if STRATA_ASAN
+    return n != 0 && __asan_region_is_poisoned(const_cast<void*>(p), n) != nullptr;
+#else
+    (void)p, (void)n;
+    return false;
+#endif
+}
+
 /// Effects: at checks >= 2 fills [p, p+n) with the freed pattern; then poisons it for ASan.
 inline void release_bytes(void* p, std::size_t n) noexcept {
 #if STRATA_CHECKS >= 2

@@ -69,7 +69,8 @@ public:
         deallocate(p);
     }
 
-    /// Returns: the usable bytes of live block `p`. Requires: p is live.
+    /// Returns: the usable bytes of live block `p`. Requires: p is live. In ASan builds the bytes
+    /// past the size asked for stay poisoned (see tlsf::usable_size).
     [[nodiscard]] std::size_t usable_size(const void* p) const noexcept { return header_of(p)->size(); }
     /// Returns: true when `p` lies in one of the pools. O(pools).
     [[nodiscard]] bool owns(const void* p) const noexcept { return pools_.find(p) != nullptr; }

@@ -78,8 +78,8 @@ public:
 
     /// Effects: adds `pool` (trimmed to 16-byte boundaries) as more memory. Requires: `pool` outlives
     /// the heap, overlaps no other pool, and is never touched by the caller while added.
-    /// Returns: false (nothing added) when it is shorter than pool_overhead + 32 bytes or larger
-    /// than 2^47 bytes.
+    /// Returns: false (nothing added) when it is shorter than pool_overhead + 32 bytes, or 2^47
+    /// bytes or longer.
     bool add_pool(std::span<std::byte> pool) noexcept;
 
     /// Returns: `size` bytes aligned to `align` (any power of two up to max_request), or nullptr
@@ -150,21 +150,24 @@ public:
         deallocate(p);
     }
 
-    /// Returns: a block of `new_size` bytes holding the first min(old, new) bytes of `p`: `p` itself
-    /// when the block can shrink, or grow into a free physical successor; otherwise a new block
-    /// aligned to `align` (the contents copied, `p` freed). nullptr when `p` is nullptr and
-    /// allocate fails, or on failure (new_size 0 or too large, no room): `p` is then untouched.
+    /// Returns: a block of `new_size` bytes aligned to `align`, holding the first min(old, new) bytes
+    /// of `p`: `p` itself when it has that alignment and the block can shrink, or grow into a free
+    /// physical successor; otherwise a new block (the contents copied, `p` freed). nullptr when `p`
+    /// is nullptr and allocate fails, or on failure (new_size 0 or too large, `align` 0, not a power
+    /// of two or above max_request, no room): `p` is then untouched.
     [[nodiscard]] void* reallocate(void* p, std::size_t new_size,
                                    std::size_t align = default_alignment) noexcept;
 
     /// Returns: the usable bytes of live block `p` (>= the size asked for). Requires: p is live.
+    /// In ASan builds the bytes past the size asked for stay poisoned, so an overflow into them is
+    /// reported: a caller that means to use them unpoisons them (the engine heap does).
     [[nodiscard]] std::size_t usable_size(const void* p) const noexcept { return header_of(p)->size(); }
 
     /// Returns: true when `p` lies inside one of the pools. Complexity: O(pools).
     [[nodiscard]] bool owns(const void* p) const noexcept { return pools_.find(p) != nullptr; }
 
-    /// Returns: the payload of the largest free block: a request of this size (alignment <= 16)
-    /// succeeds. Complexity: O(blocks in the top class).
+    /// Returns: the payload of the largest free block, at most max_request: a request of this size
+    /// (alignment <= 16) succeeds. Complexity: O(blocks in the top class).
     [[nodiscard]] std::size_t largest_free_block() const noexcept;
 
     /// Returns: in_use (payload bytes of live blocks), peak, capacity (bytes of every pool),

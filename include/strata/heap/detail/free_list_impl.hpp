@@ -274,6 +274,11 @@ bool free_list<Policy>::check() const noexcept {
     for (const block* b = head_; b != nullptr; b = b->next_free()) {
         if (++listed > free_blocks) return corrupt(b, "more listed blocks than free blocks (a cycle?)");
         if (!b->is_free()) return corrupt(b, "a used block sits in the free list");
+        // A header left inside a merged block still reads "free": only a real block's successor
+        // names it as its predecessor.
+        const pool_record* in = pools_.find(b->payload());
+        if (in == nullptr || !pool_list::is_block_start(*in, b->payload()))
+            return corrupt(b, "the free list names something that is not a block");
         if (b->prev_free() != prev) return corrupt(b, "free-list back link broken");
         if (prev != nullptr && !detail::below(prev, b)) return corrupt(b, "free list not in address order");
         rover_listed = rover_listed || b == rover_;

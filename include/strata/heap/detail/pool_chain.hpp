@@ -93,12 +93,17 @@ public:
     /// block that ends inside the pool and whose successor names it as its predecessor. A pointer
     /// into a block's middle reads user bytes as a header and fails this (almost surely), and so
     /// does a block freed and then merged into a neighbour.
+    /// In ASan builds a header that lies in released (poisoned) bytes is not read: it is not a live
+    /// block's, and reading it would stop the program instead of giving the documented report.
     [[nodiscard]] static bool is_block_start(const record& pool, const void* p) noexcept {
         const Block* b = static_cast<const Block*>(p) - 1;
+        if (is_poisoned(b, header_size)) return false;
         const auto end = reinterpret_cast<std::uintptr_t>(pool.end) - header_size;
         const auto at = reinterpret_cast<std::uintptr_t>(p);
         const std::size_t size = b->size();
-        return size >= min_payload && size <= end - at && b->next_phys()->prev_phys() == b;
+        if (size < min_payload || size > end - at) return false;
+        const Block* next = b->next_phys();
+        return !is_poisoned(next, header_size) && next->prev_phys() == b;
     }
 
     /// Effects: calls `visit(block_info)` for every block of every pool in address order; offsets are

@@ -83,7 +83,8 @@ auto basic_tlsf<SLI>::take_from_own_class(std::size_t need) noexcept -> block* {
 template <unsigned SLI>
 void* basic_tlsf<SLI>::reallocate(void* p, std::size_t new_size, std::size_t align) noexcept {
     if (p == nullptr) return allocate(new_size, align);
-    if (new_size - 1 >= max_request) return nullptr;
+    // As allocate() answers: size 0 or too large, alignment 0, not a power of two or too large.
+    if (new_size - 1 >= max_request || align - 1 >= max_request || (align & (align - 1)) != 0) return nullptr;
     flush(); // the free in flight may be p's successor; and used_ may fall below: take the peak
 #if STRATA_CHECKS >= 1
     if (!verify_live(p)) return nullptr;
@@ -92,9 +93,11 @@ void* basic_tlsf<SLI>::reallocate(void* p, std::size_t new_size, std::size_t ali
     const std::size_t need = (new_size + (alignment - 1)) & ~(alignment - 1);
     std::size_t have = b->size();
     const std::size_t old_asked = have - b->slack();
-    if (need > have) {
+    // In place only where p already has the alignment asked for; otherwise the block moves.
+    const bool aligned = (reinterpret_cast<std::uintptr_t>(p) & (align - 1)) == 0;
+    if (need > have || !aligned) {
         block* next = b->next_phys();
-        if (!next->is_free() || have + header_size + next->size() < need) {
+        if (!aligned || !next->is_free() || have + header_size + next->size() < need) {
             void* q = allocate(new_size, align);
             if (q == nullptr) return nullptr;
             std::memcpy(q, p, std::min(old_asked, new_size));
@@ -138,12 +141,13 @@ template <unsigned SLI>
 std::size_t basic_tlsf<SLI>::largest_free_block() const noexcept {
     settle();
     if (fl_bitmap_ == 0) return 0;
+    // Pools reach 2^47 bytes, requests only max_request: report what a request can get.
     const unsigned fl = 63u - static_cast<unsigned>(std::countl_zero(fl_bitmap_));
     const unsigned sl = 31u - static_cast<unsigned>(std::countl_zero(sl_bitmap_[fl]));
     std::size_t largest = 0;
     for (const block* b = heads_[(fl << SLI) + sl]; b != nil(); b = b->next_free())
         largest = std::max(largest, b->size());
-    return largest;
+    return std::min(largest, max_request);
 }
 
 template <unsigned SLI>
@@ -232,6 +236,11 @@ bool basic_tlsf<SLI>::check() const noexcept {
                 if (++listed > free_blocks)
                     return corrupt(b, "more listed blocks than free blocks (a cycle?)");
                 if (!b->is_free()) return corrupt(b, "a used block sits in a free list");
+                // A header left inside a merged block still reads "free": only a real block's
+                // successor names it as its predecessor.
+                const pool_record* in = pools_.find(b->payload());
+                if (in == nullptr || !pool_list::is_block_start(*in, b->payload()))
+                    return corrupt(b, "a free list names something that is not a block");
                 if (prev != nil() && b->prev_free() != prev) return corrupt(b, "free-list back link broken");
                 unsigned f, s;
                 mapping(b->size(), f, s);
