@@ -137,7 +137,12 @@ void arena::rewind(const marker& m) noexcept {
     bool in_chain = m.block == nullptr;
     for (block_header* h = head_; h != nullptr && !in_chain; h = h->prev)
         in_chain = h == m.block;
-    const bool below_top = m.position <= in_use() && (m.block != head_ || m.cur <= cur_);
+    // Where the marked block's used part ends now: the live top, or where the arena left it. The
+    // marker must not be above it, in whichever block it is (not only the current one).
+    std::byte* const top = !in_chain          ? nullptr
+                           : m.block == head_ ? cur_
+                                              : (m.block ? m.block->top : buffer_top_);
+    const bool below_top = in_chain && m.position <= in_use() && (m.cur == nullptr || m.cur <= top);
     if (!STRATA_VERIFY(1, in_chain && below_top, invalid_marker, who, m.cur,
                        "marker is newer than the arena's top (already rewound past it)")) {
         return;
@@ -145,8 +150,6 @@ void arena::rewind(const marker& m) noexcept {
     if (!in_chain || !below_top) return;
 
     note_peak();
-    // Where the marked block's used part ends now: the live top, or where the arena left it.
-    std::byte* top = m.block == head_ ? cur_ : (m.block ? m.block->top : buffer_top_);
     pop_to(m.block);
     std::byte* end = m.block ? m.block->block.end() : buffer_end_;
     std::byte* cur = m.cur;

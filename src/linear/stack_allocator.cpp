@@ -21,11 +21,33 @@ void stack_allocator::report_bad_free(void* p) const noexcept {
     }
 }
 
+#if STRATA_CHECKS >= 1
+// True when `m` describes a state the stack can return to: the allocation it names as the last is
+// on the chain of live allocations, the one above it (or the top, if none) starts at m.top, and the
+// counts agree. A marker rewound past and then left below the top again by new allocations fails
+// this, and must: its `last` names a header that user data has since overwritten. O(live).
+bool stack_allocator::on_chain(const marker& m) const noexcept {
+    std::size_t above_top = in_use(); // where the allocation above the one walked starts
+    std::size_t above = 0;
+    for (std::size_t last = last_;;) {
+        if (last == m.last) return above_top == m.top && count_ - above == m.count;
+        if (last < m.last) return false; // offsets fall down the chain: m.last is not on it
+        const header h = read_header(base_ + (last - 1));
+        above_top = h.prev_top;
+        ++above;
+        last = h.prev_last;
+    }
+}
+#endif
+
 void stack_allocator::rewind(const marker& m) noexcept {
-    const bool mine = m.owner == this && m.top <= in_use() && m.last <= m.top + 1;
+    bool mine = m.owner == this && m.top <= in_use() && m.last <= m.top + 1;
+#if STRATA_CHECKS >= 1
+    mine = mine && on_chain(m);
+#endif
     if (!STRATA_VERIFY(1, mine, invalid_marker, who, base_ + m.top,
                        m.owner != this ? "marker belongs to another allocator"
-                                       : "marker is above the current top (already rewound past it)")) {
+                                       : "marker is not a state of this stack (already rewound past it)")) {
         return;
     }
     if (!mine) return;

@@ -4,6 +4,7 @@
 #include <bit>
 
 #include "strata/core/bit.hpp"
+#include "strata/core/check.hpp"
 
 namespace strata {
 
@@ -82,15 +83,22 @@ void size_class_pool::deallocate_aligned(void* p, std::size_t size, std::size_t 
         pools_[k].deallocate(p);
         return;
     }
-    // No class serves this request, so p cannot be ours under that size: hand it to the class that
-    // owns it only to get the violation reported (checks >= 1); at checks 0 it is ignored.
+    // No class serves this request, so p cannot have come from allocate(size, align): report it and
+    // free nothing, at every checks level (at checks 0 silently): a class pool would free a slot of
+    // its own whatever size it was told.
 #if STRATA_CHECKS >= 1
-    for (pool& c : pools_)
-        if (c.owns(p)) {
-            c.deallocate(p, size, align);
-            return;
-        }
-    if (!pools_.empty()) pools_.front().deallocate(p); // reports foreign_pointer
+    bool ours = false;
+    for (const pool& c : pools_)
+        ours = ours || c.owns(p);
+    if (ours) {
+        (void)STRATA_VERIFY(1, false, size_mismatch, "strata::size_class_pool", p,
+                            "freed with a size and alignment no class serves");
+    } else {
+        (void)STRATA_VERIFY(1, false, foreign_pointer, "strata::size_class_pool", p,
+                            "freed a pointer no class owns");
+    }
+#else
+    (void)size, (void)align;
 #endif
 }
 

@@ -834,6 +834,40 @@ TEST(arena_heap, marker_newer_than_the_top_across_blocks_leaves_state_unchanged)
     EXPECT_EQ(rec.count(), strata::test::checks_on ? 2u : 0u);
 }
 
+TEST(arena_heap, marker_rewound_past_in_a_block_that_is_no_longer_the_head_is_reported) {
+    // The marker's block (the initial buffer) is not the current one any more: its top is where
+    // the arena left it, and a stale marker above that top is refused as it is in the head block.
+    alignas(64) static std::byte buf[1024];
+    strata::heap_source src;
+    arena a(std::span<std::byte>(buf), src, arena_options{});
+    const arena::marker m0 = a.mark();
+    ASSERT_NE(a.allocate(512, 16), nullptr);
+    const arena::marker m1 = a.mark(); // buffer offset 512
+    a.rewind(m0);                      // m1 is stale now
+    ASSERT_NE(a.allocate(96, 16), nullptr);
+    ASSERT_NE(a.allocate(2000, 16), nullptr); // the arena moves on to a source block
+    const arena_state before = state_of(a);
+    strata::test::recording_handler rec;
+    a.rewind(m1);
+    EXPECT_TRUE(unchanged(a, before));
+    EXPECT_EQ(rec.count(), strata::test::checks_on ? 1u : 0u);
+    if (strata::test::checks_on) {
+        EXPECT_EQ(rec.last().kind, strata::violation_kind::invalid_marker);
+    }
+}
+
+TEST(arena_heap, a_zero_size_free_frees_nothing) {
+    strata::heap_source src;
+    arena a(src, small_blocks(1024));
+    void* p = a.allocate(64, 16);
+    ASSERT_NE(p, nullptr);
+    void* top = static_cast<std::byte*>(p) + 64;
+    const arena_state before = state_of(a);
+    a.deallocate(top, 0); // names the top with no bytes: no allocation
+    EXPECT_TRUE(unchanged(a, before));
+    EXPECT_EQ(a.stats().live_allocations, 1u);
+}
+
 TEST(arena_heap, destructor_returns_every_block_including_kept_ones) {
     strata::heap_source src;
     {

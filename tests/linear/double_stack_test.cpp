@@ -508,6 +508,20 @@ struct saved_marker {
     std::size_t live;
 };
 
+TEST(double_stack, a_zero_size_free_frees_nothing) {
+    aligned_buffer buf(4096);
+    double_stack d(buf.span());
+    auto* lo = static_cast<std::byte*>(d.allocate_bottom(64, 16));
+    auto* hi = static_cast<std::byte*>(d.allocate_top(64, 16));
+    ASSERT_NE(lo, nullptr);
+    ASSERT_NE(hi, nullptr);
+    const ds_state before = state_of(d);
+    d.deallocate(lo + 64, 0); // the bottom's top
+    d.deallocate(hi, 0);      // the top end's lowest byte, with no size
+    EXPECT_TRUE(unchanged(d, before));
+    EXPECT_EQ(d.stats().live_allocations, 2u);
+}
+
 TEST(double_stack_random, against_reference_model) {
     constexpr std::size_t cap = 24 * 1024;
     aligned_buffer buf(cap);

@@ -416,6 +416,36 @@ TEST(stack_allocator_marker, marker_from_another_stack_is_reported) {
     EXPECT_EQ(rec.last().allocator, "strata::stack_allocator");
 }
 
+TEST(stack_allocator_marker, marker_rewound_past_and_below_the_top_again_is_refused) {
+    // The marker names an allocation that a reset freed; a new allocation's padding now covers
+    // its header. Accepted, the next free would read user bytes as that header.
+    aligned_buffer buf(4096);
+    stack_allocator s(buf.span());
+    ASSERT_NE(s.allocate(16, 16), nullptr);
+    const stack_allocator::marker m = s.mark();
+    s.reset();
+    void* b = s.allocate(200, 256);
+    ASSERT_NE(b, nullptr);
+    std::memset(b, 0x41, 200);
+    const stack_state before = state_of(s);
+    strata::test::recording_handler rec;
+    if (strata::test::checks_on) {
+        s.rewind(m);
+        EXPECT_TRUE(rec.saw_one(violation_kind::invalid_marker));
+        EXPECT_TRUE(unchanged(s, before));
+    }
+    // Valid markers still rewind, the empty one (reset) included.
+    const stack_allocator::marker m2 = s.mark();
+    ASSERT_NE(s.allocate(64), nullptr);
+    s.rewind(m2);
+    EXPECT_EQ(s.in_use(), before.s.in_use);
+    EXPECT_EQ(s.stats().live_allocations, 1u);
+    s.deallocate(b);
+    EXPECT_EQ(s.in_use(), 0u);
+    s.reset();
+    EXPECT_EQ(rec.count(), strata::test::checks_on ? 1u : 0u);
+}
+
 TEST(stack_allocator_marker, marker_from_another_stack_leaves_state_unchanged) {
     aligned_buffer buf1(4096), buf2(4096);
     stack_allocator s(buf1.span()), other(buf2.span());

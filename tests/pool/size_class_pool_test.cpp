@@ -1,6 +1,7 @@
 #include "strata/pool/size_class_pool.hpp"
 
 #include <random>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -147,6 +148,46 @@ TEST(SizeClassPoolChecks, WrongSizeNamingAnotherClassIsReported) {
     EXPECT_TRUE(h.saw_one(violation_kind::foreign_pointer));
     EXPECT_TRUE(a.check());
     a.deallocate(p, 100, 16);
+    EXPECT_EQ(a.stats().live_allocations, 0u);
+}
+
+TEST(SizeClassPool, AMovedFromPoolIsInvalid) {
+    strata::heap_source src;
+    size_class_pool a(src);
+    void* p = a.allocate(32);
+    ASSERT_NE(p, nullptr);
+    size_class_pool b(std::move(a));
+    EXPECT_FALSE(a.valid()); // NOLINT(bugprone-use-after-move): the moved-from state is the point
+    EXPECT_EQ(a.allocate(32), nullptr);
+    EXPECT_EQ(a.allocate(32, 64), nullptr);
+    EXPECT_TRUE(b.valid());
+    b.deallocate(p, 32);
+    size_class_pool c(src);
+    c = std::move(b);
+    EXPECT_FALSE(b.valid()); // NOLINT(bugprone-use-after-move)
+    EXPECT_EQ(b.allocate(100), nullptr);
+    void* q = c.allocate(100);
+    ASSERT_NE(q, nullptr);
+    c.deallocate(q, 100);
+    EXPECT_EQ(c.stats().live_allocations, 0u);
+}
+
+TEST(SizeClassPoolChecks, AFreeNoClassServesIsReportedAndFreesNothing) {
+    // The same answer at every checks level: nothing freed (reported at checks >= 1).
+    recording_handler h;
+    strata::heap_source src;
+    size_class_pool a(src);
+    void* p = a.allocate(64, 16);
+    ASSERT_NE(p, nullptr);
+    a.deallocate(p, 64, 8192); // no class serves 8 KiB alignment
+    a.deallocate(p, 0, 16);    // nor size 0
+    EXPECT_EQ(a.stats().live_allocations, 1u);
+    if (strata::test::checks_on) {
+        EXPECT_EQ(h.count(), 2u);
+        for (const auto& v : h.all())
+            EXPECT_EQ(v.kind, violation_kind::size_mismatch);
+    }
+    a.deallocate(p, 64, 16);
     EXPECT_EQ(a.stats().live_allocations, 0u);
 }
 

@@ -87,10 +87,10 @@ public:
     }
 
     /// Effects: when `p` is the most recent allocation (p + size is the top), gives its bytes back;
-    /// otherwise nothing (an arena frees in bulk). Complexity: O(1).
+    /// otherwise nothing (an arena frees in bulk; size 0 names no allocation). Complexity: O(1).
     void deallocate(void* p, std::size_t size, std::size_t /*align*/ = default_alignment) noexcept {
         auto* b = static_cast<std::byte*>(p);
-        if (p != nullptr && b + size == cur_ && b >= block_begin()) {
+        if (p != nullptr && size != 0 && b + size == cur_ && b >= block_begin()) {
             note_peak();
             release_bytes(b, size);
             cur_ = b;

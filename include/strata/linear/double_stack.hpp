@@ -70,10 +70,10 @@ public:
     }
 
     /// Effects: when `p` is the most recent allocation of either end, gives its bytes back;
-    /// otherwise nothing (release by marker or reset). O(1).
+    /// otherwise nothing (release by marker or reset; size 0 names no allocation). O(1).
     void deallocate(void* p, std::size_t size, std::size_t /*align*/ = default_alignment) noexcept {
         auto* b = static_cast<std::byte*>(p);
-        if (p == nullptr || !owns(p)) return;
+        if (p == nullptr || size == 0 || !owns(p)) return;
         if (b + size == lo_) {
             release_bytes(b, size);
             lo_ = b;

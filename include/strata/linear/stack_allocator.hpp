@@ -87,7 +87,10 @@ public:
     }
 
     /// Effects: frees everything allocated after `m`. A marker from another allocator or above the
-    /// current top is a violation (invalid_marker): reported at checks >= 1, ignored always. O(1).
+    /// current top is a violation (invalid_marker): reported at checks >= 1, ignored always. A
+    /// marker rewound past and left below the top again by later allocations is one too: at checks
+    /// >= 1 it is found (the marker's last allocation is not on the live chain, O(live)) and
+    /// ignored; at checks 0 it is undefined. O(1) at checks 0.
     void rewind(const marker& m) noexcept;
 
     /// Effects: frees everything. O(1) (O(used bytes) at checks >= 2, which fill them with 0xDD).
@@ -132,6 +135,9 @@ private:
     }
 
     void report_bad_free(void* p) const noexcept;
+#if STRATA_CHECKS >= 1
+    [[nodiscard]] bool on_chain(const marker& m) const noexcept;
+#endif
 
     std::byte* base_;
     std::byte* cur_;

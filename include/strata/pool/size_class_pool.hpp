@@ -3,6 +3,7 @@
 // its class by one table load, so allocate and sized deallocate are O(1) with no search.
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "strata/core/align.hpp"
@@ -51,8 +52,20 @@ public:
     /// Effects: an allocator whose class pools grow from `source`. Requires: `source` outlives it.
     explicit size_class_pool(source_ref source, size_class_options options = {}) noexcept;
 
-    size_class_pool(size_class_pool&&) noexcept = default;
-    size_class_pool& operator=(size_class_pool&&) noexcept = default;
+    /// Effects: takes `other`'s classes; `other` is left invalid (valid() false, every allocate
+    /// nullptr), not with a size limit and no classes behind it.
+    size_class_pool(size_class_pool&& other) noexcept
+        : table_(std::move(other.table_)), pools_(std::move(other.pools_)),
+          max_size_(std::exchange(other.max_size_, 0)), per_doubling_(other.per_doubling_) {}
+    size_class_pool& operator=(size_class_pool&& other) noexcept {
+        if (this != &other) {
+            table_ = std::move(other.table_);
+            pools_ = std::move(other.pools_);
+            max_size_ = std::exchange(other.max_size_, 0);
+            per_doubling_ = other.per_doubling_;
+        }
+        return *this;
+    }
     size_class_pool(const size_class_pool&) = delete;
     size_class_pool& operator=(const size_class_pool&) = delete;
     /// Effects: every class returns its chunks to the source.
