@@ -79,6 +79,11 @@ void virtual_memory::release() noexcept {
 bool virtual_memory::page_range(std::size_t offset, std::size_t bytes, bool inner, std::byte*& first,
                                 std::size_t& length) const noexcept {
     if (!base_ || offset > size_ || bytes > size_ - offset) return false;
+    if (bytes == 0) { // an empty range covers no page (rounding out would give a whole one)
+        first = base_ + offset;
+        length = 0;
+        return true;
+    }
     const std::size_t page = page_size();
     const std::size_t lo = inner ? *align_up(offset, page) : align_down(offset, page);
     const std::size_t hi = inner ? align_down(offset + bytes, page) : *align_up(offset + bytes, page);

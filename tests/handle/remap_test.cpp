@@ -135,4 +135,14 @@ TEST(Remap, NullAndUnknownIds) {
     EXPECT_FALSE(map.bind(4, node_handle::from_parts(9, 9))); // duplicate record
     EXPECT_EQ(map.resolve(4), h);
     EXPECT_TRUE(map.resolve(3).is_null());
+    // Binding a null handle records nothing, so it cannot hide a later duplicate.
+    EXPECT_FALSE(map.bind(7, node_handle{}));
+    EXPECT_TRUE(map.bind(7, node_handle::from_parts(5, 1)));
+    EXPECT_FALSE(map.bind(7, node_handle::from_parts(6, 1)));
+    // With the save's id count, a corrupt id beyond it is refused (no huge table).
+    strata::load_remap<node_handle> counted(10);
+    EXPECT_TRUE(counted.bind(9, h));
+    EXPECT_FALSE(counted.bind(10, h));
+    EXPECT_FALSE(counted.bind(4'000'000'000u, h));
+    EXPECT_TRUE(counted.resolve(4'000'000'000u).is_null());
 }

@@ -4,6 +4,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <new>
 #include <random>
 #include <unordered_map>
 #include <vector>
@@ -121,4 +123,64 @@ TEST(SoaSlotMap, RandomOpsMatchUnorderedMapReference) {
     }
     ASSERT_EQ(m.size(), ref.size());
     ASSERT_TRUE(m.check());
+}
+
+namespace {
+int allocations_left = -1; // before one throws; -1: never
+
+template <class T>
+struct throwing_allocator {
+    using value_type = T;
+    throwing_allocator() = default;
+    template <class U>
+    throwing_allocator(const throwing_allocator<U>&) noexcept {} // NOLINT(google-explicit-constructor)
+    T* allocate(std::size_t n) {
+        if (allocations_left == 0) throw std::bad_alloc();
+        if (allocations_left > 0) --allocations_left;
+        return std::allocator<T>{}.allocate(n);
+    }
+    void deallocate(T* p, std::size_t n) noexcept { std::allocator<T>{}.deallocate(p, n); }
+    template <class U>
+    bool operator==(const throwing_allocator<U>&) const noexcept {
+        return true;
+    }
+};
+} // namespace
+
+TEST(SoaSlotMap, CopyAssignmentThatThrowsLeavesTheMapAsItWas) {
+    using map = strata::basic_soa_slot_map<body, throwing_allocator<std::byte>, strata::policy::retire,
+                                           strata::policy::lifo, float, int>;
+    map small, big;
+    const body h = small.emplace(1.0f, 1);
+    for (int i = 0; i < 100; ++i)
+        (void)big.emplace(2.0f, i);
+    for (int fail_after = 0; fail_after < 4; ++fail_after) {
+        allocations_left = fail_after;
+        bool threw = false;
+        try {
+            small = big;
+        } catch (const std::bad_alloc&) {
+            threw = true;
+        }
+        allocations_left = -1;
+        if (!threw) break;
+        EXPECT_EQ(small.size(), 1u) << fail_after;
+        EXPECT_TRUE(small.check()) << fail_after;
+        ASSERT_NE(small.get<1>(h), nullptr);
+        EXPECT_EQ(*small.get<1>(h), 1);
+    }
+    small = big;
+    EXPECT_EQ(small.size(), 100u);
+    EXPECT_TRUE(small.check());
+}
+
+TEST(SoaSlotMap, EmplaceOfAnElementsOwnFieldsWhileGrowing) {
+    bodies m;
+    const body first = m.emplace(1.5f, 2.5f, 7u);
+    for (int i = 0; i < 300; ++i) // several growths, each copying a field of the first element
+        (void)m.emplace(*m.get<0>(first), *m.get<1>(first), *m.get<2>(first));
+    EXPECT_EQ(m.size(), 301u);
+    for (std::size_t i = 0; i < m.size(); ++i)
+        EXPECT_EQ(m.dense().get<2>(i), 7u);
+    EXPECT_TRUE(m.check());
 }

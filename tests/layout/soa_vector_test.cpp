@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory_resource>
 #include <random>
 #include <vector>
 
@@ -165,4 +166,86 @@ TEST(SoaVector, UsesAStrataAllocator) {
     EXPECT_GT(arena.stats().in_use, 300 * (sizeof(float) + sizeof(std::uint16_t)));
     EXPECT_EQ(reinterpret_cast<std::uintptr_t>(v.column_data<1>()) % 64, 0u);
     EXPECT_TRUE(v.check());
+}
+
+TEST(SoaVector, PushBackOfItsOwnElementWhileGrowing) {
+    // The values refer into the storage that growing replaces: they are copied first.
+    strata::soa_vector<float, int> v;
+    for (int i = 0; i < 4; ++i)
+        (void)v.push_back(static_cast<float>(i) + 0.5f, i * 10);
+    while (v.size() < v.capacity())
+        (void)v.push_back(0.0f, 0);
+    const std::size_t n = v.size();
+    (void)v.push_back(v.get<0>(3), v.get<1>(3)); // at capacity: this push_back grows
+    ASSERT_EQ(v.size(), n + 1);
+    EXPECT_EQ(v.get<0>(n), 3.5f);
+    EXPECT_EQ(v.get<1>(n), 30);
+    EXPECT_TRUE(v.check());
+}
+
+TEST(SoaVector, ResizeGivesNewElementsDefaultValuesEvenAfterPaddingWasWritten) {
+    strata::soa_vector<float, int> v;
+    (void)v.push_back(1.0f, 1);
+    for (float& f : v.padded_column<0>()) // loops may write the padding
+        f = 5.0f;
+    v.resize(4);
+    EXPECT_EQ(v.get<0>(0), 5.0f);
+    for (std::size_t i = 1; i < 4; ++i) {
+        EXPECT_EQ(v.get<0>(i), 0.0f) << i;
+        EXPECT_EQ(v.get<1>(i), 0) << i;
+    }
+}
+
+TEST(SoaVector, CopyAssignmentKeepsTheTargetsAllocator) {
+    // std_allocator does not propagate on copy assignment: the elements are copied into the
+    // target's own arena, which outlives the frame arena the source lived in.
+    alignas(64) static std::byte long_buf[1 << 14];
+    alignas(64) static std::byte frame_buf[1 << 14];
+    strata::arena long_arena{std::span<std::byte>(long_buf)};
+    strata::arena frame_arena{std::span<std::byte>(frame_buf)};
+    using alloc = strata::std_allocator<std::byte, strata::arena>;
+    using vec = strata::basic_soa_vector<alloc, float, int>;
+    vec long_lived{alloc(long_arena)};
+    (void)long_lived.push_back(1.0f, 1);
+    {
+        vec frame_local{alloc(frame_arena)};
+        for (int i = 0; i < 20; ++i)
+            (void)frame_local.push_back(2.0f, i);
+        long_lived = frame_local;
+        EXPECT_TRUE(frame_arena.owns(frame_local.column_data<0>()));
+    }
+    EXPECT_TRUE(long_arena.owns(long_lived.column_data<0>()));
+    EXPECT_FALSE(frame_arena.owns(long_lived.column_data<0>()));
+    frame_arena.reset();
+    EXPECT_EQ(long_lived.get<1>(5), 5);
+    // Move assignment propagates std_allocator (as std::vector would): the storage moves with it.
+    vec other{alloc(frame_arena)};
+    (void)other.push_back(3.0f, 7);
+    const void* moved = other.column_data<0>();
+    long_lived = std::move(other);
+    EXPECT_EQ(static_cast<const void*>(long_lived.column_data<0>()), moved);
+    EXPECT_EQ(long_lived.size(), 1u);
+    EXPECT_EQ(long_lived.get<1>(0), 7);
+    EXPECT_TRUE(other.empty()); // NOLINT(bugprone-use-after-move): documented state
+}
+
+TEST(SoaVector, WorksWithAPolymorphicAllocator) {
+    std::pmr::monotonic_buffer_resource resource;
+    strata::basic_soa_vector<std::pmr::polymorphic_allocator<std::byte>, float, int> v{&resource};
+    for (int i = 0; i < 100; ++i)
+        (void)v.push_back(static_cast<float>(i), i);
+    EXPECT_EQ(v.get<1>(99), 99);
+    auto w = v;
+    w = v;
+    EXPECT_EQ(w.size(), 100u);
+    EXPECT_TRUE(v.check() && w.check());
+    // Moving between unequal allocators that do not propagate copies into the target's storage.
+    std::pmr::monotonic_buffer_resource other_resource;
+    strata::basic_soa_vector<std::pmr::polymorphic_allocator<std::byte>, float, int> x{&other_resource};
+    x = std::move(w);
+    EXPECT_EQ(x.get_allocator().resource(), &other_resource);
+    EXPECT_EQ(x.size(), 100u);
+    EXPECT_EQ(x.get<1>(42), 42);
+    EXPECT_TRUE(w.empty()); // NOLINT(bugprone-use-after-move): documented state
+    EXPECT_TRUE(x.check() && w.check());
 }

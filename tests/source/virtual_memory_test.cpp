@@ -41,6 +41,18 @@ TEST(virtual_memory, reserve_commit_write_decommit_release) {
     EXPECT_FALSE(vm.reserved());
 }
 
+TEST(virtual_memory, empty_ranges_touch_no_page) {
+    strata::virtual_memory vm = strata::virtual_memory::reserve(4 * page);
+    ASSERT_TRUE(vm.commit(0, page));
+    std::memset(vm.data(), 0x5A, page);
+    EXPECT_TRUE(vm.protect(page - 1, 0)); // rounded out it was the whole first page
+    EXPECT_EQ(vm.data()[page - 1], std::byte{0x5A}) << "still readable";
+    EXPECT_TRUE(vm.commit(page + 5, 0)); // nor did it commit the second
+    EXPECT_TRUE(vm.decommit(5, 0));
+    EXPECT_TRUE(vm.hint_huge_pages(7, 0));
+    EXPECT_EQ(vm.data()[0], std::byte{0x5A});
+}
+
 TEST(virtual_memory, ranges_outside_the_reservation_are_refused) {
     strata::virtual_memory vm = strata::virtual_memory::reserve(4 * page);
     EXPECT_FALSE(vm.commit(3 * page, 2 * page));

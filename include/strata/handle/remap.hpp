@@ -14,6 +14,7 @@
 // load rather than silently pointing at whatever reuses the slot.
 #include <cstdint>
 #include <limits>
+#include <stdexcept>
 #include <unordered_map>
 #include <vector>
 
@@ -34,8 +35,11 @@ class save_remap {
 
 public:
     /// Effects: gives `h` the next id unless it has one. Returns: its id; null_id for a null handle.
+    /// Throws: std::length_error when every id below null_id is taken.
     stable_id assign(Handle h) {
         if (h.is_null()) return null_id;
+        if (ids_.size() >= null_id && !ids_.contains(h))
+            throw std::length_error("strata::save_remap: more objects than stable ids");
         const auto [it, inserted] = ids_.try_emplace(h, static_cast<stable_id>(ids_.size()));
         return it->second;
     }
@@ -58,10 +62,17 @@ class load_remap {
     static_assert(is_handle_v<Handle>, "Handle must be a strata::handle");
 
 public:
+    /// Effects: a remap that takes any id below null_id (the table grows to the largest id bound).
+    load_remap() = default;
+    /// Effects: a remap for a save of `id_count` objects (ids 0 .. id_count - 1, as save_remap
+    /// assigns them): a larger id is refused, so a corrupt record cannot make the table huge.
+    explicit load_remap(std::size_t id_count) : limit_(id_count) { handles_.reserve(id_count); }
+
     /// Effects: records that the object saved as `id` now has handle `h`. Returns: false (and
-    /// records nothing) when id is null_id or already bound: a corrupt or duplicated save record.
+    /// records nothing) when id is null_id, not below the id count given, already bound, or `h`
+    /// is null: a corrupt or duplicated save record.
     bool bind(stable_id id, Handle h) {
-        if (id == null_id) return false;
+        if (id == null_id || id >= limit_ || h.is_null()) return false;
         if (id >= handles_.size()) handles_.resize(static_cast<std::size_t>(id) + 1);
         if (!handles_[id].is_null()) return false;
         handles_[id] = h;
@@ -74,6 +85,7 @@ public:
 
 private:
     std::vector<Handle> handles_; // indexed by id; save ids are dense
+    std::size_t limit_ = null_id;
 };
 
 } // namespace strata

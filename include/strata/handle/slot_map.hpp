@@ -76,11 +76,19 @@ public:
         other.dense_to_slot_.clear();
     }
     slot_map& operator=(const slot_map& other) {
+        // Strong guarantee: the three arrays are copied aside (with this map's allocators, or
+        // other's where they propagate) and swapped in only once all of them exist.
         if (this != &other) {
-            values_ = other.values_;
-            dense_to_slot_ = other.dense_to_slot_;
-            slots_ = other.slots_;
-            restore_room();
+            std::vector<T, value_allocator> values(values_.get_allocator());
+            values = other.values_;
+            std::vector<word, word_allocator> reverse(dense_to_slot_.get_allocator());
+            reverse = other.dense_to_slot_;
+            if (reverse.size() < values.capacity()) reverse.resize(values.capacity()); // restore_room()
+            slots_type slots{Alloc(values_.get_allocator())};
+            slots = other.slots_;
+            values_.swap(values);
+            dense_to_slot_.swap(reverse);
+            slots_ = std::move(slots);
         }
         return *this;
     }

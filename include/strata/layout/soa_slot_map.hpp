@@ -43,6 +43,26 @@ public:
     basic_soa_slot_map() : basic_soa_slot_map(Alloc()) {}
     explicit basic_soa_slot_map(const Alloc& alloc)
         : dense_(alloc), dense_to_slot_(word_allocator(alloc)), slots_(alloc) {}
+    basic_soa_slot_map(const basic_soa_slot_map&) = default;
+    basic_soa_slot_map(basic_soa_slot_map&&) noexcept = default;
+    /// Effects: a copy of `other`. Throws: the allocator's exception; then this map is unchanged
+    /// (the three arrays are copied aside first, then swapped in).
+    basic_soa_slot_map& operator=(const basic_soa_slot_map& other) {
+        if (this == &other) return *this;
+        const Alloc a = dense_.get_allocator();
+        dense_type dense(a);
+        dense = other.dense_;
+        std::vector<word, word_allocator> reverse{word_allocator(a)};
+        reverse = other.dense_to_slot_;
+        slots_type slots(a);
+        slots = other.slots_;
+        dense_.swap(dense);
+        dense_to_slot_.swap(reverse);
+        slots_ = std::move(slots);
+        return *this;
+    }
+    basic_soa_slot_map& operator=(basic_soa_slot_map&&) = default;
+    ~basic_soa_slot_map() = default;
 
     /// Effects: appends an element with fields `values...`. Returns: its handle.
     /// Throws: std::length_error when the index space is exhausted; the allocator's exception.

@@ -49,12 +49,13 @@ class basic_soa_vector {
     };
     using line_allocator = typename std::allocator_traits<Alloc>::template rebind_alloc<line>;
     using line_traits = std::allocator_traits<line_allocator>;
+    using alloc_traits = std::allocator_traits<Alloc>;
     static constexpr std::size_t columns = sizeof...(Ts);
     static constexpr std::size_t narrowest = std::min({sizeof(Ts)...});
 
 public:
     using size_type = std::size_t;
-    using allocator_type = line_allocator;
+    using allocator_type = Alloc;
     /// The type of column I.
     template <std::size_t I>
     using column_type = std::tuple_element_t<I, std::tuple<Ts...>>;
@@ -66,38 +67,62 @@ public:
     /// Effects: an empty vector (no allocation) whose storage will come from `alloc`.
     basic_soa_vector() : basic_soa_vector(Alloc()) {}
     explicit basic_soa_vector(const Alloc& alloc) noexcept : alloc_(alloc) {}
-    basic_soa_vector(const basic_soa_vector& other) : alloc_(other.alloc_) {
-        reserve(other.size_);
-        copy_columns(other, other.size_);
-        size_ = other.size_;
+    basic_soa_vector(const basic_soa_vector& other)
+        : alloc_(alloc_traits::select_on_container_copy_construction(other.alloc_)) {
+        assign_from(other);
     }
-    basic_soa_vector(basic_soa_vector&& other) noexcept
-        : alloc_(other.alloc_), block_(std::exchange(other.block_, nullptr)),
-          lines_(std::exchange(other.lines_, 0)), size_(std::exchange(other.size_, 0)),
-          capacity_(std::exchange(other.capacity_, 0)) {
-        std::copy(std::begin(other.offsets_), std::end(other.offsets_), std::begin(offsets_));
+    basic_soa_vector(basic_soa_vector&& other) noexcept : alloc_(other.alloc_) { take_storage(other); }
+    /// Effects: a copy of `other`'s elements, in storage from this vector's allocator (or from
+    /// `other`'s where the allocator propagates on copy assignment). Throws: as reserve; then
+    /// unchanged.
+    basic_soa_vector& operator=(const basic_soa_vector& other) {
+        if (this == &other) return *this;
+        constexpr bool propagate = alloc_traits::propagate_on_container_copy_assignment::value;
+        basic_soa_vector copy(propagate ? other.alloc_ : alloc_);
+        copy.assign_from(other);
+        release();
+        if constexpr (propagate) alloc_ = copy.alloc_;
+        take_storage(copy);
+        return *this;
     }
-    basic_soa_vector& operator=(basic_soa_vector other) noexcept {
-        swap(other);
+    /// Effects: takes `other`'s storage where the allocators allow (propagating or equal); copies
+    /// its elements into this vector's own storage otherwise. `other` is left empty.
+    basic_soa_vector& operator=(basic_soa_vector&& other) noexcept(
+        alloc_traits::propagate_on_container_move_assignment::value || alloc_traits::is_always_equal::value) {
+        if (this == &other) return *this;
+        if constexpr (alloc_traits::propagate_on_container_move_assignment::value) {
+            release();
+            alloc_ = other.alloc_;
+            take_storage(other);
+        } else {
+            if (alloc_ == other.alloc_) {
+                release();
+                take_storage(other);
+            } else {
+                *this = static_cast<const basic_soa_vector&>(other);
+                other.release();
+                other.reset_storage();
+            }
+        }
         return *this;
     }
     ~basic_soa_vector() { release(); }
 
-    /// Effects: exchanges contents with `other` (allocators too).
+    /// Effects: exchanges contents with `other`; the allocators too where they propagate on swap.
+    /// Requires: they propagate on swap or compare equal (as for the standard containers).
     void swap(basic_soa_vector& other) noexcept {
-        using std::swap;
-        swap(alloc_, other.alloc_);
-        swap(block_, other.block_);
-        swap(lines_, other.lines_);
-        swap(size_, other.size_);
-        swap(capacity_, other.capacity_);
-        swap(offsets_, other.offsets_);
+        if constexpr (alloc_traits::propagate_on_container_swap::value) {
+            using std::swap;
+            swap(alloc_, other.alloc_);
+        }
+        swap_storage(other);
     }
 
-    /// Effects: appends one element whose fields are `values...`.
-    /// Returns: its index. Throws: std::bad_alloc (or the allocator's exception); then unchanged.
+    /// Effects: appends one element whose fields are `values...` (they may name elements of this
+    /// vector: growing copies them first). Returns: its index. Throws: std::bad_alloc (or the
+    /// allocator's exception); then unchanged.
     size_type push_back(const Ts&... values) {
-        if (size_ == capacity_) reserve(capacity_ == 0 ? lane_multiple : capacity_ * 2);
+        if (STRATA_UNLIKELY(size_ == capacity_)) return push_back_grow(Ts(values)...);
         store(size_, std::index_sequence_for<Ts...>{}, values...);
         return size_++;
     }
@@ -129,12 +154,17 @@ public:
         bigger.allocate(cap);
         bigger.copy_columns(*this, size_);
         bigger.size_ = size_;
-        swap(bigger);
+        swap_storage(bigger); // the allocators are the same one: only the storage changes hands
     }
-    /// Effects: size becomes `n`; new elements are T{} in every column. Throws: as reserve.
+    /// Effects: size becomes `n`; new elements are T{} in every column (padding a loop wrote to
+    /// included). Throws: as reserve.
     void resize(size_type n) {
         reserve(n);
-        if (n < size_) clear_range(n, size_);
+        if (n < size_) {
+            clear_range(n, size_);
+        } else {
+            clear_range(size_, n);
+        }
         size_ = n;
     }
     /// Effects: removes every element (they become padding); capacity is kept.
@@ -143,6 +173,8 @@ public:
         size_ = 0;
     }
 
+    /// Returns: the allocator the storage comes from.
+    [[nodiscard]] allocator_type get_allocator() const noexcept { return alloc_; }
     [[nodiscard]] size_type size() const noexcept { return size_; }         ///< elements
     [[nodiscard]] bool empty() const noexcept { return size_ == 0; }        ///< no elements
     [[nodiscard]] size_type capacity() const noexcept { return capacity_; } ///< a multiple of lane_multiple
@@ -234,6 +266,39 @@ private:
             line_traits::deallocate(la, block_, lines_);
             block_ = nullptr;
         }
+    }
+    // Storage only, never the allocators.
+    void swap_storage(basic_soa_vector& other) noexcept {
+        using std::swap;
+        swap(block_, other.block_);
+        swap(lines_, other.lines_);
+        swap(size_, other.size_);
+        swap(capacity_, other.capacity_);
+        swap(offsets_, other.offsets_);
+    }
+    // Requires: this holds no block. Takes other's; other is left empty.
+    void take_storage(basic_soa_vector& other) noexcept {
+        block_ = std::exchange(other.block_, nullptr);
+        lines_ = std::exchange(other.lines_, 0);
+        size_ = std::exchange(other.size_, 0);
+        capacity_ = std::exchange(other.capacity_, 0);
+        std::copy(std::begin(other.offsets_), std::end(other.offsets_), std::begin(offsets_));
+    }
+    void reset_storage() noexcept {
+        block_ = nullptr;
+        lines_ = size_ = capacity_ = 0;
+    }
+    // Requires: this is empty. Copies other's elements into storage from alloc_.
+    void assign_from(const basic_soa_vector& other) {
+        reserve(other.size_);
+        copy_columns(other, other.size_);
+        size_ = other.size_;
+    }
+    // push_back when full: the values are copies made before the old storage goes away.
+    STRATA_NOINLINE size_type push_back_grow(Ts... values) {
+        reserve(capacity_ == 0 ? lane_multiple : capacity_ * 2);
+        store(size_, std::index_sequence_for<Ts...>{}, values...);
+        return size_++;
     }
     void copy_columns(const basic_soa_vector& from, size_type n) noexcept {
         if (n == 0) return;
