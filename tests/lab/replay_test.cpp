@@ -154,6 +154,20 @@ TEST(LabReplay, MetricsOnAHandComputedWorkload) {
     EXPECT_EQ(fake_heap::frames_, 8);
 }
 
+TEST(LabReplay, HostileTracePeaksDoNotSizeRegionsBeyondReason) {
+    // A recorded trace can claim any peak: the region sizes saturate instead of wrapping, and buddy
+    // (whose bookkeeping is ~12 bytes per 16-byte block) stays out of peaks above 1 GiB.
+    op_workload w;
+    w.peak_live_bytes = std::uint64_t{1} << 63;
+    w.peak_live_blocks = std::uint64_t{1} << 62;
+    EXPECT_GE(heap_bytes(w), std::size_t{1} << 46) << "wrapped to a small region";
+    EXPECT_FALSE(buddy_replay::applies(w));
+    w.peak_live_bytes = std::uint64_t{300} << 20;
+    EXPECT_TRUE(buddy_replay::applies(w));
+    w.peak_live_bytes = std::uint64_t{2} << 30;
+    EXPECT_FALSE(buddy_replay::applies(w));
+}
+
 TEST(LabReplay, EveryContenderServesEverySyntheticWorkload) {
     replay_options o;
     o.warmup = 0;

@@ -407,6 +407,54 @@ TEST_F(ServeApi, SessionsExpire) {
     EXPECT_EQ(server_->the_api().session_count(), 0u);
 }
 
+TEST_F(ServeApi, ASessionClosesAndTheIdlestGivesWayWhenFull) {
+    session_ = new_session();
+    op("arena", "alloc", {{"size", 10}});
+    EXPECT_EQ(post("/api/session/close", json{{"session", session_}}.dump()).status, 200);
+    expect_error("arena", "state", json::object(), 404);
+    EXPECT_EQ(post("/api/session/close", json{{"session", session_}}.dump()).status, 404);
+    EXPECT_EQ(post("/api/session/close", "{}").status, 400);
+    EXPECT_EQ(server_->the_api().session_count(), 0u);
+
+    // Full: a new session replaces the least recently used one, once it has been idle a minute.
+    client_.reset();
+    server_->stop();
+    serve::limits l;
+    l.max_sessions = 2;
+    start(l);
+    const std::string a = new_session();
+    const std::string b = new_session();
+    EXPECT_EQ(post("/api/session", "").status, 503) << "both in use just now";
+    skew_ = 30;
+    session_ = b;
+    op("arena", "state", json::object()); // b is used; a stays idle
+    skew_ = 90;
+    const std::string c = new_session(); // a, idle 90 s, gives way
+    EXPECT_EQ(server_->the_api().session_count(), 2u);
+    session_ = a;
+    expect_error("arena", "state", json::object(), 404);
+    session_ = b;
+    op("arena", "state", json::object());
+    session_ = c;
+    op("arena", "state", json::object());
+}
+
+TEST_F(ServeApi, ManyRangesGetTheWholeContentOnce) {
+    std::string ranges = "bytes=0-";
+    for (int i = 0; i < 2000; ++i)
+        ranges += ",0-";
+    const auto whole = client_->Get("/index.html");
+    ASSERT_TRUE(whole);
+    const auto r = client_->Get("/index.html", {{"Range", ranges}});
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200) << "several ranges: the whole content, once";
+    EXPECT_EQ(r->body, whole->body);
+    const auto one = client_->Get("/index.html", {{"Range", "bytes=0-9"}});
+    ASSERT_TRUE(one);
+    EXPECT_EQ(one->status, 206);
+    EXPECT_EQ(one->body.size(), 10u);
+}
+
 TEST(ServeLimits, TooManySessionsAndTheMemoryBound) {
     serve::serve_options o;
     o.port = 0;

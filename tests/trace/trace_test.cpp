@@ -7,6 +7,7 @@
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -155,6 +156,63 @@ TEST(TraceReader, CountsGaps) {
     const auto records = read_all(path, &stats);
     ASSERT_EQ(records.size(), 2u);
     EXPECT_EQ(stats.gaps, 2u);
+    std::remove(path.c_str());
+}
+
+TEST(TraceReader, ARepeatedSequenceNumberIsOutOfOrderNotALoss) {
+    const std::string path = temp_path("dup.st");
+    write_trace(path, {{rec(0, op::malloc, 1, 32), rec(1, op::free, 1)}, {rec(1, op::malloc, 2, 8, 2)}});
+    reader_stats stats;
+    const auto records = read_all(path, &stats);
+    EXPECT_EQ(records.size(), 3u);
+    EXPECT_EQ(stats.gaps, 0u) << "it wrapped to 2^64 - 1 before";
+    EXPECT_EQ(stats.out_of_order, 1u);
+    std::remove(path.c_str());
+}
+
+TEST(TraceReader, ATraceStartingMidSequenceLostNothing) {
+    // A fork child's trace goes on from its parent's sequence numbers.
+    const std::string path = temp_path("child.st");
+    write_trace(path, {{rec(1000, op::malloc, 1001, 32), rec(1001, op::free, 1001)}});
+    reader_stats stats;
+    const auto records = read_all(path, &stats);
+    ASSERT_EQ(records.size(), 2u);
+    EXPECT_EQ(stats.gaps, 0u);
+    std::remove(path.c_str());
+}
+
+TEST(TraceReader, AChunkOfImpossibleSizeIsRefusedAtOnce) {
+    // A chunk header claiming 4 GiB of payload (or more records than a chunk holds) is corrupt:
+    // the reader must not buffer what it claims.
+    const std::string path = temp_path("bomb.st");
+    for (const auto& [count, bytes] : {std::pair<std::uint32_t, std::uint32_t>{1, 0xffff'ff00u},
+                                       std::pair<std::uint32_t, std::uint32_t>{max_chunk_records + 1, 100},
+                                       std::pair<std::uint32_t, std::uint32_t>{0, 0}}) {
+        chunk_header h{};
+        h.magic = chunk_magic;
+        h.count = count;
+        h.thread = 1;
+        h.payload_bytes = bytes;
+        const std::string plain(reinterpret_cast<const char*>(&h), sizeof h);
+        std::string packed(ZSTD_compressBound(plain.size()), '\0');
+        packed.resize(ZSTD_compress(packed.data(), packed.size(), plain.data(), plain.size(), 3));
+        file_header fh{};
+        std::memcpy(fh.magic, file_magic, sizeof fh.magic);
+        fh.version = format_version;
+        fh.header_bytes = sizeof fh;
+        fh.record_bytes = sizeof(record);
+        {
+            std::ofstream out(path, std::ios::binary | std::ios::trunc);
+            out.write(reinterpret_cast<const char*>(&fh), sizeof fh);
+            out.write(packed.data(), static_cast<std::streamsize>(packed.size()));
+        }
+        try {
+            (void)read_all(path);
+            ADD_FAILURE() << "accepted a chunk of " << count << " records, " << bytes << " bytes";
+        } catch (const std::runtime_error& e) {
+            EXPECT_NE(std::string(e.what()).find("impossible size"), std::string::npos) << e.what();
+        }
+    }
     std::remove(path.c_str());
 }
 
@@ -366,8 +424,11 @@ TEST(TraceRecorder, ForkChildWritesItsOwnFile) {
     }
     pclose(ls);
     ASSERT_FALSE(child_path.empty()) << "no child trace next to " << out;
-    // The child's file continues the parent's ids: the inherited block is freed there too.
-    const auto child = read_all(child_path);
+    // The child's file continues the parent's ids (and sequence numbers: nothing is lost at its
+    // start): the inherited block is freed there too.
+    reader_stats child_stats;
+    const auto child = read_all(child_path, &child_stats);
+    EXPECT_EQ(child_stats.gaps, 0u);
     ASSERT_EQ(with_size(child, 100777).size(), 1u);
     EXPECT_NE(find_free(child, shared[0].id), nullptr);
     std::remove(child_path.c_str());

@@ -156,8 +156,8 @@ int replay_command(const replay_command_options& o) {
                       << " frees of blocks from before recording skipped";
         if (conv.truncated_ops)
             std::cout << ", " << format_count(conv.truncated_ops) << " ops past --max-ops skipped";
-        if (conv.gaps || conv.truncated_file)
-            std::cout << " (the file lost " << conv.gaps << " records; truncated)";
+        if (conv.gaps) std::cout << " (the file lost " << conv.gaps << " records)";
+        if (conv.truncated_file) std::cout << " (the file is truncated)";
         std::cout << "\n";
     }
     std::vector<race_section> sections{race_workload(w, ro, cal, stream ? &open : nullptr)};

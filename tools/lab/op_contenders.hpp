@@ -135,8 +135,13 @@ private:
 
 /// Bytes a general heap gets for `w`: twice its peak live bytes plus 64 B per block (room to
 /// fragment, but not so much that fragmentation can never show), at least 64 KiB.
+/// Saturates (a hostile trace's sizes would wrap it): the region's reservation then fails, which
+/// the race reports as a skipped contender.
 [[nodiscard]] inline std::size_t heap_bytes(const op_workload& w) noexcept {
-    return std::max<std::size_t>(std::size_t{64} << 10, 2 * w.peak_live_bytes + w.peak_live_blocks * 64);
+    constexpr std::size_t most = std::size_t{1} << 46;
+    const std::size_t peak = std::min<std::size_t>(w.peak_live_bytes, most);
+    const std::size_t blocks = std::min<std::size_t>(w.peak_live_blocks, most / 64);
+    return std::max<std::size_t>(std::size_t{64} << 10, 2 * peak + blocks * 64);
 }
 
 /// A walkable strata heap H over one region sized by heap_bytes().
@@ -193,7 +198,12 @@ public:
 /// rounds every block to a power of two, so it needs more room than the other heaps).
 class buddy_replay {
 public:
-    static bool applies(const op_workload& w) noexcept { return w.max_align <= 4096; }
+    /// The region's bookkeeping is ~12 bytes per 16-byte min_block, outside it: a region above
+    /// max_region would cost more memory than the replay is worth (and above 32 GiB buddy refuses it).
+    static constexpr std::size_t max_region = std::size_t{4} << 30;
+    static bool applies(const op_workload& w) noexcept {
+        return w.max_align <= 4096 && w.peak_live_bytes <= max_region / 4;
+    }
     explicit buddy_replay(const op_workload& w)
         : region_(next_pow2(std::max<std::size_t>(std::size_t{64} << 10, 4 * w.peak_live_bytes))),
           heap_(region_.bytes()) {}
@@ -328,7 +338,8 @@ inline const std::vector<op_contender>& op_registry() {
                                           "strata::tlsf (SLI 5) over one region of 2x peak live bytes"),
         make_op_contender<tlsf_replay<4>>("tlsf_sli4", "strata::basic_tlsf<4> over the same region"),
         make_op_contender<buddy_replay>("buddy",
-                                        "strata::buddy over a power-of-two region of >= 4x peak live bytes"),
+                                        "strata::buddy over a power-of-two region of >= 4x peak live bytes",
+                                        "peak live bytes of at most 1 GiB"),
         make_op_contender<free_list_replay<free_list_first_fit>>(
             "first_fit", "strata::free_list<first_fit> (the baseline)", "at most 500,000 operations"),
         make_op_contender<free_list_replay<free_list_best_fit>>("best_fit", "strata::free_list<best_fit>",

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <iostream>
 #include <ostream>
 
@@ -60,7 +61,14 @@ race_section race_workload(const op_workload& w, const race_options& o, const ca
         progress(o.progress, "strata-lab: " + w.name + ": " + c.name + "...");
         race_row row;
         row.description = c.description;
-        row.result = stream != nullptr ? c.run_streamed(w, *stream, o.replay) : c.run(w, o.replay);
+        try {
+            row.result = stream != nullptr ? c.run_streamed(w, *stream, o.replay) : c.run(w, o.replay);
+        } catch (const std::exception& e) {
+            // One contender that cannot run this workload (a reservation the machine refuses, a
+            // region too large) must not take the others' results with it.
+            s.skipped.push_back(c.name + " (failed: " + e.what() + ")");
+            continue;
+        }
         // A streamed replay keeps no per-op minimum: its "filtered" columns repeat the raw pass.
         if (row.result.streamed && row.result.ticks_filtered.empty())
             row.result.ticks_filtered = row.result.ticks_raw;

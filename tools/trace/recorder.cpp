@@ -216,7 +216,7 @@ std::uint64_t table_take(stripe& s, std::uintptr_t key) noexcept {
 // Per-thread buffers and the writer
 // ------------------------------------------------------------------------------------------------
 
-constexpr std::uint32_t buffer_records = 1024;
+constexpr std::uint32_t buffer_records = max_chunk_records;
 /// A buffer whose oldest record trails the global sequence by more than this is swept.
 constexpr std::uint64_t sweep_distance = 1u << 16;
 
@@ -234,7 +234,8 @@ struct writer_state {
     int fd = -1;
     ZSTD_CCtx* cctx = nullptr;
     bool frame_open = false;
-    bool finalized = false; // after the exit flush: one frame per chunk
+    // After the exit flush: one frame per chunk. Read by append() under a buffer lock only.
+    std::atomic<bool> finalized{false};
     char path[4096] = {};
     std::size_t path_len = 0;
     unsigned char out[1 << 16] = {};
@@ -296,7 +297,7 @@ void emit_chunk(const record* records, std::uint32_t count) noexcept {
         end = enc.encode(end, records[i]);
     h.payload_bytes = static_cast<std::uint32_t>(end - g_writer.scratch);
     compress(&h, sizeof h, false);
-    compress(g_writer.scratch, h.payload_bytes, g_writer.finalized);
+    compress(g_writer.scratch, h.payload_bytes, g_writer.finalized.load(std::memory_order_relaxed));
 }
 
 /// Requires: writer locked. Moves b's records into the stream.
@@ -377,7 +378,7 @@ bool open_output(const char* base) noexcept {
     if (const char* l = getenv("STRATA_TRACE_LEVEL"); l != nullptr && *l != '\0') level = atoi(l);
     if (w.cctx != nullptr) ZSTD_CCtx_setParameter(w.cctx, ZSTD_c_compressionLevel, level);
     w.frame_open = false;
-    w.finalized = false;
+    w.finalized.store(false, std::memory_order_relaxed);
     return w.cctx != nullptr;
 }
 
@@ -434,7 +435,11 @@ void finish() noexcept {
     lock_guard w(g_writer.lock);
     sweep(true);
     end_frame();
-    g_writer.finalized = true; // from now on every chunk is a whole frame
+    g_writer.finalized.store(true, std::memory_order_release); // from now on every chunk is a whole frame
+    // A thread that appended after the sweep took its buffer, but read `finalized` before the store
+    // above, left its record in the buffer: sweep again. Any later append reads true (it takes the
+    // buffer lock after this sweep released it) and drains its own record.
+    sweep(true);
 }
 
 /// Returns: true when recording. Starts the recorder on the first call from any thread.
@@ -495,13 +500,14 @@ void append(const record& r) noexcept {
                 b->records[b->count] = r;
                 b->records[b->count].thread = b->thread;
                 ++b->count;
-                if (!g_writer.finalized) return;
+                if (!g_writer.finalized.load(std::memory_order_acquire)) return;
             }
         }
         lock_guard w(g_writer.lock);
         drain(*b);
         sweep(false);
-        if (b->count == 0 && g_writer.finalized) return; // the record went out in its own frame
+        if (b->count == 0 && g_writer.finalized.load(std::memory_order_relaxed))
+            return; // the record went out in its own frame
     }
 }
 

@@ -74,6 +74,10 @@ static_assert(sizeof(chunk_header) == 32);
 //   [varint size]                          unless op is free
 //   [u8     log2_align]                    when bit 5
 inline constexpr std::size_t max_encoded_record = 1 + 10 * 5 + 1;
+/// The most records a chunk holds (the recorder's per-thread buffer). A reader refuses a chunk that
+/// claims more, or more payload than that many records can take: a few corrupt bytes must not make
+/// it buffer gigabytes.
+inline constexpr std::uint32_t max_chunk_records = 1024;
 
 namespace detail {
 inline std::uint8_t* put_varint(std::uint8_t* out, std::uint64_t v) noexcept {

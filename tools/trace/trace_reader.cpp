@@ -81,6 +81,14 @@ void trace_reader::parse() {
         std::memcpy(&h, plain_.data() + plain_pos_, sizeof h);
         if (h.magic != chunk_magic)
             throw std::runtime_error("strata trace: '" + path_ + "' has a corrupt chunk");
+        // Checked before waiting for the payload: a header claiming gigabytes is refused at once.
+        if (h.count == 0 || h.count > max_chunk_records ||
+            std::size_t{h.payload_bytes} > std::size_t{h.count} * max_encoded_record)
+            throw std::runtime_error("strata trace: '" + path_ + "' has a chunk of impossible size");
+        if (!seq_started_) { // a fork child's trace goes on from its parent's sequence numbers
+            next_seq_ = h.first_seq;
+            seq_started_ = true;
+        }
         const std::size_t bytes = sizeof h + std::size_t{h.payload_bytes};
         if (avail < bytes) break;
         chunk_encoder dec;
@@ -116,8 +124,12 @@ bool trace_reader::next(record& out) {
     if (pending_.empty()) return false;
     out = pending_.top();
     pending_.pop();
-    if (out.seq != next_seq_) stats_.gaps += out.seq - next_seq_;
-    next_seq_ = out.seq + 1;
+    if (out.seq < next_seq_) {
+        ++stats_.out_of_order; // a duplicate, or released late after the window filled
+    } else {
+        stats_.gaps += out.seq - next_seq_;
+        next_seq_ = out.seq + 1;
+    }
     ++stats_.records;
     return true;
 }

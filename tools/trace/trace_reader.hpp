@@ -19,10 +19,12 @@ struct reader_stats {
     std::uint64_t records = 0; ///< records returned by next()
     std::uint64_t chunks = 0;  ///< chunks decoded
     std::uint64_t compressed_bytes = 0;
-    std::uint64_t gaps = 0;     ///< sequence numbers never seen (records lost, e.g. _exit)
-    std::size_t max_window = 0; ///< most records held for re-ordering at once
-    bool truncated = false;     ///< the stream ended inside a frame or chunk (the recorded
-                                ///< process was killed): the records before the cut are kept
+    std::uint64_t gaps = 0;         ///< sequence numbers never seen (records lost, e.g. _exit)
+    std::uint64_t out_of_order = 0; ///< records whose number was already passed (duplicates, or
+                                    ///< released late after the re-ordering window filled)
+    std::size_t max_window = 0;     ///< most records held for re-ordering at once
+    bool truncated = false;         ///< the stream ended inside a frame or chunk (the recorded
+                                    ///< process was killed): the records before the cut are kept
 };
 
 class trace_reader {
@@ -71,6 +73,7 @@ private:
     bool frame_open_ = false; // the last zstd frame is not complete yet
     std::priority_queue<record, std::vector<record>, later_seq> pending_;
     std::uint64_t next_seq_ = 0;
+    bool seq_started_ = false; // next_seq_ set from the first chunk (a fork child starts mid-way)
     reader_stats stats_;
 };
 

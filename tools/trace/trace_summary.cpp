@@ -79,11 +79,14 @@ std::string to_text(const trace_summary& s) {
         static_cast<unsigned long long>(s.peak_live_blocks),
         static_cast<unsigned long long>(s.end_live_blocks), static_cast<unsigned long long>(s.failed));
     out += line;
-    if (s.reader.gaps != 0 || s.reader.truncated || s.unknown_frees != 0) {
-        std::snprintf(
-            line, sizeof line, "warnings  %llu lost records, %s, %llu reallocs of unrecorded blocks\n",
-            static_cast<unsigned long long>(s.reader.gaps), s.reader.truncated ? "truncated" : "complete",
-            static_cast<unsigned long long>(s.unknown_frees));
+    if (s.reader.gaps != 0 || s.reader.out_of_order != 0 || s.reader.truncated || s.unknown_frees != 0) {
+        std::snprintf(line, sizeof line,
+                      "warnings  %llu lost records, %llu out of order, %s, %llu frees or reallocs of "
+                      "unrecorded blocks\n",
+                      static_cast<unsigned long long>(s.reader.gaps),
+                      static_cast<unsigned long long>(s.reader.out_of_order),
+                      s.reader.truncated ? "truncated" : "complete",
+                      static_cast<unsigned long long>(s.unknown_frees));
         out += line;
     }
     return out;

@@ -18,7 +18,7 @@ struct trace_summary {
     std::uint64_t peak_live_bytes = 0; ///< most requested bytes live at once (in seq order)
     std::uint64_t peak_live_blocks = 0;
     std::uint64_t end_live_blocks = 0; ///< still live at the end (leaks, or freed after the trace)
-    std::uint64_t unknown_frees = 0;   ///< realloc of blocks allocated before recording began
+    std::uint64_t unknown_frees = 0;   ///< frees or reallocs of blocks allocated before recording began
     std::uint64_t duration_ns = 0;     ///< time of the last record
     std::uint64_t file_bytes = 0;
 };

@@ -114,6 +114,7 @@ public:
     std::string create() {
         std::lock_guard lock(mutex_);
         expire_locked();
+        if (map_.size() >= limits_.max_sessions) evict_idlest_locked();
         if (map_.size() >= limits_.max_sessions)
             throw api_error(503, "too many sessions (" + std::to_string(limits_.max_sessions) +
                                      "); try again when one expires");
@@ -134,6 +135,12 @@ public:
         return it->second;
     }
 
+    /// Returns: true when `id` was a session (now gone).
+    bool close(const std::string& id) {
+        std::lock_guard lock(mutex_);
+        return map_.erase(id) != 0;
+    }
+
     std::size_t count() {
         std::lock_guard lock(mutex_);
         expire_locked();
@@ -143,6 +150,13 @@ public:
 private:
     std::chrono::steady_clock::time_point now() const {
         return clock_ ? clock_() : std::chrono::steady_clock::now();
+    }
+    void evict_idlest_locked() {
+        const auto t = now();
+        auto idlest = map_.end();
+        for (auto it = map_.begin(); it != map_.end(); ++it)
+            if (idlest == map_.end() || it->second->last_used < idlest->second->last_used) idlest = it;
+        if (idlest != map_.end() && t - idlest->second->last_used >= limits_.evict_idle) map_.erase(idlest);
     }
     void expire_locked() {
         const auto t = now();
@@ -177,6 +191,16 @@ reply api::handle(std::string_view method, std::string_view path, std::string_vi
                 demos.push_back({{"name", k.name}, {"title", k.title}, {"ops", ops}});
             }
             return {200, text(json{{"demos", demos}, {"uplot", uplot_}, {"limits", limits_json(limits_)}})};
+        }
+        if (path == "/api/session/close") { // the page sends it as it goes (a beacon)
+            if (method != "POST") throw api_error(405, "use POST for /api/session/close");
+            const json args = json::parse(body.begin(), body.end(), nullptr, false);
+            const auto sid = args.is_object() ? args.find("session") : args.end();
+            if (args.is_discarded() || !args.is_object() || sid == args.end() || !sid->is_string())
+                throw api_error(400, "missing \"session\" (a string)");
+            if (!sessions_->close(sid->get<std::string>()))
+                throw api_error(404, "unknown or expired session");
+            return {200, text(json{{"ok", true}})};
         }
         if (path == "/api/session") {
             if (method != "POST") throw api_error(405, "use POST for /api/session");

@@ -21,8 +21,11 @@ namespace strata::lab::serve {
 
 /// The bounds of the API; every request is validated against them.
 struct limits {
-    std::size_t max_sessions = 64;                       ///< live sessions at once
-    std::chrono::seconds session_ttl{15 * 60};           ///< idle time after which a session expires
+    std::size_t max_sessions = 64;             ///< live sessions at once
+    std::chrono::seconds session_ttl{15 * 60}; ///< idle time after which a session expires
+    /// When max_sessions are live, a new session replaces the least recently used one idle this
+    /// long (its page makes itself a new one on its next call), so reloads cannot lock others out.
+    std::chrono::seconds evict_idle{60};
     std::size_t max_body_bytes = 16 * 1024;              ///< request bodies above this get 413
     std::size_t session_bytes = std::size_t{1} << 20;    ///< allocator memory one session may hold
     std::size_t max_request_size = std::size_t{1} << 20; ///< largest size argument accepted at all

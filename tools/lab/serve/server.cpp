@@ -53,6 +53,15 @@ http_server::http_server(serve_options options, api::clock_fn clock)
     s.set_write_timeout(5, 0);
     s.set_keep_alive_max_count(100);
 
+    // httplib builds a multipart body for every range asked for: a few kilobytes of "0-,0-,..."
+    // would make it hundreds of megabytes. Nothing here needs more than one range, and a server
+    // may ignore Range, so a request for several gets the whole content. (The request is httplib's
+    // own non-const object, handed to this hook as const; its ranges are dropped before routing.)
+    s.set_pre_routing_handler([](const httplib::Request& req, httplib::Response&) {
+        if (req.ranges.size() > 1) const_cast<httplib::Request&>(req).ranges.clear();
+        return httplib::Server::HandlerResponse::Unhandled;
+    });
+
     const auto api_route = [&a](const httplib::Request& req, httplib::Response& res) {
         send(res, a.handle(req.method, req.path, req.body));
     };

@@ -34,6 +34,10 @@ async function call(demo, op, args = {}, retry = true) {
 async function main() {
     const info = await (await fetch('/api/info')).json();
     await newSession();
+    // Give the session back as the page goes, so reloads do not pile sessions up to the cap.
+    window.addEventListener('pagehide', () => {
+        if (session) navigator.sendBeacon('/api/session/close', JSON.stringify({ session }));
+    });
     let uPlot = null;
     if (info.uplot) {
         document.head.append(el('link', { rel: 'stylesheet', href: '/vendor/uPlot.min.css' }));
