@@ -119,7 +119,8 @@ bool pool::add_chunk(std::span<std::byte> memory, memory_block block) noexcept {
 void pool::thread_chunk(chunk* c) noexcept {
     for (std::size_t i = c->count; i-- > 0;) {
         std::byte* s = c->first + i * slot_size_;
-        unpoison(s, sizeof(void*));
+        // The whole slot: on reset() a free slot is already poisoned, and checks 2 fills it.
+        unpoison(s, STRATA_CHECKS >= 2 ? slot_size_ : sizeof(void*));
         *reinterpret_cast<void**>(s) = free_;
         free_ = s;
 #if STRATA_CHECKS >= 2

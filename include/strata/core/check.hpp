@@ -38,7 +38,9 @@ struct violation {
     strata::source_location where = strata::source_location::current();
 };
 
-/// A violation handler. It may return (the call is then ignored), throw, or abort.
+/// A violation handler. It may return (the call is then ignored) or abort. It may throw only
+/// where report_violation() is called directly: the allocators report from noexcept functions, so
+/// an exception from inside one of their calls ends in std::terminate.
 using violation_handler = void (*)(const violation&);
 
 /// Effects: installs `handler` (nullptr restores the default) process-wide; thread-safe.
