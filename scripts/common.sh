@@ -48,7 +48,9 @@ strata_configure() {
     local preset="$1"
     shift
     local cache="$STRATA_ROOT/build/$preset/CMakeCache.txt"
-    if [[ ! -f "$cache" || "$STRATA_ROOT/CMakePresets.json" -nt "$cache" || $# -gt 0 ]]; then
+    # A failed configure leaves a cache but no build system: configure again then.
+    local generated="$STRATA_ROOT/build/$preset/CMakeFiles/Makefile.cmake"
+    if [[ ! -f "$cache" || ! -f "$generated" || "$STRATA_ROOT/CMakePresets.json" -nt "$cache" || $# -gt 0 ]]; then
         (cd "$STRATA_ROOT" && cmake --preset "$preset" "$@")
     fi
 }

@@ -182,7 +182,12 @@ int layout_command(const layout_options& o) {
     }
     std::ofstream f(o.json_path);
     f << json;
-    return f ? 0 : 1;
+    f.close(); // flushes: a write error shows only then
+    if (!f) {
+        std::cerr << "strata-lab: cannot write " << o.json_path << "\n";
+        return 1;
+    }
+    return 0;
 }
 
 } // namespace strata::lab

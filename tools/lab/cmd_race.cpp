@@ -38,6 +38,7 @@ int emit(const std::vector<race_section>& sections, const calibration& cal, cons
     }
     std::ofstream f(json_path);
     write_race_json(f, sections, cal, title);
+    f.close(); // flushes: a write error (a full disk) shows only then
     if (!f) {
         std::cerr << "strata-lab: cannot write " << json_path << "\n";
         return 1;
@@ -278,7 +279,12 @@ int versus_malloc_command(const versus_malloc_options& o) {
     }
     std::ofstream f(o.json_path);
     f << json;
-    return f ? 0 : 1;
+    f.close(); // flushes: a write error shows only then
+    if (!f) {
+        std::cerr << "strata-lab: cannot write " << o.json_path << "\n";
+        return 1;
+    }
+    return 0;
 }
 
 int list_op_contenders() {

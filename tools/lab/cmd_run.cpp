@@ -74,6 +74,7 @@ int run_command(const run_options& o) {
         } else {
             std::ofstream file(o.json_path);
             if (file) write_json(file, report);
+            file.close(); // flushes: a write error shows only then
             if (!file) {
                 std::cerr << "strata-lab: cannot write " << o.json_path << "\n";
                 return 1;

@@ -11,7 +11,9 @@
 //   strata-lab layout            AoS vs SoA: cache lines loaded vs bytes used
 //   strata-lab report            one self-contained HTML report with plots
 //   strata-lab run               the v1 game-loop benchmark (frame contestants)
+#include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <iostream>
@@ -115,7 +117,14 @@ int main(int argc, char** argv) {
         ->allow_extra_args(false);
     app.add_option("--scale", scale, "race: work multiplier (default 1; --quick: 0.05)")
         ->type_name("X")
-        ->check(CLI::Range(0.0001, 100.0));
+        // CLI::Range lets NaN through (every comparison with it is false).
+        ->check(CLI::Validator(
+            [](std::string& v) {
+                const double x = std::strtod(v.c_str(), nullptr);
+                return std::isfinite(x) && x >= 0.0001 && x <= 100.0 ? std::string()
+                                                                     : "must be a number in [0.0001, 100]";
+            },
+            "X in [0.0001, 100]"));
     app.add_option("--latency-passes", latency_passes,
                    "per-op timed passes; the filtered tail is the per-op minimum (default 3; --quick: 1)")
         ->type_name("N")
@@ -224,7 +233,8 @@ int main(int argc, char** argv) {
         if (report_cmd->parsed()) {
             report.quick = run.quick;
             report.only = run.only;
-            report.workloads = race.workloads;
+            if (!race.workloads.empty()) report.workloads = race.workloads; // either --workload
+
             return strata::lab::report_command(report);
         }
         if (versus_cmd->parsed()) {

@@ -192,7 +192,9 @@ void print_fragmentation(std::ostream& out, const race_section& s) {
         any = true;
         out << "  " << r.result.allocator << "\n   ";
         for (int k = 1; k <= 10; ++k) {
-            const memory_sample& m = ser[(ser.size() * static_cast<std::size_t>(k)) / 10 - 1];
+            // Fewer than ten samples repeat some (the index must not fall below 0).
+            const memory_sample& m =
+                ser[std::max<std::size_t>(1, (ser.size() * static_cast<std::size_t>(k)) / 10) - 1];
             const double frag =
                 m.free_bytes ? 1.0 - static_cast<double>(m.largest_free) / static_cast<double>(m.free_bytes)
                              : 0.0;
