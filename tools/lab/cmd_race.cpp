@@ -2,6 +2,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -16,6 +17,7 @@
 #include "op_contenders.hpp"
 #include "progress.hpp"
 #include "race.hpp"
+#include "registry.hpp" // glob_match
 #include "report.hpp"
 #include "trace_workload.hpp"
 
@@ -58,9 +60,30 @@ void print_header(std::ostream& out, const calibration& cal) {
     out << line;
 }
 
+// Returns: false (after saying which, and what exists) when a --only pattern names no allocator.
+bool only_matches(const std::vector<std::string>& only) {
+    std::vector<std::string> unmatched;
+    for (const std::string& p : only) {
+        const auto& all = op_registry();
+        if (std::none_of(all.begin(), all.end(),
+                         [&](const op_contender& c) { return glob_match(p, c.name); }))
+            unmatched.push_back(p);
+    }
+    if (unmatched.empty()) return true;
+    std::cerr << "strata-lab: no allocator matches";
+    for (const auto& u : unmatched)
+        std::cerr << " '" << u << "'";
+    std::cerr << "; known:";
+    for (const op_contender& c : op_registry())
+        std::cerr << " " << c.name;
+    std::cerr << "\n";
+    return false;
+}
+
 } // namespace
 
 int race_command(const race_command_options& o) {
+    if (!only_matches(o.only)) return 2;
     std::vector<std::string> names = o.workloads;
     if (names.empty() && o.view == race_view::fragmentation) names.emplace_back("bimodal");
     if (names.empty()) {
@@ -117,6 +140,7 @@ int race_command(const race_command_options& o) {
 }
 
 int replay_command(const replay_command_options& o) {
+    if (!only_matches(o.only)) return 2;
     if (!trace_support()) {
         std::cerr << "strata-lab: built without trace support (install libzstd-dev and rebuild)\n";
         return 1;
