@@ -161,6 +161,7 @@ int showdown_command(const showdown_options& o) {
     if (!o.json_path.empty()) {
         std::ofstream f(o.json_path);
         f << "{\"title\":\"strata-lab showdown\",\"workloads\":[],\"bars\":[" << g_bars << "]}\n";
+        f.close(); // flushes: a write error shows only then
         if (!f) {
             std::fprintf(stderr, "strata-lab: cannot write %s\n", o.json_path.c_str());
             return 1;

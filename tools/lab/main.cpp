@@ -228,6 +228,10 @@ int main(int argc, char** argv) {
             if (run.seed) showdown.seed = *run.seed;
             showdown.repeats = run.repeats ? *run.repeats : (run.quick ? 1 : 3);
             showdown.json_path = run.json_path;
+            if (showdown.json_path == "-") { // its tables go to stdout as it measures
+                std::cerr << "strata-lab: showdown --json needs a file name, not -\n";
+                return 2;
+            }
             return strata::lab::showdown_command(showdown);
         }
         if (report_cmd->parsed()) {
