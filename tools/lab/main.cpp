@@ -144,7 +144,11 @@ int main(int argc, char** argv) {
                      "loaded (default 20,000,000)")
         ->type_name("N");
     replay_cmd->add_flag("--stream", replay.stream, "always stream the trace in batches (bounded memory)");
-    app.add_subcommand("record", "record a program: strata-lab record -o FILE -- PROGRAM [ARGS...]");
+    // Listed for --help; `record` is taken as argv[1] above (its program's arguments are not ours to
+    // parse), so reaching the parser with it means it came after other options.
+    auto* record_cmd =
+        app.add_subcommand("record", "record a program: strata-lab record -o FILE -- PROGRAM [ARGS...]");
+    record_cmd->allow_extras();
 
     // versus-malloc, layout
     auto* versus_cmd =
@@ -222,6 +226,11 @@ int main(int argc, char** argv) {
         if (serve_cmd->parsed()) return strata::lab::serve::serve_command(serve);
 #endif
         if (run_cmd->parsed()) return strata::lab::run_command(run);
+        if (record_cmd->parsed()) {
+            std::cerr
+                << "strata-lab: record must come first: strata-lab record -o FILE -- PROGRAM [ARGS...]\n";
+            return 2;
+        }
         if (showdown_cmd->parsed()) {
             showdown.quick = run.quick;
             showdown.padded = !showdown_no_padded;
