@@ -25,6 +25,20 @@ std::string temp_path(const std::string& name) {
     return testing::TempDir() + "strata_trace_" + std::to_string(::getpid()) + "_" + name;
 }
 
+/// Writes a trace file whose decompressed stream is `plain` (chunks, well-formed or not).
+void write_plain(const std::string& path, const std::string& plain) {
+    std::string packed(ZSTD_compressBound(plain.size()), '\0');
+    packed.resize(ZSTD_compress(packed.data(), packed.size(), plain.data(), plain.size(), 3));
+    file_header fh{};
+    std::memcpy(fh.magic, file_magic, sizeof fh.magic);
+    fh.version = format_version;
+    fh.header_bytes = sizeof fh;
+    fh.record_bytes = sizeof(record);
+    std::ofstream out(path, std::ios::binary);
+    out.write(reinterpret_cast<const char*>(&fh), sizeof fh);
+    out.write(packed.data(), static_cast<std::streamsize>(packed.size()));
+}
+
 /// Writes a trace file from chunks (each a list of records of one thread), as one zstd frame.
 void write_trace(const std::string& path, const std::vector<std::vector<record>>& chunks) {
     std::string plain;
@@ -43,16 +57,7 @@ void write_trace(const std::string& path, const std::vector<std::vector<record>>
         plain.append(reinterpret_cast<const char*>(&h), sizeof h);
         plain.append(reinterpret_cast<const char*>(payload.data()), h.payload_bytes);
     }
-    std::string packed(ZSTD_compressBound(plain.size()), '\0');
-    packed.resize(ZSTD_compress(packed.data(), packed.size(), plain.data(), plain.size(), 3));
-    file_header fh{};
-    std::memcpy(fh.magic, file_magic, sizeof fh.magic);
-    fh.version = format_version;
-    fh.header_bytes = sizeof fh;
-    fh.record_bytes = sizeof(record);
-    std::ofstream out(path, std::ios::binary);
-    out.write(reinterpret_cast<const char*>(&fh), sizeof fh);
-    out.write(packed.data(), static_cast<std::streamsize>(packed.size()));
+    write_plain(path, plain);
 }
 
 record rec(std::uint64_t seq, op kind, std::uint64_t id, std::uint64_t size = 0, std::uint32_t thread = 1) {
@@ -193,19 +198,7 @@ TEST(TraceReader, AChunkOfImpossibleSizeIsRefusedAtOnce) {
         h.count = count;
         h.thread = 1;
         h.payload_bytes = bytes;
-        const std::string plain(reinterpret_cast<const char*>(&h), sizeof h);
-        std::string packed(ZSTD_compressBound(plain.size()), '\0');
-        packed.resize(ZSTD_compress(packed.data(), packed.size(), plain.data(), plain.size(), 3));
-        file_header fh{};
-        std::memcpy(fh.magic, file_magic, sizeof fh.magic);
-        fh.version = format_version;
-        fh.header_bytes = sizeof fh;
-        fh.record_bytes = sizeof(record);
-        {
-            std::ofstream out(path, std::ios::binary | std::ios::trunc);
-            out.write(reinterpret_cast<const char*>(&fh), sizeof fh);
-            out.write(packed.data(), static_cast<std::streamsize>(packed.size()));
-        }
+        write_plain(path, std::string(reinterpret_cast<const char*>(&h), sizeof h));
         try {
             (void)read_all(path);
             ADD_FAILURE() << "accepted a chunk of " << count << " records, " << bytes << " bytes";
