@@ -205,6 +205,35 @@ TEST(double_stack, top_deallocation_leaves_the_padding_until_rewind) {
     EXPECT_EQ(d.used_top(), 0u);
 }
 
+// No header records a block's padding, so freeing in reverse stops at the first padded block.
+// Documented in deallocate and README; markers reclaim everything (found by review: the README
+// listed double_stack as a LIFO-free allocator).
+TEST(double_stack, reverse_frees_past_a_padded_block_free_nothing_until_rewind) {
+    aligned_buffer buf(kBuf);
+    double_stack d(buf.span());
+    const double_stack::marker mb = d.mark_bottom();
+    const double_stack::marker mt = d.mark_top();
+    void* a = d.allocate_bottom(3, 1);
+    void* b = d.allocate_bottom(8, 8); // 5 bytes of padding below it
+    ASSERT_EQ(b, buf.data() + 8);
+    void* t = d.allocate_top(3, 1);
+    void* u = d.allocate_top(8, 8); // 5 bytes of padding above it
+    ASSERT_EQ(u, buf.end() - 16);
+    d.deallocate(b, 8, 8);
+    d.deallocate(u, 8, 8);
+    EXPECT_EQ(d.used_bottom(), 8u) << "a's 3 bytes and b's padding";
+    EXPECT_EQ(d.used_top(), 8u);
+    const ds_state before = state_of(d);
+    d.deallocate(a, 3, 1);
+    d.deallocate(t, 3, 1);
+    EXPECT_TRUE(unchanged(d, before)) << "a and t no longer touch the free space: documented no-op";
+    EXPECT_EQ(d.stats().live_allocations, 2u);
+    d.rewind_bottom(mb);
+    d.rewind_top(mt);
+    EXPECT_EQ(d.remaining(), kBuf);
+    EXPECT_EQ(d.stats().live_allocations, 0u);
+}
+
 TEST(double_stack, foreign_and_null_deallocations_change_nothing) {
     aligned_buffer buf(kBuf), other(4096);
     double_stack d(buf.span());

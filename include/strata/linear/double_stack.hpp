@@ -69,8 +69,13 @@ public:
         return allocate_bottom(size, align);
     }
 
-    /// Effects: when `p` is the most recent allocation of either end, gives its bytes back;
-    /// otherwise nothing (release by marker or reset; size 0 names no allocation). O(1).
+    /// Effects: when `p` ends where the bottom's free space starts (`p + size`), or starts where
+    /// the top's used space starts, gives its bytes back; otherwise nothing (release by marker or
+    /// reset; size 0 names no allocation). O(1). No header records the alignment padding, so a
+    /// block's padding (below it at the bottom, above it at the top) stays used after its free,
+    /// and the block allocated before a padded one then no longer touches the free space: its free
+    /// changes nothing. Nested scopes freed in reverse therefore belong to markers (or to
+    /// `stack_allocator`, whose header makes LIFO free exact).
     void deallocate(void* p, std::size_t size, std::size_t /*align*/ = default_alignment) noexcept {
         auto* b = static_cast<std::byte*>(p);
         if (p == nullptr || size == 0 || !owns(p)) return;
