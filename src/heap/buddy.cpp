@@ -257,6 +257,12 @@ bool buddy::check() const noexcept {
         }
         if (count != free_count[k]) return corrupt(0, "a free block is missing from its list");
     }
+    // Orders above the top one have no blocks: a stray bit there would make largest_free_block()
+    // lie and send an allocation to a list that does not exist.
+    if (max_order_ + 1 < 64 && (free_mask_ >> (max_order_ + 1)) != 0)
+        return corrupt(0, "order mask names an order above the top one");
+    for (unsigned k = max_order_ + 1; k < max_orders; ++k)
+        if (heads_[k] != nil) return corrupt(0, "a list above the top order is not empty");
     if (used != used_ || requested != requested_ || live != live_)
         return corrupt(0, "counters disagree with the blocks");
     return true;

@@ -15,6 +15,13 @@
 #include "heap_test_util.hpp"
 #include "support/recording_handler.hpp"
 
+namespace strata::test {
+struct buddy_access {
+    static std::uint64_t& free_mask(buddy& b) { return b.free_mask_; }
+    static std::uint32_t& head(buddy& b, unsigned k) { return b.heads_[k]; }
+};
+} // namespace strata::test
+
 namespace {
 
 using strata::buddy;
@@ -347,6 +354,36 @@ TEST(Buddy, ManagesMemoryItMustNotTouch) {
     b.deallocate_offset(tex);
     b.deallocate_offset(vb);
     EXPECT_EQ(b.largest_free_block(), std::size_t{1} << 38);
+}
+
+} // namespace
+
+namespace {
+
+// check() compared the order mask with the lists only up to the top order: a stray bit above it
+// passed, made largest_free_block() report more than the region and sent an allocation to a list
+// that does not exist (found by review).
+TEST(Buddy, CheckSeesBookkeepingAboveTheTopOrder) {
+    using access = strata::test::buddy_access;
+    buddy b(4096, 64);
+    ASSERT_TRUE(b.check());
+    {
+        strata::test::recording_handler rec;
+        access::free_mask(b) |= std::uint64_t{1} << b.orders();
+        EXPECT_FALSE(b.check());
+        EXPECT_TRUE(rec.saw_one(strata::violation_kind::corruption));
+        access::free_mask(b) &= ~(std::uint64_t{1} << b.orders());
+    }
+    ASSERT_TRUE(b.check());
+    {
+        strata::test::recording_handler rec;
+        const std::uint32_t saved = access::head(b, b.orders() + 1);
+        access::head(b, b.orders() + 1) = 0;
+        EXPECT_FALSE(b.check());
+        EXPECT_TRUE(rec.saw_one(strata::violation_kind::corruption));
+        access::head(b, b.orders() + 1) = saved;
+    }
+    EXPECT_TRUE(b.check());
 }
 
 } // namespace

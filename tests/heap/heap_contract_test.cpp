@@ -218,6 +218,50 @@ TYPED_TEST(HeapContract, DoubleFreeIsReportedAndIgnored) {
     EXPECT_TRUE(h.check());
 }
 
+// Freeing a block whose neighbours are both free merges all three and leaves two stale headers in
+// the merged block: the middle block's ("used") and its successor's, which still names it as its
+// predecessor. A second free of the middle block passed as a live block, freed the merged block
+// again and grew it over the live block after it (found by review; ASan: use-after-poison).
+TYPED_TEST(HeapContract, DoubleFreeAfterAMergeOnBothSidesIsReportedAndIgnored) {
+    STRATA_REQUIRE_CHECKS(1);
+    heap_buffer buf(1 << 16);
+    TypeParam h(buf.span());
+    void* a = h.allocate(64);
+    void* b = h.allocate(64);
+    void* c = h.allocate(64);
+    auto* d = static_cast<std::byte*>(h.allocate(64));
+    void* wall = h.allocate(64);
+    ASSERT_TRUE(a && b && c && d && wall);
+    std::memset(d, 0x5A, 64);
+    h.deallocate(a);
+    h.deallocate(c);
+    h.deallocate(b);        // merges a, b and c
+    ASSERT_TRUE(h.check()); // also completes a free tlsf left in flight
+    const auto before = h.stats();
+    strata::test::recording_handler rec;
+    h.deallocate(b);
+    EXPECT_EQ(rec.count(), 1u);
+    EXPECT_TRUE(rec.saw_one(strata::violation_kind::foreign_pointer) ||
+                rec.saw_one(strata::violation_kind::double_free));
+    EXPECT_EQ(h.stats(), before);
+    EXPECT_TRUE(h.check());
+    EXPECT_EQ(h.stats().live_allocations, 2u) << "d and wall are live";
+    // Nothing handed out may overlap d.
+    std::vector<void*> taken;
+    while (void* p = h.allocate(16)) {
+        auto* q = static_cast<std::byte*>(p);
+        EXPECT_TRUE(q + 16 <= d || q >= d + 64);
+        taken.push_back(p);
+    }
+    for (int i = 0; i < 64; ++i)
+        ASSERT_EQ(d[i], std::byte{0x5A});
+    for (void* p : taken)
+        h.deallocate(p);
+    h.deallocate(d);
+    h.deallocate(wall);
+    EXPECT_TRUE(h.check());
+}
+
 TYPED_TEST(HeapContract, ForeignAndInteriorPointersAreReportedAndIgnored) {
     STRATA_REQUIRE_CHECKS(1);
     heap_buffer buf(1 << 16);

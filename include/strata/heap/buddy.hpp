@@ -22,6 +22,10 @@
 
 namespace strata {
 
+namespace test {
+struct buddy_access; // the tests corrupt the bookkeeping to show that check() sees it
+} // namespace test
+
 /// A binary buddy allocator.
 ///
 /// Bookkeeping, all outside the region, in two layouts:
@@ -172,6 +176,7 @@ public:
     [[nodiscard]] bool check() const noexcept;
 
 private:
+    friend struct test::buddy_access;
     static constexpr std::uint32_t nil = ~std::uint32_t{0};
     static constexpr std::uint8_t free_flag = 0x80;
     static constexpr std::uint8_t interior = 0xFF; // no small block starts at this min_block

@@ -90,9 +90,9 @@ public:
     }
 
     /// Returns: true when the header in front of `p`, a 16-aligned address inside `pool`, describes a
-    /// block that ends inside the pool and whose successor names it as its predecessor. A pointer
-    /// into a block's middle reads user bytes as a header and fails this (almost surely), and so
-    /// does a block freed and then merged into a neighbour.
+    /// block that ends inside the pool, whose successor names it as its predecessor and whose
+    /// predecessor (if any) ends at it. A pointer into a block's middle reads user bytes as a header
+    /// and fails this (almost surely), and so does a block freed and then merged into a neighbour.
     /// In ASan builds a header that lies in released (poisoned) bytes is not read: it is not a live
     /// block's, and reading it would stop the program instead of giving the documented report.
     [[nodiscard]] static bool is_block_start(const record& pool, const void* p) noexcept {
@@ -103,7 +103,17 @@ public:
         const std::size_t size = b->size();
         if (size < min_payload || size > end - at) return false;
         const Block* next = b->next_phys();
-        return !is_poisoned(next, header_size) && next->prev_phys() == b;
+        if (is_poisoned(next, header_size) || next->prev_phys() != b) return false;
+        // A merge on both sides leaves two stale headers in the merged block, the second naming the
+        // first as its predecessor, so the successor test alone passes a double free of the middle
+        // block. The predecessor must end at b too (or b must be the pool's first block).
+        const Block* prev = b->prev_phys();
+        if (prev == nullptr) return b == pool.first();
+        const auto before = reinterpret_cast<std::uintptr_t>(prev);
+        if ((before & (alignment - 1)) != 0 || before < reinterpret_cast<std::uintptr_t>(pool.first()) ||
+            before >= at - header_size || is_poisoned(prev, header_size))
+            return false;
+        return prev->next_phys() == b;
     }
 
     /// Effects: calls `visit(block_info)` for every block of every pool in address order; offsets are
