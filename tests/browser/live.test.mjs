@@ -34,11 +34,17 @@ const origin = new URL(url).origin;
 let page;
 try {
     page = context.pages()[0] || await context.newPage();
-    page.on('console', (m) => { if (m.type() === 'error') fail('console error: ' + m.text()); });
+    // The session-loss scenario at the end expects exactly one 404 (the old session) and its console line.
+    let sessionLoss = false;
+    page.on('console', (m) => {
+        if (m.type() === 'error' && !(sessionLoss && /404/.test(m.text()))) fail('console error: ' + m.text());
+    });
     page.on('pageerror', (e) => fail('page error: ' + e.message));
     page.on('requestfailed', (r) => fail('request failed: ' + r.url()));
     page.on('request', (r) => { if (!r.url().startsWith(origin)) fail('request leaves the server: ' + r.url()); });
-    page.on('response', (r) => { if (r.status() >= 400) fail(`HTTP ${r.status()} for ${r.url()}`); });
+    page.on('response', (r) => {
+        if (r.status() >= 400 && !(sessionLoss && r.status() === 404)) fail(`HTTP ${r.status()} for ${r.url()}`);
+    });
     await page.goto(url, { waitUntil: 'load' });
     await page.waitForFunction(() => document.body.dataset.ready === '1' || document.querySelector('.status.error'), null, { timeout: 30000 });
     check(await page.evaluate(() => document.body.dataset.ready === '1'), 'the page did not finish loading: ' +
@@ -201,6 +207,36 @@ try {
         }
         await shot(name).catch((e) => fail(`${name} screenshot: ${e.message}`));
         console.log(`${failures.length === before ? 'ok  ' : 'FAIL'} ${name}`);
+    }
+    // The session expires (or is evicted) under the page: the next click starts a new session, every
+    // section redraws from it, and the click is not replayed against the new session's blocks.
+    {
+        const before = failures.length;
+        try {
+            await page.locator('section#pool').scrollIntoViewIfNeeded();
+            const old = await page.evaluate(() => document.body.dataset.session);
+            check((await api('pool')).state.live > 0, 'session loss: the pool has live slots first');
+            await page.evaluate(async () => {
+                await fetch('/api/session/close', { method: 'POST', body: JSON.stringify({ session: document.body.dataset.session }) });
+            });
+            sessionLoss = true;
+            const slot = await page.getAttribute('section#pool .cell.live', 'data-slot');
+            await click('pool', `.cell.live[data-slot="${slot}"]`);
+            await page.waitForFunction(() => /expired/.test(document.querySelector('section#pool .msg').textContent));
+            sessionLoss = false;
+            const now = await page.evaluate(() => document.body.dataset.session);
+            check(now && now !== old, 'session loss: a new session was started');
+            for (const name of ['pool', 'arena', 'stack']) {
+                const st = (await api(name)).state;
+                same(Number(await fact(name, name === 'pool' ? 'live' : name === 'arena' ? 'in_use' : 'top')),
+                     name === 'pool' ? st.live : name === 'arena' ? st.in_use : st.top, `session loss: ${name} redrawn from the new session`);
+            }
+            same(await page.$$eval('section#pool .cell.live', (cs) => cs.length), 0, 'session loss: no live pool slots drawn');
+        } catch (e) {
+            fail(`session loss: ${e.message}`);
+        }
+        sessionLoss = false;
+        console.log(`${failures.length === before ? 'ok  ' : 'FAIL'} session loss`);
     }
     await page.evaluate(() => window.scrollTo(0, 0));
     await page.screenshot({ path: join(shots, 'overview.png'), fullPage: true });

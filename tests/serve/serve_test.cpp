@@ -4,10 +4,15 @@
 #include <gtest/gtest.h>
 
 #if STRATA_SERVE_AVAILABLE
+#include <arpa/inet.h>
 #include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <string>
 #include <thread>
 #include <vector>
@@ -453,6 +458,93 @@ TEST_F(ServeApi, ManyRangesGetTheWholeContentOnce) {
     ASSERT_TRUE(one);
     EXPECT_EQ(one->status, 206);
     EXPECT_EQ(one->body.size(), 10u);
+}
+
+// A gzip member holding `text` in one stored (uncompressed) deflate block: what httplib inflated.
+std::string gzip_stored(const std::string& text) {
+    std::uint32_t crc = 0xFFFFFFFFu;
+    for (unsigned char c : text) {
+        crc ^= c;
+        for (int k = 0; k < 8; ++k)
+            crc = (crc >> 1) ^ (0xEDB88320u & (0u - (crc & 1u)));
+    }
+    crc = ~crc;
+    const auto le = [](std::string& out, std::uint32_t v, int bytes) {
+        for (int i = 0; i < bytes; ++i)
+            out.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
+    };
+    std::string out("\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff", 10);
+    const auto n = static_cast<std::uint32_t>(text.size());
+    out.push_back('\x01'); // final block, stored
+    le(out, n, 2);
+    le(out, ~n & 0xFFFFu, 2);
+    out += text;
+    le(out, crc, 4);
+    le(out, n, 4);
+    return out;
+}
+
+// Sends `request` as is on a new connection and returns everything the server wrote back.
+std::string raw_exchange(int port, const std::string& request) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) return {};
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<std::uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    std::string reply;
+    if (::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0 &&
+        ::send(fd, request.data(), request.size(), 0) == static_cast<ssize_t>(request.size())) {
+        char buf[4096];
+        for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;)
+            reply.append(buf, static_cast<std::size_t>(n));
+    }
+    ::close(fd);
+    return reply;
+}
+
+// httplib inflated gzip and brotli bodies with no bound (its limit applies to the compressed
+// bytes): a 460-byte brotli body became 2 GB. A compressed body is now refused, uninflated; the
+// operation it names does not run (found by review).
+TEST_F(ServeApi, CompressedBodiesAreRefusedUninflated) {
+    session_ = new_session();
+    const std::string alloc = json{{"session", session_}, {"size", 8}}.dump();
+    const auto r = client_->Post("/api/arena/alloc", {{"Content-Encoding", "gzip"}}, gzip_stored(alloc),
+                                 "application/json");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 415);
+    EXPECT_TRUE(json::parse(r->body, nullptr, false).contains("error")) << r->body;
+    EXPECT_EQ(op("arena", "state", json::object())["state"]["in_use"], 0) << "the operation did not run";
+    const auto close =
+        client_->Post("/api/session/close", {{"Content-Encoding", "br"}}, "\x0b\x02\x80", "application/json");
+    ASSERT_TRUE(close);
+    EXPECT_EQ(close->status, 415);
+    const auto plain =
+        client_->Post("/api/arena/alloc", {{"Content-Encoding", "identity"}}, alloc, "application/json");
+    ASSERT_TRUE(plain);
+    EXPECT_EQ(plain->status, 200) << "identity is no encoding";
+    EXPECT_EQ(server_->the_api().handle("POST", "/api/session/close", std::string(64 * 1024, ' ')).status,
+              413)
+        << "the close route is bounded like the others";
+}
+
+// A single range on an API route made httplib send part of the JSON answer with status 200.
+TEST_F(ServeApi, ApiAnswersAreNeverCutByARange) {
+    const auto whole = client_->Get("/api/info");
+    ASSERT_TRUE(whole);
+    const auto r = client_->Get("/api/info", {{"Range", "bytes=0-5"}});
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+    EXPECT_EQ(r->body, whole->body);
+    EXPECT_TRUE(json::parse(r->body, nullptr, false).is_object());
+}
+
+// A POST with neither Content-Length nor chunked coding has no body; httplib answered 400.
+TEST_F(ServeApi, APostWithoutALengthHasNoBody) {
+    const std::string reply =
+        raw_exchange(port_, "POST /api/session HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+    EXPECT_EQ(reply.rfind("HTTP/1.1 201", 0), 0u) << reply;
+    EXPECT_NE(reply.find("\"session\""), std::string::npos) << reply;
 }
 
 TEST(ServeLimits, TooManySessionsAndTheMemoryBound) {

@@ -7,6 +7,11 @@ const PALETTE = ['#1f77b4', '#d62728', '#2ca02c', '#ff7f0e', '#9467bd', '#8c564b
 const W = 560, H = 300, M = { l: 64, r: 16, t: 12, b: 44 };
 
 const colours = new Map();
+// Math.max(...xs) passes every element as an argument: a long series (--from JSON) overflowed the
+// stack. These fold instead.
+const maxOf = (xs, init = -Infinity) => xs.reduce((m, v) => (v > m ? v : m), init);
+const minOf = (xs, init = Infinity) => xs.reduce((m, v) => (v < m ? v : m), init);
+
 function colour(name) {
     if (!colours.has(name)) colours.set(name, PALETTE[colours.size % PALETTE.length]);
     return colours.get(name);
@@ -151,7 +156,7 @@ function plotHistogram(parent, wl, binsPerDoubling) {
         const h = hist(a), total = h.reduce((s, c) => s + c, 0) || 1;
         h.forEach((c, i) => { if (c > 0) hiBin = Math.max(hiBin, i + 1); });
         const f = h.map(c => c / total);
-        maxFrac = Math.max(maxFrac, ...f);
+        maxFrac = maxOf(f, maxFrac);
         return f;
     });
     const { svg } = figure(parent, `Latency histogram: ${wl.name}`,
@@ -233,12 +238,12 @@ function plotSeries(parent, wl, key, title, caption, withLive) {
     if (!allocs.length) return false;
     let maxOp = 1, maxY = 1, minY = Infinity;
     for (const a of allocs) {
-        maxOp = Math.max(maxOp, ...a.series.op);
+        maxOp = maxOf(a.series.op, maxOp);
         const vals = a.series[key].filter(v => v !== null);
-        maxY = Math.max(maxY, ...vals);
-        minY = Math.min(minY, ...vals.filter(v => v > 0));
+        maxY = maxOf(vals, maxY);
+        minY = minOf(vals.filter(v => v > 0), minY);
     }
-    if (withLive && allocs[0].series.live_bytes) maxY = Math.max(maxY, ...allocs[0].series.live_bytes);
+    if (withLive && allocs[0].series.live_bytes) maxY = maxOf(allocs[0].series.live_bytes, maxY);
     // Allocators that differ by more than 16x share the plot on a log axis.
     const logY = isFinite(minY) && maxY / minY > 16;
     const legend = allocs.map(a => [a.name, colour(a.name)]);
@@ -257,7 +262,7 @@ function plotSeries(parent, wl, key, title, caption, withLive) {
     for (const a of allocs) {
         const g = sv('g', { class: 'series', 'data-name': a.name }, svg);
         tip(sv('path', { d: line(a.series.op, a.series[key]), fill: 'none', stroke: colour(a.name), 'stroke-width': 1.7 }, g),
-            `${a.name}: peak ${fmtBytes(Math.max(...a.series[key].filter(v => v !== null)))}`);
+            `${a.name}: peak ${fmtBytes(maxOf(a.series[key].filter(v => v !== null)))}`);
     }
     return true;
 }
@@ -367,7 +372,7 @@ function summaryTable(parent, wl) {
         a => a.ns_per_op, a => lat(a).p99, a => lat(a)['p99.99'], a => a.peak_footprint, a => a.internal_waste,
         a => a.worst_fragmentation,
     ];
-    const best = cols.map(c => Math.min(...wl.allocators.map(c).filter(v => v !== null && v !== undefined && isFinite(v))));
+    const best = cols.map(c => minOf(wl.allocators.map(c).filter(v => v !== null && v !== undefined && isFinite(v))));
     for (const a of wl.allocators) {
         const tr = el('tr', {}, tb);
         const td0 = el('td', {}, tr);

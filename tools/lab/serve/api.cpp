@@ -1,7 +1,10 @@
 #include "api.hpp"
 
+#include <sys/random.h>
+
 #include <algorithm>
 #include <array>
+#include <cerrno>
 #include <cstdio>
 #include <mutex>
 #include <random>
@@ -83,14 +86,26 @@ struct session {
 };
 
 std::string new_id() {
-    // Ids are unguessable so one browser cannot drive another's session by counting.
-    static std::mutex m;
-    static std::random_device rd;
-    static std::mt19937_64 gen(((std::uint64_t{rd()} << 32) ^ rd()));
-    std::lock_guard lock(m);
+    // Ids are unguessable so one browser cannot drive another's session. Every byte comes from the
+    // kernel: a seeded generator (mt19937_64 before) gives its state away after 312 outputs, and
+    // sessions can be made and closed at will to collect them.
+    unsigned char bytes[16];
+    std::size_t got = 0;
+    while (got < sizeof bytes) {
+        const ssize_t n = ::getrandom(bytes + got, sizeof bytes - got, 0);
+        if (n > 0) {
+            got += static_cast<std::size_t>(n);
+        } else if (n < 0 && errno != EINTR) { // no getrandom (Linux < 3.17): the device behind it
+            static std::mutex m;
+            static std::random_device rd("/dev/urandom");
+            std::lock_guard lock(m);
+            for (; got < sizeof bytes; ++got)
+                bytes[got] = static_cast<unsigned char>(rd());
+        }
+    }
     char buf[33];
-    std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(gen()),
-                  static_cast<unsigned long long>(gen()));
+    for (std::size_t i = 0; i < sizeof bytes; ++i)
+        std::snprintf(buf + 2 * i, 3, "%02x", bytes[i]);
     return buf;
 }
 
@@ -181,6 +196,9 @@ std::size_t api::session_count() { return sessions_->count(); }
 
 reply api::handle(std::string_view method, std::string_view path, std::string_view body) noexcept {
     try {
+        // Every route, /api/session/close included: httplib bounds the bytes it reads, but api is
+        // also called directly (tests, other front ends).
+        if (body.size() > limits_.max_body_bytes) throw api_error(413, "request body too large");
         if (path == "/api/info") {
             if (method != "GET") throw api_error(405, "use GET for /api/info");
             json demos = json::array();
@@ -223,7 +241,6 @@ reply api::handle(std::string_view method, std::string_view path, std::string_vi
         if (op != "state" && std::find(kind->ops.begin(), kind->ops.end(), op) == kind->ops.end())
             unknown_op(name, op);
         if (method != "POST") throw api_error(405, "use POST for demo operations");
-        if (body.size() > limits_.max_body_bytes) throw api_error(413, "request body too large");
 
         const json args = json::parse(body.begin(), body.end(), nullptr, false);
         if (args.is_discarded()) throw api_error(400, "malformed JSON");

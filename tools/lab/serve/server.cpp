@@ -34,6 +34,9 @@ struct http_server::impl {
 
 namespace {
 
+// Where the pre-routing hook moves a request's Content-Encoding, so that httplib does not inflate it.
+constexpr const char* encoded_header = "X-Strata-Content-Encoding";
+
 void send(httplib::Response& res, const reply& r) {
     res.status = r.status;
     res.set_content(r.body, "application/json");
@@ -52,17 +55,39 @@ http_server::http_server(serve_options options, api::clock_fn clock)
     s.set_read_timeout(5, 0);
     s.set_write_timeout(5, 0);
     s.set_keep_alive_max_count(100);
+    // httplib writes the headers and the body in two sends: without this, Nagle's algorithm and the
+    // browser's delayed ACK held the body of every reply after the first on a connection ~40 ms.
+    s.set_tcp_nodelay(true);
 
-    // httplib builds a multipart body for every range asked for: a few kilobytes of "0-,0-,..."
-    // would make it hundreds of megabytes. Nothing here needs more than one range, and a server
-    // may ignore Range, so a request for several gets the whole content. (The request is httplib's
-    // own non-const object, handed to this hook as const; its ranges are dropped before routing.)
-    s.set_pre_routing_handler([](const httplib::Request& req, httplib::Response&) {
-        if (req.ranges.size() > 1) const_cast<httplib::Request&>(req).ranges.clear();
+    // This hook runs after the headers are read and before the body is. The request is httplib's
+    // own non-const object, handed to it as const; what it changes, httplib then acts on.
+    s.set_pre_routing_handler([](const httplib::Request& creq, httplib::Response&) {
+        auto& req = const_cast<httplib::Request&>(creq);
+        // httplib builds a multipart body for every range asked for: a few kilobytes of "0-,0-,..."
+        // would make it hundreds of megabytes. A server may ignore Range, so a request for several
+        // gets the whole content. An API answer is never cut: httplib would send part of it as 200.
+        if (req.ranges.size() > 1 || req.path.rfind("/api/", 0) == 0) req.ranges.clear();
+        // httplib inflates a gzip or brotli body with no bound (the body limit applies to the
+        // compressed bytes): a few hundred bytes became gigabytes. Such a body is read as it came,
+        // within the limit, and the route refuses it.
+        if (req.has_header("Content-Encoding")) {
+            const std::string coding = req.get_header_value("Content-Encoding");
+            req.headers.erase("Content-Encoding");
+            if (coding != "identity") req.headers.emplace(encoded_header, coding);
+        }
+        // A request with neither length nor chunked coding has no body (RFC 9112 6.3); httplib
+        // refused such a POST as a bad request.
+        if (!req.has_header("Content-Length") && !req.has_header("Transfer-Encoding"))
+            req.headers.emplace("Content-Length", "0");
         return httplib::Server::HandlerResponse::Unhandled;
     });
 
     const auto api_route = [&a](const httplib::Request& req, httplib::Response& res) {
+        if (req.has_header(encoded_header)) {
+            res.status = 415;
+            res.set_content(R"({"error":"compressed request bodies are not accepted"})", "application/json");
+            return;
+        }
         send(res, a.handle(req.method, req.path, req.body));
     };
     s.Get(R"(/api/.*)", api_route);

@@ -14,18 +14,31 @@ async function newSession() {
     document.body.dataset.session = session;
 }
 
+// Every section's load(): when the session is replaced, all of them redraw from the new one.
+const reloads = [];
+let resetting = false;
+
 // call(demo, op, args): the API's answer {ok, result, state}. Throws Error(message) on 4xx/5xx.
-// An expired session (404 on the session) is replaced once, so a page left open keeps working.
-async function call(demo, op, args = {}, retry = true) {
+// An expired or evicted session (404 on the session) is replaced and every section redrawn from
+// the new one, so a page left open keeps working. The operation is not replayed: its ids (slots,
+// markers, handles) named the old session's blocks.
+async function call(demo, op, args = {}) {
     const r = await fetch(`/api/${demo}/${op}`, {
         method: 'POST',
         headers: { 'Content-Type': 'application/json' },
         body: JSON.stringify({ ...args, session }),
     });
     const body = await r.json();
-    if (r.status === 404 && retry && /session/.test(body.error || '')) {
-        await newSession();
-        return call(demo, op, args, false);
+    if (r.status === 404 && !resetting && /session/.test(body.error || '')) {
+        resetting = true;
+        try {
+            await newSession();
+            for (const load of reloads) await load().catch(() => {});
+            status.textContent = status.textContent.replace(/^session \S+…/, `session ${session.slice(0, 8)}…`);
+        } finally {
+            resetting = false;
+        }
+        throw new Error('the session had expired: a new one was started and every demo was reset; try again');
     }
     if (!r.ok) throw new Error(body.error || r.statusText);
     return body;
@@ -50,7 +63,7 @@ async function main() {
         if (!titles[name]) continue;
         nav.append(el('a', { href: `#${name}`, text: titles[name] }));
         const mod = await import(`/demos/${name}.js`);
-        await mod.mount(root, { call, uPlot, title: titles[name], limits: info.limits });
+        await mod.mount(root, { call, uPlot, title: titles[name], limits: info.limits, onReset: (load) => reloads.push(load) });
     }
     status.textContent = `session ${session.slice(0, 8)}… · expires after ${Math.round(info.limits.session_ttl_s / 60)} idle minutes` +
         (uPlot ? '' : ' · plots unavailable: this strata-lab was built without uPlot (npm missing)');

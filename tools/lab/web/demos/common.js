@@ -23,7 +23,9 @@ export function bind(parts, ctx, name, render) {
             return null;
         }
     };
-    return { act, draw, load: async () => draw(await ctx.call(name, 'state')) };
+    const load = async () => draw(await ctx.call(name, 'state'));
+    if (ctx.onReset) ctx.onReset(load);
+    return { act, draw, load };
 }
 
 function describe(op, r) {
