@@ -1,5 +1,6 @@
 // libFuzzer target: strata::free_list with the policy chosen by the first byte (first, best, next
-// fit). Ops decoded from the input: allocate (invalid requests included), free, add_pool; check()
+// fit). Ops decoded from the input: allocate (invalid requests included), free, a bad free (double
+// or into a block's middle: one report, nothing changed), add_pool; check()
 // after every op; contents verified on free.
 #include <cstddef>
 #include <cstdint>
@@ -20,9 +21,10 @@ void run(reader& in) {
     Heap h(std::span<std::byte>(pools[0], pool_bytes / 2));
     std::size_t pools_added = 1;
     model m;
+    freed_ring freed;
     unsigned char fill = 1;
     while (!in.done()) {
-        switch (in.byte() % 6) {
+        switch (in.byte() % 7) {
         case 0:
         case 1:
         case 2: {
@@ -36,7 +38,14 @@ void run(reader& in) {
         }
         case 3:
         case 4:
-            if (!m.empty()) h.deallocate(m.take(in.u16()).p);
+            if (!m.empty()) {
+                void* p = m.take(in.u16()).p;
+                h.deallocate(p);
+                freed.add(p);
+            }
+            break;
+        case 5: // a double free or a pointer into a block's middle: refused, nothing changes
+            bad_free(h, m, freed, in, [&] { return h.stats().live_allocations; });
             break;
         default:
             if (pools_added < 3) {

@@ -2,6 +2,7 @@
 // Shared parts of the heap fuzz targets: a byte reader over the fuzz input, and a model of the live
 // blocks (each filled with its own byte; verified on free and move). Any violation report or
 // failed check() aborts, so libFuzzer records the input as a crash.
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -74,6 +75,7 @@ public:
     [[nodiscard]] bool empty() const noexcept { return live_.empty(); }
     [[nodiscard]] std::size_t size() const noexcept { return live_.size(); }
     [[nodiscard]] std::vector<live_block>& blocks() noexcept { return live_; }
+    [[nodiscard]] const std::vector<live_block>& blocks() const noexcept { return live_; }
 
 private:
     std::vector<live_block> live_;
@@ -86,6 +88,57 @@ inline void abort_on_violation() {
                      v.allocator, v.message);
         std::abort();
     });
+}
+
+/// Pointers freed earlier, for the bad-free op (a few: most are reused soon).
+class freed_ring {
+public:
+    void add(void* p) noexcept { ring_[next_++ % ring_.size()] = static_cast<unsigned char*>(p); }
+    [[nodiscard]] unsigned char* pick(std::size_t i) const noexcept { return ring_[i % ring_.size()]; }
+
+private:
+    std::array<unsigned char*, 8> ring_{};
+    std::size_t next_ = 0;
+};
+
+namespace detail {
+inline thread_local strata::violation_kind last_kind{};
+inline thread_local unsigned reports = 0;
+} // namespace detail
+
+/// A free the heap must refuse: a pointer freed earlier that no live block starts at (a double free,
+/// also of a block merged away since), or a pointer into a live block's middle. Requires one
+/// double_free or foreign_pointer report and no change to the live count. `live` is the heap's O(1)
+/// live count (it must not complete a free in flight, so that refusals meet one).
+template <class Heap, class Live>
+void bad_free(Heap& h, const model& m, const freed_ring& freed, reader& in, Live live) {
+    unsigned char* p = nullptr;
+    const std::uint8_t kind = in.byte();
+    if (kind % 2 == 0) {
+        p = freed.pick(in.byte());
+        for (const live_block& b : m.blocks())
+            if (b.p == p) p = nullptr; // reused since: a valid free, not this op's business
+    } else if (!m.empty()) {
+        const live_block& b = m.blocks()[in.u16() % m.size()];
+        const std::size_t steps = b.size / 16;
+        if (steps > 0) p = b.p + 16 * (1 + in.byte() % steps);
+        if (p >= b.p + b.size) p = nullptr;
+    }
+    if (p == nullptr) return;
+    const std::size_t before = live();
+    detail::reports = 0;
+    {
+        strata::scoped_violation_handler catcher([](const strata::violation& v) {
+            detail::last_kind = v.kind;
+            ++detail::reports;
+        });
+        h.deallocate(p);
+    }
+    require(detail::reports == 1, "a bad free was not reported exactly once");
+    require(detail::last_kind == strata::violation_kind::double_free ||
+                detail::last_kind == strata::violation_kind::foreign_pointer,
+            "a bad free reported as something else");
+    require(live() == before, "a bad free changed the live count");
 }
 
 /// A size drawn from two bytes: mostly small, sometimes up to 64 KiB, sometimes 0 or enormous.

@@ -1,5 +1,6 @@
 // libFuzzer target: strata::tlsf (SLI 5, and SLI 4 when the first byte is odd). Ops decoded from the
-// input: allocate (any size/alignment, invalid ones included), free, reallocate, add_pool, and
+// input: allocate (any size/alignment, invalid ones included), free, a bad free (a double free or a
+// pointer into a block's middle: one report, nothing changed), reallocate, add_pool, and
 // check() as an op of its own; contents of every live block verified on free and on move.
 //
 // check() is an op rather than a step after every op because it completes the free in flight
@@ -26,9 +27,10 @@ void run(reader& in) {
     Heap h(std::span<std::byte>(pools[0], pool_bytes / 2));
     std::size_t pools_added = 1;
     model m;
+    freed_ring freed;
     unsigned char fill = 1;
     while (!in.done()) {
-        switch (in.byte() % 10) {
+        switch (in.byte() % 11) {
         case 0:
         case 1:
         case 2: { // allocate
@@ -45,7 +47,11 @@ void run(reader& in) {
         }
         case 3:
         case 4: // free
-            if (!m.empty()) h.deallocate(m.take(in.u16()).p);
+            if (!m.empty()) {
+                void* p = m.take(in.u16()).p;
+                h.deallocate(p);
+                freed.add(p);
+            }
             break;
         case 5: { // reallocate
             if (m.empty()) break;
@@ -73,6 +79,9 @@ void run(reader& in) {
         case 8: // check() and stats(), which complete the free in flight
             require(h.check(), "check() failed");
             require(h.stats().live_allocations == m.size(), "live count drifted");
+            break;
+        case 9: // a double free or a pointer into a block's middle: refused, nothing changes
+            bad_free(h, m, freed, in, [&] { return h.live_allocations(); });
             break;
         default: { // the largest free block must be servable
             const std::size_t largest = h.largest_free_block();
