@@ -76,10 +76,13 @@ def main():
             loop_ir, loop_allocs = callgrind(args.binary, name, a, True, workdir)
             short_ir, short_allocs = callgrind(args.binary, name, a, False, workdir)
             long_ir, long_allocs = callgrind(args.binary, name, b, False, workdir)
-            per_fill = loop_allocs // a
-            loop = loop_ir / loop_allocs
+            # From the difference of the two runs: a count mode may add a warm-up (the heap
+            # kernels run 100,000 pairs first), which dividing one run by its fills would count.
+            per_fill = (long_allocs - short_allocs) // (b - a)
+            # A kernel with no function matching LOOP_FUNCTIONS collects nothing: say so, not 0.00.
+            loop = f"{loop_ir / loop_allocs:.2f}" if loop_ir > 0 and loop_allocs > 0 else "-"
             program = (long_ir - short_ir) / (long_allocs - short_allocs)
-            print(f"| {name} | {per_fill} | {loop:.2f} | {program:.2f} |", flush=True)
+            print(f"| {name} | {per_fill} | {loop} | {program:.2f} |", flush=True)
     return 0
 
 

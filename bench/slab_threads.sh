@@ -6,9 +6,11 @@
 # Each malloc replaces malloc process-wide, so each runs in its own process under LD_PRELOAD;
 # strata's contender runs in a process of its own without a preload. ROUNDS alternates the processes
 # (glibc, mimalloc, ..., strata, then again) so drift on a shared machine hits everyone alike; the
-# table shows the best (lowest) ns/item per contender over rounds and over the 5 iterations.
+# table shows the best (lowest) ns/item per contender over rounds, each round's figure being the mean
+# over its 5 iterations (Google Benchmark reports one record per run).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+source "$root/bench/preload.sh"
 build="${1:-$root/build/release}"
 rounds="${2:-3}"
 bin="$build/bench/strata_bench_slab_threads"
@@ -20,8 +22,12 @@ trap 'rm -rf "$out"' EXIT
 run() { # label preload filter
     local label="$1" so="$2" filter="$3" r="$4"
     if [[ -n "$so" && ! -e "$so" ]]; then echo "$label: $so missing, skipped" >&2; return; fi
+    if [[ -n "$so" ]] && ! strata_replaces_malloc "$so"; then
+        echo "$label: $so does not replace malloc under LD_PRELOAD, skipped" >&2
+        return
+    fi
     LD_PRELOAD="$so" "$bin" --benchmark_filter="$filter" --benchmark_format=json \
-        --benchmark_out="$out/$label.$r.json" --benchmark_out_format=json >/dev/null 2>&1
+        --benchmark_out="$out/$label.$r.json" --benchmark_out_format=json >/dev/null
 }
 for r in $(seq 1 "$rounds"); do
     run glibc "" '^malloc/' "$r"
@@ -56,7 +62,7 @@ for w in works:
     mallocs = [v for l, v in zip(labels, row) if l != "strata" and v is not None]
     ratio = row[0] / min(mallocs) if row[0] and mallocs else None
     cells = [f"{v:.2f}" if v is not None else "-" for v in row]
-    print(f"| {w} | " + " | ".join(cells) + f" | {ratio:.2f}x |" if ratio else " | - |")
+    print(f"| {w} | " + " | ".join(cells) + (f" | {ratio:.2f}x |" if ratio else " | - |"))
 print("\nns per item (own: per free+allocate pair over both threads; xfer: per object handed over),"
-      " best of all iterations and rounds.")
+      " the best over rounds of each process's mean over its 5 iterations.")
 EOF

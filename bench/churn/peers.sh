@@ -15,6 +15,7 @@
 # ~1.5x slower now and then, so a close verdict from one round is a coin toss; quote the medians.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+source "$root/bench/preload.sh"
 build="${1:-$root/build/release}"
 shift || true
 bin="$build/bench/churn/strata-churn"
@@ -43,6 +44,7 @@ for ((round = 1; round <= rounds; ++round)); do
     for name in mimalloc jemalloc tcmalloc tbbmalloc; do
         so="${peers[$name]}"
         if [[ ! -e "$so" ]]; then echo "== $name: $so missing, skipped"; continue; fi
+        if ! strata_replaces_malloc "$so"; then echo "== $name: $so does not replace malloc under LD_PRELOAD, skipped"; continue; fi
         echo "== $name ($so)"
         LD_PRELOAD="$so" "$bin" --only malloc --label "$name" --jsonl "$out" "$@"
     done

@@ -10,6 +10,7 @@
 # RSS relative to mimalloc and glibc, page faults per million operations.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+source "$root/bench/preload.sh"
 build="${1:-$root/build/release}"
 shift || true
 bin="$build/bench/mt/strata-mt"
@@ -34,6 +35,10 @@ for w in ${MT_WORKLOADS:-local prodcons larson}; do
         so="${peers[$name]}"
         if [[ "$name" != glibc && ( -z "$so" || ! -e "$so" ) ]]; then
             echo "== $name: ${so:-libstrata_malloc.so (not built)} missing, skipped"
+            continue
+        fi
+        if [[ -n "$so" ]] && ! strata_replaces_malloc "$so"; then
+            echo "== $name: $so does not replace malloc under LD_PRELOAD, skipped"
             continue
         fi
         LD_PRELOAD="$so" "$bin" --workload "$w" --label "$name" --jsonl "$out" "$@" | tail -n +2

@@ -10,6 +10,7 @@
 # mimalloc (issue 8's targets: peak RSS <= 1.2x mimalloc).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+source "$root/bench/preload.sh"
 build="$(realpath "${1:-$root/build/release}")"
 runs="${2:-3}"
 bin="$build/bench/realtrace/strata-replay-malloc"
@@ -73,6 +74,10 @@ for t in "${traces[@]}"; do
     for name in "${names[@]}"; do
         s="${so[$name]}"
         if [[ -n "$s" && ! -e "$s" ]]; then echo "== $name: $s missing, skipped" >&2; continue; fi
+        if [[ -n "$s" ]] && ! strata_replaces_malloc "$s"; then
+            echo "== $name: $s does not replace malloc under LD_PRELOAD, skipped" >&2
+            continue
+        fi
         LD_PRELOAD="$s" "$bin" "$t" --label "$name" --dry >>"$out"
         for ((i = 0; i < runs; ++i)); do
             LD_PRELOAD="$s" "$bin" "$t" --label "$name" >>"$out"
