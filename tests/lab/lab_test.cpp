@@ -2,6 +2,7 @@
 // every registered contestant on the --quick workload. The lab's parts used here are header-only
 // (tools/lab/*.hpp), included by path relative to this file, so no lab .cpp is linked.
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <numeric>
 #include <random>
@@ -182,6 +183,21 @@ TEST(LabPercentile, NearestRankOnOneToThousandAndTiny) {
     EXPECT_EQ(lab::percentile_sorted(std::span<const std::uint32_t>(one), 99.9), 7u);
     const std::vector<std::uint32_t> none;
     EXPECT_EQ(lab::percentile_sorted(std::span<const std::uint32_t>(none), 50.0), 0u);
+}
+
+// The tail points of the JSON ask for 100 (1 - 10^-k): ranks were computed in thousandths of a
+// percent, so every k >= 5.5 gave the maximum and others were off by a few ranks. Found by review.
+TEST(LabPercentile, TailPointsKeepTheirDigits) {
+    std::vector<std::uint32_t> v(1'000'000);
+    std::iota(v.begin(), v.end(), 1u);
+    const std::span<const std::uint32_t> s(v);
+    const auto at = [&](double k) { return lab::percentile_sorted(s, 100.0 * (1.0 - std::pow(10.0, -k))); };
+    EXPECT_EQ(at(5.5), 999'997u);
+    EXPECT_EQ(at(5.25), 999'995u);
+    EXPECT_EQ(at(4.25), 999'944u);
+    EXPECT_EQ(at(6.0), 999'999u);
+    EXPECT_EQ(lab::percentile_sorted(s, 99.9), 999'000u);
+    EXPECT_EQ(lab::percentile_sorted(s, 99.99), 999'900u);
 }
 
 TEST(LabPercentile, SummarizeSortsAndSummarizes) {

@@ -78,12 +78,15 @@ private:
     std::size_t calls_ = 0;
 };
 
-/// Peaks of a strata allocator: used = stats().peak, held = the largest stats().capacity seen.
+/// Peaks of a strata allocator: used = the largest stats().in_use seen, held = the largest
+/// stats().capacity seen. sample() runs at each frame's fullest point, so the largest in_use is the
+/// peak. (stats().peak was used before: a size_class_pool sums its classes' own peaks, which never
+/// happened at once, and read up to 91% high.)
 struct strata_peaks {
     std::size_t used = 0;
     std::size_t held = 0;
     void observe(const strata::stats& s) noexcept {
-        used = std::max(used, s.peak);
+        used = std::max(used, s.in_use);
         held = std::max(held, s.capacity);
     }
     [[nodiscard]] memory_figures figures(std::size_t upstream_calls = 0) const noexcept {

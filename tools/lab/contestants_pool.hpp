@@ -92,7 +92,7 @@ public:
         strata::stats total;
         for (const strata::stats& s : {c64_.stats(), c128_.stats(), c256_.stats(), c512_.stats(),
                                        c1k_.stats(), c2k_.stats(), c4k_.stats()}) {
-            total.peak += s.peak;
+            total.in_use += s.in_use; // at this moment: the classes' own peaks came at other times
             total.capacity += s.capacity;
         }
         peaks_.observe(total);

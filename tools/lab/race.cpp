@@ -20,8 +20,12 @@ struct tail5 {
     double p50, p99, p999, p9999, max;
 };
 
+// No samples (--latency-passes 0) is "not measured": NaN, printed as - and written as null.
 tail5 tail_of(std::vector<std::uint32_t> ticks, const calibration& cal) {
-    if (ticks.empty()) return {0, 0, 0, 0, 0};
+    if (ticks.empty()) {
+        const double none = std::nan("");
+        return {none, none, none, none, none};
+    }
     std::sort(ticks.begin(), ticks.end());
     const std::span<const std::uint32_t> s(ticks);
     auto at = [&](double q) { return cal.net_ns(static_cast<double>(percentile_sorted(s, q))); };
@@ -79,16 +83,11 @@ race_section race_workload(const op_workload& w, const race_options& o, const ca
         row.f_p50 = filt.p50, row.f_p99 = filt.p99, row.f_p999 = filt.p999, row.f_p9999 = filt.p9999,
         row.f_max = filt.max;
         if (row.result.has_usable_size && row.result.peak_granted > 0) {
-            std::uint64_t live_at_peak = 0, granted_peak = 0;
-            for (const memory_sample& m : row.result.series) {
-                if (m.granted_bytes >= granted_peak) {
-                    granted_peak = m.granted_bytes;
-                    live_at_peak = m.live_bytes;
-                }
-            }
-            if (granted_peak > 0)
-                row.waste = static_cast<double>(granted_peak - std::min(live_at_peak, granted_peak)) /
-                            static_cast<double>(granted_peak);
+            // At the exact granted peak (the sampling pass keeps the live bytes of that moment): the
+            // highest of the 200 samples can miss a burst between two of them.
+            const std::uint64_t granted_peak = row.result.peak_granted;
+            const std::uint64_t live_at_peak = std::min(row.result.live_at_peak_granted, granted_peak);
+            row.waste = static_cast<double>(granted_peak - live_at_peak) / static_cast<double>(granted_peak);
         }
         if (row.result.has_probe) {
             row.worst_frag = 0;
@@ -127,9 +126,15 @@ void print_section(std::ostream& out, const race_section& s) {
         char waste[16] = "-", frag[16] = "-";
         if (r.waste >= 0) std::snprintf(waste, sizeof waste, "%.0f%%", r.waste * 100);
         if (r.worst_frag >= 0) std::snprintf(frag, sizeof frag, "%.0f%%", r.worst_frag * 100);
-        std::snprintf(line, sizeof line, "%-16s %7.1f %6.0f %6.0f %6.0f %7.0f %8.0f %10s %6s %6s %6llu\n",
-                      r.result.allocator.c_str(), r.ns_per_op, r.p50, r.p99, r.p999, r.f_p9999, r.f_max,
-                      fp.c_str(), waste, frag, static_cast<unsigned long long>(r.result.failed));
+        const auto ns = [](double v) {
+            char b[16] = "-";
+            if (!std::isnan(v)) std::snprintf(b, sizeof b, "%.0f", v);
+            return std::string(b);
+        };
+        std::snprintf(line, sizeof line, "%-16s %7.1f %6s %6s %6s %7s %8s %10s %6s %6s %6llu\n",
+                      r.result.allocator.c_str(), r.ns_per_op, ns(r.p50).c_str(), ns(r.p99).c_str(),
+                      ns(r.p999).c_str(), ns(r.f_p9999).c_str(), ns(r.f_max).c_str(), fp.c_str(), waste, frag,
+                      static_cast<unsigned long long>(r.result.failed));
         out << line;
     }
     if (base > 0 && s.rows.size() > 1) {
@@ -239,6 +244,14 @@ std::vector<std::uint64_t> histogram(const std::vector<std::uint32_t>& ticks, co
     return bins;
 }
 
+// A number, or null when it was not measured (NaN).
+struct json_number {
+    double v;
+    friend std::ostream& operator<<(std::ostream& out, json_number n) {
+        return std::isnan(n.v) ? out << "null" : out << n.v;
+    }
+};
+
 template <class T>
 void json_array(std::ostream& out, const std::vector<T>& v) {
     out << '[';
@@ -295,11 +308,13 @@ void write_race_json(std::ostream& out, const std::vector<race_section>& section
             out << ",\"description\":";
             json_string(out, r.description);
             out << ",\"ns_per_op\":" << r.ns_per_op << ",\"failed\":" << r.result.failed
-                << ",\"latency_raw\":{\"p50\":" << r.p50 << ",\"p99\":" << r.p99 << ",\"p99.9\":" << r.p999
-                << ",\"p99.99\":" << r.p9999 << ",\"max\":" << r.max
-                << "},\"latency_filtered\":{\"passes\":" << r.result.latency_passes << ",\"p50\":" << r.f_p50
-                << ",\"p99\":" << r.f_p99 << ",\"p99.9\":" << r.f_p999 << ",\"p99.99\":" << r.f_p9999
-                << ",\"max\":" << r.f_max << "},\"histogram_raw\":";
+                << ",\"latency_raw\":{\"p50\":" << json_number{r.p50} << ",\"p99\":" << json_number{r.p99}
+                << ",\"p99.9\":" << json_number{r.p999} << ",\"p99.99\":" << json_number{r.p9999}
+                << ",\"max\":" << json_number{r.max}
+                << "},\"latency_filtered\":{\"passes\":" << r.result.latency_passes
+                << ",\"p50\":" << json_number{r.f_p50} << ",\"p99\":" << json_number{r.f_p99}
+                << ",\"p99.9\":" << json_number{r.f_p999} << ",\"p99.99\":" << json_number{r.f_p9999}
+                << ",\"max\":" << json_number{r.f_max} << "},\"histogram_raw\":";
             json_array(out, histogram(r.result.ticks_raw, cal));
             out << ",\"histogram_filtered\":";
             json_array(out, histogram(r.result.ticks_filtered, cal));

@@ -65,7 +65,8 @@ struct replay_result {
     int latency_passes = 0;
     std::vector<memory_sample> series;
     std::uint64_t peak_footprint = 0;
-    std::uint64_t peak_granted = 0; ///< most usable bytes live at once
+    std::uint64_t peak_granted = 0;         ///< most usable bytes live at once
+    std::uint64_t live_at_peak_granted = 0; ///< requested bytes live at that moment
     bool has_footprint = false, has_probe = false, has_usable_size = false;
     bool streamed = false; ///< replay_streamed: latencies are a sample, no filtered tail
 
@@ -73,7 +74,10 @@ struct replay_result {
         if (seconds.empty() || memory_ops == 0) return 0;
         std::vector<double> s(seconds);
         std::sort(s.begin(), s.end());
-        return s[s.size() / 2] * 1e9 / static_cast<double>(memory_ops);
+        // The median (the mean of the middle two for an even count, as docs/lab.md says).
+        const std::size_t n = s.size();
+        const double mid = n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+        return mid * 1e9 / static_cast<double>(memory_ops);
     }
 };
 
@@ -133,7 +137,7 @@ struct pass_state {
 template <class A, pass P>
 void run_batch(A& a, std::span<const op> ops, slot_table& t, pass_state& st, std::uint32_t* ticks,
                std::vector<memory_sample>* series, std::uint64_t every, std::uint64_t total,
-               std::uint64_t* peak_fp, std::uint64_t* peak_granted) {
+               std::uint64_t* peak_fp, replay_result* peaks) {
     std::uint64_t failed = st.failed, m = st.m, live = st.live, granted = st.granted, k = 0;
     void** ptr = t.ptr.data();
     std::uint64_t* size = t.size.data();
@@ -146,6 +150,7 @@ void run_batch(A& a, std::span<const op> ops, slot_table& t, pass_state& st, std
         std::uint64_t t0 = 0;
         if constexpr (P == pass::latency) t0 = tick_begin();
         void* p = nullptr;
+        std::size_t old_usable = 0; // sampling: the reallocated block's, given back if it fails
         switch (o.kind) {
         case op_kind::allocate: p = a.allocate(o.size, std::size_t{1} << o.log2_align); break;
         case op_kind::free:
@@ -156,7 +161,8 @@ void run_batch(A& a, std::span<const op> ops, slot_table& t, pass_state& st, std
             break;
         case op_kind::reallocate:
             if constexpr (P == pass::sampling && has_usable_size<A>) {
-                if (ptr[o.slot] != nullptr) granted -= a.usable_size(ptr[o.slot]);
+                if (ptr[o.slot] != nullptr) old_usable = a.usable_size(ptr[o.slot]);
+                granted -= old_usable;
             }
             p = do_reallocate(a, ptr[o.slot], size[o.slot], o.size, std::size_t{1} << la[o.slot]);
             break;
@@ -179,7 +185,8 @@ void run_batch(A& a, std::span<const op> ops, slot_table& t, pass_state& st, std
                     ptr[o.slot] = nullptr; // a later free of this slot is skipped
                     size[o.slot] = 0;
                 }
-                // A failed reallocate keeps the old block (as realloc does).
+                // A failed reallocate keeps the old block (as realloc does), and its granted bytes.
+                granted += old_usable;
             } else {
                 touch_block(p, o.size, m);
                 live = live - size[o.slot] + o.size;
@@ -192,7 +199,10 @@ void run_batch(A& a, std::span<const op> ops, slot_table& t, pass_state& st, std
         ++m;
         ++k;
         if constexpr (P == pass::sampling) {
-            *peak_granted = std::max(*peak_granted, granted);
+            if (granted > peaks->peak_granted) {
+                peaks->peak_granted = granted;
+                peaks->live_at_peak_granted = live;
+            }
             if constexpr (has_footprint<A>) *peak_fp = std::max<std::uint64_t>(*peak_fp, a.footprint());
             if (m % every == 0 || m == total) {
                 memory_sample s;
@@ -224,14 +234,19 @@ void release_all(A& a, slot_table& t) noexcept {
     if constexpr (has_end_frame<A>) a.end_frame();
 }
 
-/// Runs every op of w through a, then releases what w left live. Returns: allocations that failed.
+/// Runs every op of w through a, then releases what w left live (after the clock stops: `seconds`,
+/// when given, gets the time of the ops alone, as replay_streamed counts it). Returns: allocations
+/// that failed.
 template <class A, pass P>
 std::uint64_t run_ops(A& a, const op_workload& w, slot_table& t, std::uint32_t* ticks,
                       std::vector<memory_sample>* series, std::uint64_t every, std::uint64_t* peak_fp,
-                      std::uint64_t* peak_granted) {
+                      replay_result* peaks, double* seconds = nullptr) {
     pass_state st;
+    const auto t0 = std::chrono::steady_clock::now();
     run_batch<A, P>(a, std::span<const op>(w.ops), t, st, ticks, series, every, w.memory_ops(), peak_fp,
-                    peak_granted);
+                    peaks);
+    if (seconds != nullptr)
+        *seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     release_all(a, t);
     return st.failed;
 }
@@ -312,9 +327,10 @@ replay_result replay(const op_workload& w, const replay_options& o) {
     for (int i = 0; i < o.warmup; ++i)
         r.failed = detail::run_ops<A, pass::throughput>(*a, w, t, nullptr, nullptr, 1, nullptr, nullptr);
     for (int i = 0; i < o.repeats; ++i) {
-        const auto t0 = std::chrono::steady_clock::now();
-        r.failed = detail::run_ops<A, pass::throughput>(*a, w, t, nullptr, nullptr, 1, nullptr, nullptr);
-        r.seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+        double seconds = 0;
+        r.failed =
+            detail::run_ops<A, pass::throughput>(*a, w, t, nullptr, nullptr, 1, nullptr, nullptr, &seconds);
+        r.seconds.push_back(seconds);
     }
     r.latency_passes = o.latency_passes;
     if (o.latency_passes > 0) {
@@ -327,8 +343,7 @@ replay_result replay(const op_workload& w, const replay_options& o) {
     }
     const std::uint64_t every =
         std::max<std::uint64_t>(1, r.memory_ops / std::max<std::uint32_t>(1, o.series_points));
-    r.failed = detail::run_ops<A, pass::sampling>(*a, w, t, nullptr, &r.series, every, &r.peak_footprint,
-                                                  &r.peak_granted);
+    r.failed = detail::run_ops<A, pass::sampling>(*a, w, t, nullptr, &r.series, every, &r.peak_footprint, &r);
     return r;
 }
 
@@ -385,7 +400,7 @@ replay_result replay_streamed(const op_workload& shape, const op_stream_factory&
     detail::pass_state st;
     for (auto in = open(); in->next(batch);)
         detail::run_batch<A, pass::sampling>(*a, batch, t, st, nullptr, &r.series, every, r.memory_ops,
-                                             &r.peak_footprint, &r.peak_granted);
+                                             &r.peak_footprint, &r);
     detail::release_all(*a, t);
     r.failed = st.failed;
     return r;
