@@ -138,6 +138,7 @@ TEST(ObjectPoolChecks, DestroyingThePoolWithLiveObjectsIsALeak) {
     }
     EXPECT_TRUE(h.saw_one(violation_kind::leak));
     EXPECT_EQ(h.last().allocator, "strata::object_pool");
+    EXPECT_NE(h.last().message.find("with 2 live objects"), std::string::npos) << h.last().message;
     EXPECT_EQ(src.outstanding_blocks(), 0u) << "the memory still goes back";
     counted::alive = 0; // their destructors did not run, by design
 }

@@ -279,8 +279,11 @@ TEST(SlabCacheChecks, DestroyedWithLiveObjectsIsALeak) {
     {
         slab_cache<particle> c(src);
         (void)c.allocate();
+        (void)c.allocate();
+        (void)c.allocate();
     }
     EXPECT_TRUE(h.saw_one(violation_kind::leak));
+    EXPECT_NE(h.last().message.find("with 3 live objects"), std::string::npos) << h.last().message;
     EXPECT_EQ(src.outstanding_blocks(), 0u);
 }
 

@@ -7,6 +7,7 @@
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <functional>
 #include <new>
 #include <type_traits>
@@ -127,8 +128,12 @@ public:
     /// Effects: reports a leak at checks >= 1 when objects are live, then returns every slab to the
     /// source (running ~T() on every object of each slab when caching objects).
     ~slab_cache() {
-        (void)STRATA_VERIFY(1, live_ == 0, leak, "strata::slab_cache", nullptr,
-                            "slab_cache destroyed with live objects");
+        if (STRATA_CHECKS >= 1 && live_ != 0) { // the message names the count
+            char msg[64];
+            std::snprintf(msg, sizeof msg, "slab_cache destroyed with %zu live objects",
+                          static_cast<std::size_t>(live_));
+            (void)STRATA_VERIFY(1, live_ == 0, leak, "strata::slab_cache", nullptr, msg);
+        }
         for (slab_header* l : {partial_, full_, empty_}) {
             for (slab_header* s = l; s != nullptr;) {
                 slab_header* next = s->next;
