@@ -31,7 +31,7 @@ arena::arena(arena&& other) noexcept
       spare_blocks_(std::exchange(other.spare_blocks_, 0)),
       chain_bytes_(std::exchange(other.chain_bytes_, 0)), peak_(std::exchange(other.peak_, 0)),
       total_(std::exchange(other.total_, 0)), next_block_size_(other.next_block_size_),
-      source_(other.source_), options_(other.options_) {}
+      source_(other.source_), options_(other.options_), history_(other.history_) {}
 
 arena& arena::operator=(arena&& other) noexcept {
     if (this != &other) {
@@ -148,6 +148,13 @@ void arena::rewind(const marker& m) noexcept {
         return;
     }
     if (!in_chain || !below_top) return;
+    // Below the top again is not enough: the top must not have gone below it in between.
+    const bool fresh = !history_.stale(m.epoch, m.position);
+    if (!STRATA_VERIFY(1, fresh, invalid_marker, who, m.cur,
+                       "stale marker: the arena went below it since it was taken")) {
+        return;
+    }
+    if (!fresh) return;
 
     note_peak();
     pop_to(m.block);
@@ -160,6 +167,7 @@ void arena::rewind(const marker& m) noexcept {
     used_before_ = m.block ? m.block->used_before : 0;
     total_ += count_ - std::min(count_, m.count);
     count_ = std::min(count_, m.count);
+    history_.lowered(m.position);
 }
 
 void arena::reset() noexcept {
@@ -174,6 +182,7 @@ void arena::reset() noexcept {
     cur_ = buffer_begin_;
     end_ = buffer_end_;
     buffer_top_ = buffer_begin_;
+    history_.lowered(0);
     if (options_.on_reset == arena_reset::release_extra) {
         // Keep the oldest source block only when there is no initial buffer to start in.
         block_header* keep = nullptr;

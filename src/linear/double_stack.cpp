@@ -18,6 +18,14 @@ void double_stack::rewind(const marker& m) noexcept {
         return;
     }
     if (!valid) return;
+    detail::rewind_history& history = bottom ? bottom_history_ : top_history_;
+    const bool fresh = !history.stale(m.epoch, m.offset);
+    if (!STRATA_VERIFY(1, fresh, invalid_marker, who, nullptr,
+                       "stale marker: its end went below it since it was taken")) {
+        return;
+    }
+    if (!fresh) return;
+    history.lowered(m.offset);
     if (bottom) {
         std::byte* to = base_ + m.offset;
         release_bytes(to, static_cast<std::size_t>(lo_ - to));

@@ -41,7 +41,8 @@ bool stack_allocator::on_chain(const marker& m) const noexcept {
 #endif
 
 void stack_allocator::rewind(const marker& m) noexcept {
-    bool mine = m.owner == this && m.top <= in_use() && m.last <= m.top + 1;
+    bool mine =
+        m.owner == this && m.top <= in_use() && m.last <= m.top + 1 && !history_.stale(m.epoch, m.top);
 #if STRATA_CHECKS >= 1
     mine = mine && on_chain(m);
 #endif
@@ -56,6 +57,7 @@ void stack_allocator::rewind(const marker& m) noexcept {
     cur_ = top;
     last_ = m.last;
     count_ = m.count;
+    history_.lowered(m.top);
 }
 
 strata::stats stack_allocator::stats() const noexcept {

@@ -115,9 +115,13 @@ bool pool::add_chunk(std::span<std::byte> memory, memory_block block) noexcept {
     return true;
 }
 
-// Pushes the chunk's slots so that the lowest address is handed out first.
-void pool::thread_chunk(chunk* c) noexcept {
+// Pushes the chunk's slots so that the lowest address is handed out first; with `free_only`, only
+// those whose state bit says free (rebuilding the list after a bad link, checks >= 1).
+void pool::thread_chunk(chunk* c, bool free_only) noexcept {
     for (std::size_t i = c->count; i-- > 0;) {
+        if constexpr (keep_bits) {
+            if (free_only && ((c->bits[i / 64] >> (i % 64)) & 1u)) continue;
+        }
         std::byte* s = c->first + i * slot_size_;
         // The whole slot: on reset() a free slot is already poisoned, and checks 2 fills it.
         unpoison(s, STRATA_CHECKS >= 2 ? slot_size_ : sizeof(void*));
@@ -193,6 +197,19 @@ void* pool::take_checked(void* p) noexcept {
         }
     }
 #endif
+#if STRATA_CHECKS >= 1
+    // The link is the one word a use after free can change unseen at checks 1. Followed blindly, a
+    // bad one hands out a live slot or memory outside the pool; so it must name a free slot.
+    if (!STRATA_VERIFY(1, free_link_ok(p), corruption, who, p,
+                       "a free slot's link was overwritten (write after free)")) {
+        free_ = nullptr;
+        for (auto it = chunks_.rbegin(); it != chunks_.rend(); ++it)
+            thread_chunk(*it, true);
+        p = free_;
+        if (p == nullptr) return allocate_slow();
+        unpoison(p, slot_size_);
+    }
+#endif
     free_ = *static_cast<void**>(p);
 #if STRATA_CHECKS >= 1
     if (chunk* c = find_chunk(p)) {
@@ -204,6 +221,22 @@ void* pool::take_checked(void* p) noexcept {
     acquire_bytes(p, slot_size_);
     return p;
 }
+
+#if STRATA_CHECKS >= 1
+bool pool::slot_is_free(const void* p) const noexcept {
+    const chunk* c = find_chunk(p);
+    if (c == nullptr) return false;
+    const auto off = static_cast<std::size_t>(static_cast<const std::byte*>(p) - c->first);
+    if (off % slot_size_ != 0) return false;
+    const std::size_t i = off / slot_size_;
+    return ((c->bits[i / 64] >> (i % 64)) & 1u) == 0;
+}
+
+bool pool::free_link_ok(const void* head) const noexcept {
+    const void* next = *static_cast<void* const*>(head);
+    return slot_is_free(head) && (next == nullptr || (next != head && slot_is_free(next)));
+}
+#endif
 
 bool pool::verify_live(const void* p) const noexcept {
 #if STRATA_CHECKS >= 1

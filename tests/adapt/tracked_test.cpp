@@ -422,6 +422,23 @@ TEST(Tracked, ResetAndRewindReleaseCounts) {
     EXPECT_EQ(t.totals().frame_frees, 3u);
 }
 
+TEST(Tracked, ARewindTheArenaRefusesReleasesNothing) {
+    STRATA_REQUIRE_CHECKS(1);
+    tracker t("t");
+    tracked<test_arena> a(t);
+    const auto outer = a.mark();
+    ASSERT_NE(a.allocate(100), nullptr);
+    const auto inner = a.mark();
+    a.rewind(outer);
+    ASSERT_NE(a.allocate(300), nullptr); // live across inner's position: inner is stale
+    strata::test::recording_handler rec;
+    a.rewind(inner);
+    EXPECT_TRUE(rec.saw_one(strata::violation_kind::invalid_marker));
+    EXPECT_EQ(t.in_use(), 300u);
+    EXPECT_EQ(t.totals().live, 1u);
+    EXPECT_EQ(a.inner().stats().live_allocations, 1u);
+}
+
 TEST(Tracked, OverAnExistingAllocatorThroughAllocatorRef) {
     strata::heap_source src;
     strata::arena frame(src);

@@ -436,6 +436,141 @@ TEST(arena_fixed, marker_newer_than_the_top_leaves_state_unchanged) {
     EXPECT_EQ(rec.count(), strata::test::checks_on ? 1u : 0u);
 }
 
+// A marker the top went below stays stale once later allocations lift the top past it again:
+// rewinding to it would free the tail of a live block.
+TEST(arena_fixed, stale_marker_below_the_top_again_is_refused) {
+    aligned_buffer buf(4096);
+    arena a(buf.span());
+    const arena::marker m1 = a.mark();
+    ASSERT_NE(a.allocate(100), nullptr);
+    const arena::marker m2 = a.mark(); // at 100
+    a.rewind(m1);
+    auto* live = bytes(a.allocate(300, 1)); // spans m2's position
+    ASSERT_NE(live, nullptr);
+    std::memset(live, 0x5A, 300);
+    const arena_state before = state_of(a);
+    strata::test::recording_handler rec;
+    a.rewind(m2);
+    EXPECT_TRUE(unchanged(a, before));
+    EXPECT_TRUE(all_bytes(live, 300, 0x5A));
+    ASSERT_EQ(rec.count(), strata::test::checks_on ? 1u : 0u);
+    if (strata::test::checks_on) {
+        EXPECT_EQ(rec.last().kind, strata::violation_kind::invalid_marker);
+        EXPECT_EQ(rec.last().allocator, "strata::arena");
+    }
+}
+
+TEST(arena_fixed, marker_from_before_a_reset_is_refused) {
+    aligned_buffer buf(4096);
+    arena a(buf.span());
+    ASSERT_NE(a.allocate(64), nullptr);
+    const arena::marker m = a.mark();
+    a.reset();
+    ASSERT_NE(a.allocate(256), nullptr);
+    const arena_state before = state_of(a);
+    strata::test::recording_handler rec;
+    a.rewind(m);
+    EXPECT_TRUE(unchanged(a, before));
+    EXPECT_EQ(rec.count(), strata::test::checks_on ? 1u : 0u);
+}
+
+TEST(arena_fixed, marker_above_a_freed_top_block_is_refused) {
+    STRATA_REQUIRE_CHECKS(1); // frees are recorded at checks >= 1 only
+    aligned_buffer buf(4096);
+    arena a(buf.span());
+    void* p = a.allocate(64, 1);
+    ASSERT_NE(p, nullptr);
+    const arena::marker m = a.mark(); // marks p as allocated
+    a.deallocate(p, 64);
+    ASSERT_NE(a.allocate(256, 1), nullptr);
+    const arena_state before = state_of(a);
+    strata::test::recording_handler rec;
+    a.rewind(m);
+    EXPECT_TRUE(unchanged(a, before));
+    EXPECT_TRUE(rec.saw_one(strata::violation_kind::invalid_marker));
+}
+
+TEST(arena_fixed, markers_that_stayed_valid_are_accepted_after_other_rewinds) {
+    aligned_buffer buf(4096);
+    arena a(buf.span());
+    strata::test::recording_handler rec;
+    const arena::marker outer = a.mark();
+    ASSERT_NE(a.allocate(100, 1), nullptr);
+    const arena::marker inner = a.mark();
+    for (int frame = 0; frame < 20; ++frame) { // an inner scope used again and again
+        ASSERT_NE(a.allocate(50 + 10 * frame, 1), nullptr);
+        a.rewind(inner);
+        a.rewind(inner); // twice is fine
+        ASSERT_EQ(a.in_use(), 100u);
+    }
+    void* q = a.allocate(40, 1); // freeing the top back to a marker's position keeps it valid
+    a.deallocate(q, 40);
+    ASSERT_NE(a.allocate(70, 1), nullptr);
+    a.rewind(inner);
+    EXPECT_EQ(a.in_use(), 100u);
+    const arena::marker after = a.mark(); // taken after the lowerings: not stale
+    ASSERT_NE(a.allocate(30, 1), nullptr);
+    a.rewind(after);
+    EXPECT_EQ(a.in_use(), 100u);
+    a.rewind(outer);
+    EXPECT_EQ(a.in_use(), 0u);
+    a.rewind(outer);
+    EXPECT_EQ(rec.count(), 0u);
+}
+
+TEST(arena_fixed, stale_marker_deeper_than_the_history_is_never_a_false_report) {
+    // More nested levels than the history holds: the oldest records drop, so an old stale marker
+    // may go unnoticed, but every valid rewind is still accepted.
+    aligned_buffer buf(8192);
+    arena a(buf.span());
+    strata::test::recording_handler rec;
+    std::vector<arena::marker> levels;
+    for (std::size_t depth = 0; depth < 3 * strata::detail::rewind_history::depth; ++depth) {
+        levels.push_back(a.mark());
+        ASSERT_NE(a.allocate(16, 1), nullptr);
+        const arena::marker scratch = a.mark();
+        ASSERT_NE(a.allocate(8, 1), nullptr);
+        a.rewind(scratch); // one record per level, targets increasing
+    }
+    while (!levels.empty()) {
+        a.rewind(levels.back());
+        levels.pop_back();
+    }
+    EXPECT_EQ(a.in_use(), 0u);
+    EXPECT_EQ(rec.count(), 0u);
+}
+
+TEST(rewind_history, agrees_with_a_record_of_every_lowering) {
+    // With at most `depth` distinct targets the history is exact; with more it may only miss.
+    using strata::detail::rewind_history;
+    for (const std::size_t targets : {rewind_history::depth - 2, 5 * rewind_history::depth}) {
+        std::mt19937_64 rng(0x5EED + targets);
+        rewind_history h;
+        std::vector<std::pair<std::uint64_t, std::size_t>> all; // every (epoch, target)
+        std::size_t stale = 0, missed = 0;
+        for (int op = 0; op < 50000; ++op) {
+            const std::size_t t = 16 * (rng() % targets);
+            h.lowered(t);
+            all.emplace_back(h.epoch(), t);
+            const std::uint64_t back = rng() % 64;
+            const std::uint64_t epoch = h.epoch() > back ? h.epoch() - back : 0;
+            const std::size_t position = 16 * (rng() % (targets + 1));
+            bool truth = false; // some lowering after the marker went below it
+            for (auto r = all.rbegin(); r != all.rend() && r->first > epoch && !truth; ++r)
+                truth = r->second < position;
+            const bool got = h.stale(epoch, position);
+            ASSERT_TRUE(truth || !got) << "false report at op " << op;
+            if (targets <= rewind_history::depth) {
+                ASSERT_EQ(got, truth) << "op " << op;
+            }
+            stale += truth;
+            missed += truth && !got;
+        }
+        EXPECT_GT(stale, 10000u);
+        EXPECT_LT(missed, stale / 4) << "the history should still catch most";
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Growing from heap_source
 // ---------------------------------------------------------------------------------------------
@@ -1332,11 +1467,38 @@ void run_random_arena(arena& a, std::byte* base, std::uint64_t seed, int ops, In
     std::vector<saved_marker> markers;
     std::size_t successes = a.stats().total_allocations;
     std::size_t max_in_use = a.stats().peak;
-    std::size_t failures = 0, rewinds = 0, gives = 0;
+    std::size_t failures = 0, rewinds = 0, gives = 0, stale_tries = 0;
 
-    auto drop_markers_above = [&](std::size_t in_use) {
-        while (!markers.empty() && markers.back().in_use > in_use)
+    // Markers the top went below are stale, and stay so when later allocations lift the top above
+    // them again: rewinding to one must change nothing. Frees are recorded at checks >= 1 only.
+    std::vector<saved_marker> stale;
+    auto drop_markers_above = [&](std::size_t in_use, bool record) {
+        while (!markers.empty() && markers.back().in_use > in_use) {
+            if (record) stale.push_back(markers.back());
             markers.pop_back();
+        }
+    };
+    auto try_stale = [&](int op) {
+        if (stale.empty() || pick(0, 2) != 0) {
+            stale.clear();
+            return;
+        }
+        const saved_marker sm = stale[pick(0, stale.size() - 1)];
+        stale.clear();
+        if (a.in_use() <= sm.in_use) { // lift the top past it, as later frame work would
+            const std::size_t size = sm.in_use - a.in_use() + pick(1, 64);
+            void* p = a.allocate(size, 1);
+            if (p == nullptr) return;
+            ++successes;
+            model.add(p, size, 1);
+            lifo.push_back({p, size});
+        }
+        const arena_state before = state_of(a);
+        strata::test::recording_handler rec;
+        a.rewind(sm.m);
+        ++stale_tries;
+        ASSERT_TRUE(unchanged(a, before)) << "op " << op;
+        ASSERT_EQ(rec.count(), strata::test::checks_on ? 1u : 0u) << "op " << op;
     };
 
     for (int op = 0; op < ops; ++op) {
@@ -1367,7 +1529,8 @@ void run_random_arena(arena& a, std::byte* base, std::uint64_t seed, int ops, In
                 ++gives;
                 lifo.pop_back();
                 ASSERT_EQ(a.in_use(), before.s.in_use - b.size) << "op " << op;
-                drop_markers_above(a.in_use());
+                drop_markers_above(a.in_use(), strata::test::checks_on);
+                try_stale(op);
             } else {
                 ASSERT_TRUE(unchanged(a, before)) << "op " << op;
                 model.add(b.p, b.size, 1); // still live: refill under a new id
@@ -1393,16 +1556,20 @@ void run_random_arena(arena& a, std::byte* base, std::uint64_t seed, int ops, In
             }
             a.rewind(sm.m);
             ++rewinds;
+            drop_markers_above(sm.in_use, true);
             markers.resize(i + 1);
             ASSERT_EQ(a.in_use(), sm.in_use) << "op " << op;
             ASSERT_EQ(a.mark().cur, sm.m.cur) << "op " << op;
+            try_stale(op);
         } else if (dice < 89 && pick(0, 3) == 0) { // reset
             model.verify_all();
             model.clear();
             lifo.clear();
+            drop_markers_above(0, true);
             markers.clear();
             a.reset();
             ASSERT_EQ(a.in_use(), 0u);
+            try_stale(op);
         } else if (dice < 91) {
             model.verify_all();
         } else { // a burst of small allocations
@@ -1435,6 +1602,7 @@ void run_random_arena(arena& a, std::byte* base, std::uint64_t seed, int ops, In
     EXPECT_GT(failures, 0u) << "the sequence should reach exhaustion";
     EXPECT_GT(rewinds, 100u);
     EXPECT_GT(gives, 100u);
+    EXPECT_GT(stale_tries, 50u);
 }
 
 TEST(arena_random, fixed_buffer_against_reference_model) {

@@ -401,6 +401,73 @@ TEST(double_stack_marker, newer_marker_leaves_state_unchanged) {
     }
 }
 
+TEST(double_stack_marker, stale_marker_below_the_top_again_is_refused_at_either_end) {
+    aligned_buffer buf(4096);
+    double_stack d(buf.span());
+    for (const stack_end e : {stack_end::bottom, stack_end::top}) {
+        auto alloc = [&](std::size_t n) {
+            return e == stack_end::bottom ? d.allocate_bottom(n, 1) : d.allocate_top(n, 1);
+        };
+        const double_stack::marker m1 = d.mark(e);
+        ASSERT_NE(alloc(100), nullptr);
+        const double_stack::marker m2 = d.mark(e);
+        d.rewind(m1);
+        ASSERT_NE(alloc(300), nullptr); // live across m2's offset
+        const ds_state before = state_of(d);
+        strata::test::recording_handler rec;
+        d.rewind(m2);
+        EXPECT_TRUE(unchanged(d, before));
+        ASSERT_EQ(rec.count(), strata::test::checks_on ? 1u : 0u);
+        if (strata::test::checks_on) {
+            EXPECT_EQ(rec.last().kind, violation_kind::invalid_marker);
+        }
+        // A reset of that end makes every earlier marker above 0 stale the same way.
+        const double_stack::marker m3 = d.mark(e);
+        if (e == stack_end::bottom) {
+            d.reset_bottom();
+        } else {
+            d.reset_top();
+        }
+        ASSERT_NE(alloc(600), nullptr);
+        const ds_state before_reset = state_of(d);
+        d.rewind(m3);
+        EXPECT_TRUE(unchanged(d, before_reset));
+        EXPECT_EQ(rec.count(), strata::test::checks_on ? 2u : 0u);
+        d.reset();
+    }
+}
+
+TEST(double_stack_marker, marker_above_a_freed_block_is_refused) {
+    STRATA_REQUIRE_CHECKS(1); // frees are recorded at checks >= 1 only
+    aligned_buffer buf(4096);
+    double_stack d(buf.span());
+    void* p = d.allocate_top(64, 1);
+    ASSERT_NE(p, nullptr);
+    const double_stack::marker m = d.mark_top();
+    d.deallocate(p, 64);
+    ASSERT_NE(d.allocate_top(256, 1), nullptr);
+    const ds_state before = state_of(d);
+    strata::test::recording_handler rec;
+    d.rewind_top(m);
+    EXPECT_TRUE(unchanged(d, before));
+    EXPECT_TRUE(rec.saw_one(violation_kind::invalid_marker));
+}
+
+TEST(double_stack_marker, the_other_ends_rewinds_do_not_make_a_marker_stale) {
+    aligned_buffer buf(4096);
+    double_stack d(buf.span());
+    strata::test::recording_handler rec;
+    ASSERT_NE(d.allocate_bottom(200, 1), nullptr);
+    const double_stack::marker bottom = d.mark_bottom();
+    const double_stack::marker top0 = d.mark_top();
+    ASSERT_NE(d.allocate_top(300, 1), nullptr);
+    d.rewind_top(top0); // the top end went to 0; the bottom marker at 200 is still good
+    ASSERT_NE(d.allocate_bottom(50, 1), nullptr);
+    d.rewind_bottom(bottom);
+    EXPECT_EQ(d.used_bottom(), 200u);
+    EXPECT_EQ(rec.count(), 0u);
+}
+
 TEST(double_stack, resets_free_one_end_or_both) {
     aligned_buffer buf(kBuf);
     double_stack d(buf.span());
@@ -563,7 +630,7 @@ TEST(double_stack_random, against_reference_model) {
     strata::test::reference_model model; // both ends: no block may overlap any other
     std::vector<live_block> lifo[2];     // [0] bottom, [1] top; oldest first
     std::vector<saved_marker> markers[2];
-    std::size_t successes = 0, failures = 0, max_in_use = 0, rewinds = 0, gives = 0;
+    std::size_t successes = 0, failures = 0, max_in_use = 0, rewinds = 0, gives = 0, stale_tries = 0;
 
     auto used = [&](int e) { return e == 0 ? d.used_bottom() : d.used_top(); };
     auto drop_markers_above = [&](int e) {
@@ -637,9 +704,26 @@ TEST(double_stack_random, against_reference_model) {
                 d.rewind_top(sm.m);
             }
             ++rewinds;
+            const saved_marker dropped = ms.back(); // stale when above sm
             ms.resize(i + 1);
             ASSERT_EQ(used(e), sm.m.offset) << "op " << op;
             ASSERT_EQ(used(1 - e), other) << "op " << op;
+            if (dropped.m.offset > sm.m.offset && pick(0, 2) == 0) {
+                // Lift this end past the stale marker; rewinding to it must change nothing.
+                const std::size_t size = dropped.m.offset - used(e) + pick(1, 64);
+                void* p = e == 0 ? d.allocate_bottom(size, 1) : d.allocate_top(size, 1);
+                if (p != nullptr) {
+                    ++successes;
+                    model.add(p, size, 1);
+                    lifo[e].push_back({p, size});
+                    const ds_state before = state_of(d);
+                    d.rewind(dropped.m);
+                    ++stale_tries;
+                    ASSERT_TRUE(unchanged(d, before)) << "op " << op;
+                    ASSERT_EQ(rec.count(), strata::test::checks_on ? 1u : 0u) << "op " << op;
+                    rec.clear();
+                }
+            }
         } else if (dice < 87) { // rewind with the other end's marker: refused
             if (markers[1 - e].empty()) continue;
             const ds_state before = state_of(d);
@@ -697,6 +781,7 @@ TEST(double_stack_random, against_reference_model) {
     EXPECT_GT(failures, 0u) << "the sequence should reach exhaustion";
     EXPECT_GT(rewinds, 100u);
     EXPECT_GT(gives, 100u);
+    EXPECT_GT(stale_tries, 20u);
 }
 
 } // namespace

@@ -384,6 +384,58 @@ TEST(PoolChecks, WriteAfterFreeIsReportedAtChecks2) {
     EXPECT_TRUE(h.saw_one(violation_kind::corruption));
 }
 
+// A use after free that rewrites a free slot's link: followed, it would hand out a live slot (or
+// memory the pool does not own) a second time. At checks >= 1 the link is verified on the way out.
+TEST(PoolChecks, AFreeSlotsOverwrittenLinkIsReportedAndNeverFollowed) {
+    STRATA_REQUIRE_CHECKS(1);
+    buffer_fixture buf;
+    pool p(32, 16, buf.span());
+    std::vector<void*> live;
+    while (void* s = p.allocate())
+        live.push_back(s);
+    ASSERT_GE(live.size(), 4u);
+    for (void* bent_to : {live[1], static_cast<void*>(&live)}) { // a live slot; foreign memory
+        recording_handler h;
+        void* freed = live[0];
+        p.deallocate(freed);
+        strata::unpoison(freed, sizeof(void*)); // the stray write ASan would have stopped
+        std::memcpy(freed, &bent_to, sizeof(void*));
+        EXPECT_EQ(p.allocate(), freed); // the one free slot, found again from the state bits
+        EXPECT_TRUE(h.saw_one(violation_kind::corruption));
+        EXPECT_EQ(p.allocate(), nullptr); // never the live slot or the foreign address
+        EXPECT_EQ(p.live(), live.size());
+        EXPECT_TRUE(p.check());
+    }
+    for (void* s : live)
+        p.deallocate(s);
+    EXPECT_EQ(p.live(), 0u);
+}
+
+TEST(PoolChecks, ABentLinkStrandsNoSlotOnceReported) {
+    STRATA_REQUIRE_CHECKS(1);
+    buffer_fixture buf;
+    pool p(32, 16, buf.span());
+    const std::size_t cap = p.capacity();
+    std::vector<void*> live;
+    for (int i = 0; i < 6; ++i)
+        live.push_back(p.allocate());
+    recording_handler h;
+    p.deallocate(live[2]);
+    p.deallocate(live[4]); // list: live[4] -> live[2] -> rest of the chunk
+    void* self = live[4];
+    strata::unpoison(self, sizeof(void*));
+    std::memcpy(self, &self, sizeof(void*)); // a link to itself would hand it out twice
+    void* a = p.allocate();
+    EXPECT_TRUE(h.saw_one(violation_kind::corruption));
+    void* b = p.allocate();
+    EXPECT_NE(a, b);
+    std::size_t more = 0;
+    while (p.allocate() != nullptr)
+        ++more;
+    EXPECT_EQ(4 + 2 + more, cap); // every free slot was handed out exactly once
+    EXPECT_TRUE(p.check());
+}
+
 #if STRATA_ASAN
 TEST(PoolAsan, FreedSlotsArePoisoned) {
     buffer_fixture buf;

@@ -286,10 +286,19 @@ public:
 
     /// Effects: inner().rewind(m.inner); releases what was counted after the mark, net: a block from
     /// before the mark freed since is netted against it (docs/adapters.md). A marker newer than the
-    /// counts (already rewound past) releases nothing more.
+    /// counts (already rewound past) releases nothing more, nor, at checks >= 1, one `A` reported
+    /// and ignored (foreign or stale).
     template <class M>
     void rewind(const basic_marker<M>& m) noexcept requires marking_allocator<A> {
+#if STRATA_CHECKS >= 1
+        // A refused marker released nothing in A; released here, the counts would fall below
+        // what is still live.
+        const std::uint64_t reported = violations_reported();
         inner_.rewind(m.inner);
+        if (violations_reported() != reported) return;
+#else
+        inner_.rewind(m.inner);
+#endif
         const std::size_t bytes = bytes_in_use();
         const std::size_t count = live_allocations();
         if (m.count <= count && m.bytes <= bytes) {

@@ -11,6 +11,7 @@
 #include "strata/core/config.hpp"
 #include "strata/core/poison.hpp"
 #include "strata/core/stats.hpp"
+#include "strata/linear/detail/rewind_history.hpp"
 #include "strata/source/memory_source.hpp"
 
 namespace strata {
@@ -46,6 +47,7 @@ public:
         std::byte* cur = nullptr;
         std::size_t position = 0; // in_use() when marked
         std::size_t count = 0;    // live_allocations when marked
+        std::uint64_t epoch = 0;  // lowerings of the top before it (detail::rewind_history)
     };
 
     /// Effects: an arena over `buffer` that never grows. Requires: `buffer` outlives the arena.
@@ -96,16 +98,24 @@ public:
             cur_ = b;
             --count_;
             ++total_;
+            // Markers taken above b are stale now. Recording it is the checked builds' price.
+            if constexpr (checks_level >= 1) history_.lowered(in_use());
         }
     }
 
     /// Returns: a marker for the current top. Complexity: O(1).
-    [[nodiscard]] marker mark() const noexcept { return {this, head_, cur_, in_use(), count_}; }
+    [[nodiscard]] marker mark() const noexcept {
+        return {this, head_, cur_, in_use(), count_, history_.epoch()};
+    }
 
     /// Effects: releases everything allocated after `m`. Blocks obtained after `m` are kept for
-    /// reuse. A marker from another arena, or one above the current top (it was already rewound
-    /// past), is a violation: reported at checks >= 1 and ignored; at checks 0 it is ignored when
-    /// the arena can tell cheaply, otherwise undefined. Complexity: O(blocks after the marker).
+    /// reuse. A stale marker is a violation (invalid_marker), reported at checks >= 1 and ignored:
+    /// one from another arena, one above the current top, or one the top went below since it was
+    /// taken (a rewind to an older marker, a reset, or a free of the top block) even when later
+    /// allocations have lifted the top above it again. Frees of the top block are recorded at
+    /// checks >= 1 only, so at checks 0 a marker made stale by such a free is undefined; the
+    /// record keeps the last `detail::rewind_history::depth` nesting levels, so a marker older
+    /// than that may go unnoticed. Complexity: O(blocks after the marker).
     void rewind(const marker& m) noexcept;
 
     /// Effects: releases every allocation; applies `options.on_reset` to source blocks.
@@ -193,6 +203,7 @@ private:
     std::size_t next_block_size_ = 0;
     source_ref source_;
     arena_options options_;
+    detail::rewind_history history_; // how far the top went down since each marker
 };
 
 /// RAII marker: rewinds `a` to where it stood when the scope began. Works with any allocator that

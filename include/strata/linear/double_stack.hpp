@@ -11,6 +11,7 @@
 #include "strata/core/config.hpp"
 #include "strata/core/poison.hpp"
 #include "strata/core/stats.hpp"
+#include "strata/linear/detail/rewind_history.hpp"
 
 namespace strata {
 
@@ -21,7 +22,8 @@ enum class stack_end { bottom, top };
 ///
 /// Bad input answers: size 0, non-power-of-two alignment, overflow, and the two stacks meeting all
 /// give nullptr with no state change. A marker from another double_stack, from the other end, or
-/// above that end's current top is a violation (invalid_marker): reported at checks >= 1, ignored.
+/// stale (its end's top is below it, or went below it since it was taken, as `arena` describes)
+/// is a violation (invalid_marker): reported at checks >= 1, ignored.
 class double_stack {
 public:
     struct marker {
@@ -29,6 +31,7 @@ public:
         stack_end end = stack_end::bottom;
         std::size_t offset = 0; // bottom: bytes used from the start; top: bytes used from the end
         std::size_t count = 0;
+        std::uint64_t epoch = 0; // lowerings of its end's top before it (detail::rewind_history)
     };
 
     /// Requires: `buffer` outlives the allocator.
@@ -83,24 +86,27 @@ public:
             release_bytes(b, size);
             lo_ = b;
             --bottom_count_;
+            if constexpr (checks_level >= 1) bottom_history_.lowered(used_bottom());
         } else if (b == hi_ && size <= static_cast<std::size_t>(end_ - hi_)) {
             // The top end's padding sits above the block; it is recovered at the next rewind/reset.
             release_bytes(b, size);
             hi_ = b + size;
             --top_count_;
+            if constexpr (checks_level >= 1) top_history_.lowered(used_top());
         }
     }
 
     /// Returns: a marker for the given end's current position. O(1).
     [[nodiscard]] marker mark(stack_end e) const noexcept {
-        return e == stack_end::bottom ? marker{this, e, used_bottom(), bottom_count_}
-                                      : marker{this, e, used_top(), top_count_};
+        return e == stack_end::bottom ? marker{this, e, used_bottom(), bottom_count_, bottom_history_.epoch()}
+                                      : marker{this, e, used_top(), top_count_, top_history_.epoch()};
     }
     [[nodiscard]] marker mark() const noexcept { return mark(stack_end::bottom); }
     [[nodiscard]] marker mark_bottom() const noexcept { return mark(stack_end::bottom); }
     [[nodiscard]] marker mark_top() const noexcept { return mark(stack_end::top); }
 
-    /// Effects: frees everything allocated at the marker's end after the marker. O(1).
+    /// Effects: frees everything allocated at the marker's end after the marker. O(1). Frees of a
+    /// top block are recorded for staleness at checks >= 1 only (see `arena::rewind`).
     void rewind(const marker& m) noexcept;
     void rewind_bottom(const marker& m) noexcept { rewind_checked(m, stack_end::bottom); }
     void rewind_top(const marker& m) noexcept { rewind_checked(m, stack_end::top); }
@@ -162,6 +168,8 @@ private:
     std::size_t top_count_ = 0;
     std::size_t total_ = 0;
     std::size_t peak_ = 0;
+    detail::rewind_history bottom_history_;
+    detail::rewind_history top_history_;
 };
 
 } // namespace strata

@@ -12,6 +12,7 @@
 #include "strata/core/config.hpp"
 #include "strata/core/poison.hpp"
 #include "strata/core/stats.hpp"
+#include "strata/linear/detail/rewind_history.hpp"
 
 namespace strata {
 
@@ -26,9 +27,10 @@ public:
     /// A saved top; `rewind(m)` frees everything allocated after it.
     struct marker {
         const stack_allocator* owner = nullptr;
-        std::size_t top = 0;   // offset of the first free byte
-        std::size_t last = 0;  // offset of the most recent allocation + 1 (0: none)
-        std::size_t count = 0; // live allocations
+        std::size_t top = 0;     // offset of the first free byte
+        std::size_t last = 0;    // offset of the most recent allocation + 1 (0: none)
+        std::size_t count = 0;   // live allocations
+        std::uint64_t epoch = 0; // rewinds before it (detail::rewind_history)
     };
 
     /// Bytes of bookkeeping in front of every allocation.
@@ -83,14 +85,15 @@ public:
 
     /// Returns: a marker for the current top. O(1).
     [[nodiscard]] marker mark() const noexcept {
-        return {this, static_cast<std::size_t>(cur_ - base_), last_, count_};
+        return {this, static_cast<std::size_t>(cur_ - base_), last_, count_, history_.epoch()};
     }
 
     /// Effects: frees everything allocated after `m`. A marker from another allocator or above the
     /// current top is a violation (invalid_marker): reported at checks >= 1, ignored always. A
     /// marker rewound past and left below the top again by later allocations is one too: at checks
     /// >= 1 it is found (the marker's last allocation is not on the live chain, O(live)) and
-    /// ignored; at checks 0 it is undefined. O(1) at checks 0.
+    /// ignored; at checks 0 it is ignored when a rewind or reset went below it (as in `arena`),
+    /// undefined when a free did. O(1) at checks 0.
     void rewind(const marker& m) noexcept;
 
     /// Effects: frees everything. O(1) (O(used bytes) at checks >= 2, which fill them with 0xDD).
@@ -146,6 +149,7 @@ private:
     std::size_t count_ = 0;
     std::size_t total_ = 0;
     std::size_t peak_ = 0;
+    detail::rewind_history history_; // rewinds and resets only: frees are checked by on_chain
 };
 
 } // namespace strata

@@ -52,6 +52,11 @@ struct pool_options {
 ///    reported at checks >= 1 (foreign_pointer / foreign_pointer / double_free) and ignored;
 ///    undefined at checks 0.
 ///  - sized deallocate naming a size larger than slot_size(): size_mismatch at checks >= 1.
+///  - a write into a free slot's first word (its free-list link; a use after free): at checks >= 1
+///    found when the slot is handed out again, reported as corruption, and the free list rebuilt
+///    from the state bits, so no live slot or foreign address is handed out (a link bent to another
+///    free slot passes, and strands the slots it skips until reset()); undefined at checks 0. At
+///    checks 2 writes past the link are reported too.
 class alignas(64) pool {
     struct chunk;
 
@@ -194,7 +199,11 @@ private:
     void give_back_checked(void* p) noexcept;
     bool verify_size(const void* p, std::size_t size) const noexcept;
     bool add_chunk(std::span<std::byte> memory, memory_block block) noexcept;
-    void thread_chunk(chunk* c) noexcept;
+    void thread_chunk(chunk* c, bool free_only = false) noexcept;
+#if STRATA_CHECKS >= 1
+    [[nodiscard]] bool slot_is_free(const void* p) const noexcept;
+    [[nodiscard]] bool free_link_ok(const void* head) const noexcept;
+#endif
     [[nodiscard]] chunk* find_chunk(const void* p) const noexcept;
     [[nodiscard]] std::vector<bool> live_map() const;
     [[nodiscard]] static void* read_link(const void* slot) noexcept;
