@@ -3,7 +3,7 @@
 #   given), once.
 # - strata_configure <preset> [cmake args...]: configures a preset when its build dir is missing or stale.
 
-STRATA_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+STRATA_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." >/dev/null && pwd)"
 STRATA_JOBS="${STRATA_JOBS:-2}"
 STRATA_DEB_PACKAGES=(cmake g++ make libgtest-dev libbenchmark-dev libcli11-dev clang libboost-dev
     libmimalloc-dev libjemalloc-dev libgoogle-perftools-dev libtbb-dev libplf-colony-dev libzstd-dev python3 libclang-rt-14-dev sqlite3

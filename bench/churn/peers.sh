@@ -14,7 +14,7 @@
 # and to STRATA_PEERS_VERSUS (default mimalloc) with the rounds it won. This VM runs a whole process
 # ~1.5x slower now and then, so a close verdict from one round is a coin toss; quote the medians.
 set -euo pipefail
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." >/dev/null && pwd)"
 source "$root/bench/preload.sh"
 build="${1:-$root/build/release}"
 shift || true

@@ -9,7 +9,7 @@ if [ $# -lt 1 ]; then
     echo "usage: $0 URL|STRATA_LAB [SHOT_DIR]" >&2
     exit 2
 fi
-here=$(cd "$(dirname "$0")" && pwd)
+here=$(cd "$(dirname "$0")" >/dev/null && pwd)
 target=$1
 shots=${2:-build/release/live}
 case "$shots" in /*) ;; *) shots="$(pwd)/$shots" ;; esac

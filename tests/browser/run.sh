@@ -6,7 +6,7 @@ if [ $# -lt 1 ]; then
     echo "usage: $0 REPORT.html [SCREENSHOT.png]" >&2
     exit 2
 fi
-here=$(cd "$(dirname "$0")" && pwd)
+here=$(cd "$(dirname "$0")" >/dev/null && pwd)
 report=$(realpath "$1")
 shot=${2:-${SCREENSHOT:-build/report-screenshot.png}}
 case "$shot" in /*) ;; *) shot="$(pwd)/$shot" ;; esac

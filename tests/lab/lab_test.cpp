@@ -15,6 +15,7 @@
 #include "../../tools/lab/contestants.hpp"
 #include "../../tools/lab/metrics.hpp"
 #include "../../tools/lab/registry.hpp"
+#include "../../tools/lab/text.hpp"
 #include "../../tools/lab/workload.hpp"
 
 namespace lab = strata::lab;
@@ -337,3 +338,38 @@ std::vector<std::string> contestant_names() {
 
 INSTANTIATE_TEST_SUITE_P(Builtin, LabContestant, ::testing::ValuesIn(contestant_names()),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
+
+// --- text hygiene: names from recorded programs (tools/lab/text.hpp) ---
+
+TEST(LabText, Utf8SequencesFollowUnicodeTable3_7) {
+    using strata::lab::utf8_sequence;
+    EXPECT_EQ(utf8_sequence("\xC3\xA9", 0), 2u);         // e acute
+    EXPECT_EQ(utf8_sequence("\xE2\x82\xAC", 0), 3u);     // euro sign
+    EXPECT_EQ(utf8_sequence("\xF0\x9F\x98\x80", 0), 4u); // U+1F600
+    EXPECT_EQ(utf8_sequence("\xC0\xAF", 0), 0u);         // overlong '/'
+    EXPECT_EQ(utf8_sequence("\xE0\x80\xAF", 0), 0u);     // overlong, three bytes
+    EXPECT_EQ(utf8_sequence("\xED\xA0\x80", 0), 0u);     // a surrogate
+    EXPECT_EQ(utf8_sequence("\xF4\x90\x80\x80", 0), 0u); // past U+10FFFF
+    EXPECT_EQ(utf8_sequence("\x80", 0), 0u);             // a stray continuation
+    EXPECT_EQ(utf8_sequence("\xE2\x82", 0), 0u);         // cut short
+    EXPECT_EQ(utf8_sequence("\xE2\x82(", 0), 0u);        // not a continuation
+}
+
+TEST(LabText, JsonQuoteEscapesAndReplacesWhatIsNotUtf8) {
+    using strata::lab::json_quote;
+    EXPECT_EQ(json_quote("plain"), R"("plain")");
+    EXPECT_EQ(json_quote(R"(a"b\c)"), R"("a\"b\\c")");
+    EXPECT_EQ(json_quote("x\ny\tz"), R"("x\ny\tz")");
+    EXPECT_EQ(json_quote("\x1b[2J"), R"("\u001b[2J")");
+    EXPECT_EQ(json_quote(std::string("a\0b", 3)), R"("a\u0000b")");
+    EXPECT_EQ(json_quote("caf\xC3\xA9"), "\"caf\xC3\xA9\"");        // kept as UTF-8
+    EXPECT_EQ(json_quote("bad\xFF\xC3("), R"("bad\ufffd\ufffd(")"); // one U+FFFD per bad byte
+}
+
+TEST(LabText, PrintableNeutralisesTerminalControls) {
+    using strata::lab::printable;
+    EXPECT_EQ(printable("./game --level 3"), "./game --level 3");
+    EXPECT_EQ(printable("\x1b]0;owned\x07name"), "?]0;owned?name");
+    EXPECT_EQ(printable("a\rb\x7f"), "a?b?");
+    EXPECT_EQ(printable("\xFFok\xE2\x82\xAC"), "\xEF\xBF\xBDok\xE2\x82\xAC");
+}

@@ -29,8 +29,8 @@
 #                   clean exit and an identical console log (map generation, network start/stop).
 # Ends with "N passed, M failed, K skipped"; exits 1 when a step failed.
 set -uo pipefail
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-root="$(cd "$here/../.." && pwd)"
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" >/dev/null && pwd)"
+root="$(cd "$here/../.." >/dev/null && pwd)"
 lib="${1:-${STRATA_MALLOC:-$(find "$root/build/release" -name 'libstrata_malloc.so*' -type f 2>/dev/null | sort | head -n 1)}}"
 [[ -n "$lib" && -e "$lib" ]] || { echo "run-programs.sh: no preload library (pass one, or build strata_malloc)" >&2; exit 2; }
 lib="$(realpath "$lib")" # the programs run in their own directories

@@ -25,6 +25,16 @@ bool read_file(const std::string& path, std::string& text) {
     return static_cast<bool>(f) || f.eof();
 }
 
+/// Returns: whether `doc` can be what `race --json` or `replay --json` wrote: an object that names
+/// its workloads. Not a parse: the page parses it, and this only turns away the wrong file (an
+/// empty one, a trace, another tool's JSON) with a message instead of an empty report.
+bool looks_like_results(const std::string& doc) {
+    const std::size_t first = doc.find_first_not_of(" \t\r\n");
+    const std::size_t last = doc.find_last_not_of(" \t\r\n");
+    return first != std::string::npos && doc[first] == '{' && doc[last] == '}' &&
+           doc.find("\"workloads\"") != std::string::npos;
+}
+
 /// Returns: the text of the JSON value that follows `"key":` at the top level of `doc` (the
 /// documents strata-lab writes end with that value, then the closing brace), or "".
 std::string tail_value(const std::string& doc, const std::string& key) {
@@ -107,6 +117,10 @@ int report_command(const report_command_options& o) {
         }
     } else if (!read_file(o.from_json, json)) {
         std::cerr << "strata-lab: cannot read " << o.from_json << "\n";
+        return 2;
+    } else if (!looks_like_results(json)) {
+        std::cerr << "strata-lab: " << o.from_json
+                  << " is not a race or replay --json document (a JSON object with \"workloads\")\n";
         return 2;
     }
     std::ofstream out(o.out, std::ios::binary);

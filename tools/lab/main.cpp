@@ -11,6 +11,7 @@
 //   strata-lab layout            AoS vs SoA: cache lines loaded vs bytes used
 //   strata-lab report            one self-contained HTML report with plots
 //   strata-lab run               the v1 game-loop benchmark (frame contestants)
+#include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -18,6 +19,7 @@
 #include <exception>
 #include <iostream>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -83,7 +85,19 @@ int main(int argc, char** argv) {
     int repeats = 0;
 
     // Options shared by every command.
-    auto* seed_opt = app.add_option("--seed", seed, "workload seed (default 42)")->type_name("S");
+    // Checked before CLI11 converts it: strtoull would take -1 or 2^70 and wrap them silently.
+    const CLI::Validator whole_seed(
+        [](std::string& text) -> std::string {
+            std::uint64_t v = 0;
+            const char* end = text.data() + text.size();
+            const auto [at, ec] = std::from_chars(text.data(), end, v);
+            if (text.empty() || ec != std::errc{} || at != end)
+                return "a seed is a whole number from 0 to 18446744073709551615, got '" + text + "'";
+            return {};
+        },
+        "S");
+    auto* seed_opt =
+        app.add_option("--seed", seed, "workload seed (default 42)")->type_name("S")->check(whole_seed);
     auto* repeats_opt = app.add_option("--repeats", repeats,
                                        "timed passes per allocator, median reported "
                                        "(default 3, run: 5; 1 with --quick)")

@@ -11,6 +11,7 @@
 #include "op_contenders.hpp"
 #include "registry.hpp" // glob_match
 #include "report.hpp"   // format_bytes
+#include "text.hpp"
 
 namespace strata::lab {
 
@@ -217,20 +218,7 @@ void print_fragmentation(std::ostream& out, const race_section& s) {
 
 namespace {
 
-void json_string(std::ostream& out, const std::string& s) {
-    out << '"';
-    for (const char c : s) {
-        if (c == '"' || c == '\\')
-            out << '\\' << c;
-        else if (static_cast<unsigned char>(c) < 0x20) {
-            char buf[8];
-            std::snprintf(buf, sizeof buf, "\\u%04x", c);
-            out << buf;
-        } else
-            out << c;
-    }
-    out << '"';
-}
+void json_string(std::ostream& out, const std::string& s) { out << json_quote(s); }
 
 /// Log-binned histogram: 8 bins per doubling from 1 ns; bin i covers [2^(i/8), 2^((i+1)/8)) ns.
 std::vector<std::uint64_t> histogram(const std::vector<std::uint32_t>& ticks, const calibration& cal) {

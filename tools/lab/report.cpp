@@ -11,6 +11,7 @@
 
 #include "strata/core/config.hpp"
 
+#include "text.hpp"
 #include "workload.hpp"
 
 namespace strata::lab {
@@ -65,26 +66,7 @@ std::string size_mix() {
 
 // ---- JSON ------------------------------------------------------------------------------------
 
-std::string json_string(std::string_view v) {
-    std::string s = "\"";
-    for (const char ch : v) {
-        const auto c = static_cast<unsigned char>(ch);
-        switch (ch) {
-        case '"': s += "\\\""; break;
-        case '\\': s += "\\\\"; break;
-        case '\n': s += "\\n"; break;
-        case '\r': s += "\\r"; break;
-        case '\t': s += "\\t"; break;
-        default:
-            if (c < 0x20) {
-                s += format("\\u%04x", static_cast<unsigned>(c));
-            } else {
-                s += ch;
-            }
-        }
-    }
-    return s + "\"";
-}
+std::string json_string(std::string_view v) { return json_quote(v); }
 
 std::string json_number(double v) {
     if (!std::isfinite(v)) return "null";

@@ -7,6 +7,8 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include "text.hpp"
+
 #if defined(STRATA_LAB_HAS_TRACE)
 #include "trace_reader.hpp"
 #endif
@@ -46,8 +48,8 @@ struct trace_batches::converter {
 
     converter(std::unique_ptr<trace::trace_reader> r, const std::string& name, std::uint64_t max,
               bool keep_stamps)
-        : reader(std::move(r)), b(name, "recorded: " + command_of(*reader)), max_ops(max),
-          stamps(keep_stamps) {}
+        : reader(std::move(r)), b(printable(name), "recorded: " + printable(command_of(*reader))),
+          max_ops(max), stamps(keep_stamps) {}
 
     void stamp(std::uint64_t ns) {
         if (stamps) b.stamp(ns);

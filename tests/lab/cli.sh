@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# strata-lab's answers to bad command lines: each must exit with its documented status and say why,
+# never run with a silently changed value. Usage: tests/lab/cli.sh path/to/strata-lab
+set -uo pipefail
+lab=${1:?usage: cli.sh path/to/strata-lab}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+failures=0
+
+# expect STATUS PATTERN -- ARGS...: runs the lab, checks the exit status and that stderr matches.
+expect() {
+    local want=$1 pattern=$2
+    shift 3
+    "$lab" "$@" >"$work/out" 2>"$work/err"
+    local got=$?
+    if [[ $got -ne $want ]] || { [[ -n $pattern ]] && ! grep -qE -- "$pattern" "$work/err"; }; then
+        echo "FAIL: strata-lab $* -> status $got (want $want), stderr:"
+        sed 's/^/    /' "$work/err" | head -5
+        failures=$((failures + 1))
+    else
+        echo "ok   strata-lab $*"
+    fi
+}
+
+quick=(race --quick --workload w1 --only tlsf --latency-passes 0)
+expect 2 "whole number" -- "${quick[@]}" --seed -1
+expect 2 "whole number" -- "${quick[@]}" --seed 99999999999999999999999
+expect 2 "whole number" -- "${quick[@]}" --seed 0x10
+expect 0 "" -- "${quick[@]}" --seed 18446744073709551615
+expect 2 "no allocator matches" -- race --quick --workload w1 --only no-such-allocator
+expect 2 "needs a file name" -- showdown --quick --json -
+
+: >"$work/empty.json"
+echo '{"other": 1}' >"$work/other.json"
+expect 2 "not a race or replay --json document" -- report --from "$work/empty.json" -o "$work/r.html"
+expect 2 "not a race or replay --json document" -- report --from "$work/other.json" -o "$work/r.html"
+expect 2 "cannot read" -- report --from "$work/missing.json" -o "$work/r.html"
+"$lab" "${quick[@]}" --json "$work/race.json" >/dev/null 2>&1
+expect 0 "" -- report --from "$work/race.json" -o "$work/r.html"
+
+if [[ $failures -ne 0 ]]; then
+    echo "strata-lab command-line checks: $failures failed"
+    exit 1
+fi
+echo "strata-lab command-line checks: ok"

@@ -1,0 +1,89 @@
+#pragma once
+// strata-lab text hygiene. Workload names and descriptions can come from a recorded program (a
+// trace's file name and command line), so they may hold bytes that are not UTF-8 or that a terminal
+// reads as escape sequences. Everything the lab prints or writes as JSON goes through here.
+#include <cstddef>
+#include <cstdio>
+#include <string>
+#include <string_view>
+
+namespace strata::lab {
+
+/// Returns: the length (2 to 4) of the well-formed UTF-8 sequence that starts at `v[i]`, a byte of
+/// 0x80 or above; 0 when it is not one (a stray continuation, an overlong form, a surrogate, past
+/// U+10FFFF, or cut short).
+[[nodiscard]] inline std::size_t utf8_sequence(std::string_view v, std::size_t i) noexcept {
+    const auto at = [&](std::size_t k) { return static_cast<unsigned char>(v[k]); };
+    const unsigned char c = at(i);
+    std::size_t n = 0;
+    unsigned char lo = 0x80, hi = 0xBF; // the range of the second byte (Unicode Table 3-7)
+    if (c >= 0xC2 && c <= 0xDF) {
+        n = 2;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+        n = 3;
+        if (c == 0xE0) lo = 0xA0;
+        if (c == 0xED) hi = 0x9F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        n = 4;
+        if (c == 0xF0) lo = 0x90;
+        if (c == 0xF4) hi = 0x8F;
+    } else {
+        return 0;
+    }
+    if (i + n > v.size() || at(i + 1) < lo || at(i + 1) > hi) return 0;
+    for (std::size_t k = 2; k < n; ++k)
+        if ((at(i + k) & 0xC0) != 0x80) return 0;
+    return n;
+}
+
+/// Returns: `v` as a JSON string literal: quotes, backslashes and control characters escaped, each
+/// byte that is not part of well-formed UTF-8 replaced by U+FFFD, so the document always parses.
+[[nodiscard]] inline std::string json_quote(std::string_view v) {
+    std::string s = "\"";
+    for (std::size_t i = 0; i < v.size();) {
+        const auto c = static_cast<unsigned char>(v[i]);
+        if (c >= 0x80) {
+            const std::size_t n = utf8_sequence(v, i);
+            s += n ? v.substr(i, n) : std::string_view("\\ufffd");
+            i += n ? n : 1;
+            continue;
+        }
+        if (c == '"' || c == '\\') {
+            s += '\\';
+            s += static_cast<char>(c);
+        } else if (c == '\n') {
+            s += "\\n";
+        } else if (c == '\t') {
+            s += "\\t";
+        } else if (c < 0x20 || c == 0x7f) {
+            char buf[8];
+            std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(c));
+            s += buf;
+        } else {
+            s += static_cast<char>(c);
+        }
+        ++i;
+    }
+    return s + "\"";
+}
+
+/// Returns: `v` safe to print: control characters (ESC, CR, ...) as '?', bytes that are not part of
+/// well-formed UTF-8 as U+FFFD.
+[[nodiscard]] inline std::string printable(std::string_view v) {
+    std::string s;
+    s.reserve(v.size());
+    for (std::size_t i = 0; i < v.size();) {
+        const auto c = static_cast<unsigned char>(v[i]);
+        if (c >= 0x80) {
+            const std::size_t n = utf8_sequence(v, i);
+            s += n ? v.substr(i, n) : std::string_view("\xEF\xBF\xBD");
+            i += n ? n : 1;
+            continue;
+        }
+        s += c < 0x20 || c == 0x7f ? '?' : static_cast<char>(c);
+        ++i;
+    }
+    return s;
+}
+
+} // namespace strata::lab
