@@ -19,6 +19,7 @@
 # a malloc that changes a program's output is reported as DIFF (the test suite's check, again).
 # Targets (issue 8): wall <= 1.05x mimalloc's, peak RSS <= 1.2x mimalloc's.
 set -euo pipefail
+unset CDPATH # a cd into a relative path would echo it, or go elsewhere
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." >/dev/null && pwd)"
 build="${1:-$root/build/release}"
 lib=/usr/lib/x86_64-linux-gnu

@@ -9,6 +9,7 @@
 # table shows the best (lowest) ns/item per contender over rounds, each round's figure being the mean
 # over its 5 iterations (Google Benchmark reports one record per run).
 set -euo pipefail
+unset CDPATH # a cd into a relative path would echo it, or go elsewhere
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." >/dev/null && pwd)"
 source "$root/bench/preload.sh"
 build="${1:-$root/build/release}"

@@ -8,6 +8,7 @@
 # Corpora: fuzz/corpus/<target>/ (committed seeds) is read; new inputs go to build/fuzz/corpus/.
 # Crash inputs are written to build/fuzz/crashes/ (reproduce: build/fuzz/fuzz/strata_fuzz_X FILE).
 set -euo pipefail
+unset CDPATH # a cd into a relative path would echo it, or go elsewhere
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." >/dev/null && pwd)"
 build="${STRATA_FUZZ_BUILD:-$root/build/fuzz}"
 seconds="${STRATA_FUZZ_SECONDS:-30}"

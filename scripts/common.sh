@@ -2,6 +2,7 @@
 # - strata_ensure_packages [pkg...]: installs the Debian packages the build needs (or the ones
 #   given), once.
 # - strata_configure <preset> [cmake args...]: configures a preset when its build dir is missing or stale.
+unset CDPATH # a cd into a relative path would echo it, or go elsewhere
 
 STRATA_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." >/dev/null && pwd)"
 STRATA_JOBS="${STRATA_JOBS:-2}"

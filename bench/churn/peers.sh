@@ -14,6 +14,7 @@
 # and to STRATA_PEERS_VERSUS (default mimalloc) with the rounds it won. This VM runs a whole process
 # ~1.5x slower now and then, so a close verdict from one round is a coin toss; quote the medians.
 set -euo pipefail
+unset CDPATH # a cd into a relative path would echo it, or go elsewhere
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." >/dev/null && pwd)"
 source "$root/bench/preload.sh"
 build="${1:-$root/build/release}"

@@ -9,6 +9,7 @@
 # Output: strata-mt's lines as they come, then ratio tables (bench/mt/ratios.py): ns/op and peak
 # RSS relative to mimalloc and glibc, page faults per million operations.
 set -euo pipefail
+unset CDPATH # a cd into a relative path would echo it, or go elsewhere
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." >/dev/null && pwd)"
 source "$root/bench/preload.sh"
 build="${1:-$root/build/release}"

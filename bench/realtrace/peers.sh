@@ -9,6 +9,7 @@
 # (LD_PRELOAD); RUNS runs each, median time and median peak RSS. Prints a table with ratios vs
 # mimalloc (issue 8's targets: peak RSS <= 1.2x mimalloc).
 set -euo pipefail
+unset CDPATH # a cd into a relative path would echo it, or go elsewhere
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." >/dev/null && pwd)"
 source "$root/bench/preload.sh"
 build="$(realpath "${1:-$root/build/release}")"

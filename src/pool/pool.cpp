@@ -116,7 +116,8 @@ bool pool::add_chunk(std::span<std::byte> memory, memory_block block) noexcept {
 }
 
 // Pushes the chunk's slots so that the lowest address is handed out first; with `free_only`, only
-// those whose state bit says free (rebuilding the list after a bad link, checks >= 1).
+// those whose state bit says free, rewriting their links alone (rebuilding the list after a bad
+// link, checks >= 1): refilling them would wipe other writes after free that checks 2 would see.
 void pool::thread_chunk(chunk* c, bool free_only) noexcept {
     for (std::size_t i = c->count; i-- > 0;) {
         if constexpr (keep_bits) {
@@ -124,12 +125,11 @@ void pool::thread_chunk(chunk* c, bool free_only) noexcept {
         }
         std::byte* s = c->first + i * slot_size_;
         // The whole slot: on reset() a free slot is already poisoned, and checks 2 fills it.
-        unpoison(s, STRATA_CHECKS >= 2 ? slot_size_ : sizeof(void*));
+        const bool fill = STRATA_CHECKS >= 2 && !free_only;
+        unpoison(s, fill ? slot_size_ : sizeof(void*));
         *reinterpret_cast<void**>(s) = free_;
         free_ = s;
-#if STRATA_CHECKS >= 2
-        std::memset(s + sizeof(void*), fill_freed, slot_size_ - sizeof(void*));
-#endif
+        if (fill) std::memset(s + sizeof(void*), fill_freed, slot_size_ - sizeof(void*));
         poison(s, slot_size_);
     }
 }
@@ -187,16 +187,6 @@ pool::chunk* pool::find_chunk(const void* p) const noexcept {
 
 void* pool::take_checked(void* p) noexcept {
     unpoison(p, slot_size_);
-#if STRATA_CHECKS >= 2
-    // A freed slot still holds 0xDD after its link: anything else is a write after free.
-    const auto* bytes = static_cast<const unsigned char*>(p);
-    for (std::size_t i = sizeof(void*); i < slot_size_; ++i) {
-        if (bytes[i] != fill_freed) {
-            (void)STRATA_VERIFY(2, false, corruption, who, p, "a free slot was written after it was freed");
-            break;
-        }
-    }
-#endif
 #if STRATA_CHECKS >= 1
     // The link is the one word a use after free can change unseen at checks 1. Followed blindly, a
     // bad one hands out a live slot or memory outside the pool; so it must name a free slot.
@@ -208,6 +198,17 @@ void* pool::take_checked(void* p) noexcept {
         p = free_;
         if (p == nullptr) return allocate_slow();
         unpoison(p, slot_size_);
+    }
+#endif
+#if STRATA_CHECKS >= 2
+    // A freed slot still holds 0xDD after its link: anything else is a write after free. (After
+    // the link check, so the slot a rebuilt list hands out is scanned too.)
+    const auto* bytes = static_cast<const unsigned char*>(p);
+    for (std::size_t i = sizeof(void*); i < slot_size_; ++i) {
+        if (bytes[i] != fill_freed) {
+            (void)STRATA_VERIFY(2, false, corruption, who, p, "a free slot was written after it was freed");
+            break;
+        }
     }
 #endif
     free_ = *static_cast<void**>(p);

@@ -5,6 +5,7 @@
 #   SHOT_DIR     where the screenshots go (default build/release/live): <demo>.png and overview.png
 # Needs node (>= 18), npm and Debian's chromium (/usr/bin/chromium, or CHROMIUM=...); downloads no browser.
 set -eu
+unset CDPATH # a cd into a relative path would echo it, or go elsewhere
 if [ $# -lt 1 ]; then
     echo "usage: $0 URL|STRATA_LAB [SHOT_DIR]" >&2
     exit 2

@@ -2,6 +2,7 @@
 # Browser test of a strata-lab HTML report: tests/browser/run.sh REPORT.html [SCREENSHOT.png]
 # Needs node (>= 18), npm and Debian's chromium (/usr/bin/chromium, or CHROMIUM=...); downloads no browser.
 set -eu
+unset CDPATH # a cd into a relative path would echo it, or go elsewhere
 if [ $# -lt 1 ]; then
     echo "usage: $0 REPORT.html [SCREENSHOT.png]" >&2
     exit 2

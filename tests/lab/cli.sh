@@ -2,6 +2,7 @@
 # strata-lab's answers to bad command lines: each must exit with its documented status and say why,
 # never run with a silently changed value. Usage: tests/lab/cli.sh path/to/strata-lab
 set -uo pipefail
+unset CDPATH # a cd into a relative path would echo it, or go elsewhere
 lab=${1:?usage: cli.sh path/to/strata-lab}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

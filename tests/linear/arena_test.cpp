@@ -540,6 +540,43 @@ TEST(arena_fixed, stale_marker_deeper_than_the_history_is_never_a_false_report) 
     EXPECT_EQ(rec.count(), 0u);
 }
 
+TEST(arena_fixed, marker_from_before_a_reset_stays_stale_through_many_scopes) {
+    // Scratch scopes one after another, each a little higher than the last because of what is
+    // kept in between, fill the history; the reset's record must survive them.
+    aligned_buffer buf(8192);
+    arena a(buf.span());
+    ASSERT_NE(a.allocate(200, 1), nullptr);
+    const arena::marker m = a.mark(); // at 200
+    a.reset();
+    auto* live = bytes(a.allocate(300, 1));
+    ASSERT_NE(live, nullptr);
+    std::memset(live, 0x5A, 300);
+    for (std::size_t i = 0; i < 4 * strata::detail::rewind_history::depth; ++i) {
+        ASSERT_NE(a.allocate(16, 1), nullptr); // kept
+        strata::arena_scope scratch(a);
+        ASSERT_NE(a.allocate(8, 1), nullptr);
+    }
+    const arena_state before = state_of(a);
+    strata::test::recording_handler rec;
+    a.rewind(m);
+    EXPECT_TRUE(unchanged(a, before));
+    EXPECT_TRUE(all_bytes(live, 300, 0x5A));
+    EXPECT_EQ(rec.count(), strata::test::checks_on ? 1u : 0u);
+}
+
+TEST(rewind_history, keeps_a_reset_however_many_lowerings_follow_above_it) {
+    strata::detail::rewind_history h;
+    const std::uint64_t before_reset = h.epoch();
+    h.lowered(0);
+    for (std::size_t t = 16; t < 16 * 100; t += 16) {
+        const std::uint64_t marker_epoch = h.epoch();
+        h.lowered(t); // a scope ending at t, each above the last
+        EXPECT_TRUE(h.stale(before_reset, 1)) << t;
+        EXPECT_FALSE(h.stale(marker_epoch, t)) << t; // a marker at the scope's start is still good
+        EXPECT_TRUE(h.stale(marker_epoch, t + 1)) << t;
+    }
+}
+
 TEST(rewind_history, agrees_with_a_record_of_every_lowering) {
     // With at most `depth` distinct targets the history is exact; with more it may only miss.
     using strata::detail::rewind_history;

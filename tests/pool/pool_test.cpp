@@ -436,6 +436,34 @@ TEST(PoolChecks, ABentLinkStrandsNoSlotOnceReported) {
     EXPECT_TRUE(p.check());
 }
 
+TEST(PoolChecks, RebuildingTheListKeepsTheEvidenceOfOtherWritesAfterFree) {
+    STRATA_REQUIRE_CHECKS(2);
+    buffer_fixture buf;
+    pool p(64, 16, buf.span());
+    std::vector<unsigned char*> live;
+    while (void* s = p.allocate())
+        live.push_back(static_cast<unsigned char*>(s));
+    ASSERT_GE(live.size(), 3u);
+    recording_handler h;
+    unsigned char* written = live[0];
+    unsigned char* bent = live[1];
+    p.deallocate(written);
+    p.deallocate(bent); // the head
+    strata::unpoison(written, 64);
+    written[40] = 1; // a write after free past the link
+    void* to_live = live[2];
+    strata::unpoison(bent, sizeof(void*));
+    std::memcpy(bent, &to_live, sizeof(void*)); // and a bent link at the head
+    void* a = p.allocate();
+    void* b = p.allocate();
+    EXPECT_EQ(p.allocate(), nullptr);
+    EXPECT_TRUE((a == written && b == bent) || (a == bent && b == written));
+    EXPECT_EQ(h.count(), 2u); // the link, then the written slot when it is handed out
+    for (const auto& v : h.all()) {
+        EXPECT_EQ(v.kind, violation_kind::corruption);
+    }
+}
+
 #if STRATA_ASAN
 TEST(PoolAsan, FreedSlotsArePoisoned) {
     buffer_fixture buf;

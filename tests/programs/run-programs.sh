@@ -29,6 +29,7 @@
 #                   clean exit and an identical console log (map generation, network start/stop).
 # Ends with "N passed, M failed, K skipped"; exits 1 when a step failed.
 set -uo pipefail
+unset CDPATH # a cd into a relative path would echo it, or go elsewhere
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" >/dev/null && pwd)"
 root="$(cd "$here/../.." >/dev/null && pwd)"
 lib="${1:-${STRATA_MALLOC:-$(find "$root/build/release" -name 'libstrata_malloc.so*' -type f 2>/dev/null | sort | head -n 1)}}"

@@ -113,9 +113,10 @@ public:
     /// one from another arena, one above the current top, or one the top went below since it was
     /// taken (a rewind to an older marker, a reset, or a free of the top block) even when later
     /// allocations have lifted the top above it again. Frees of the top block are recorded at
-    /// checks >= 1 only, so at checks 0 a marker made stale by such a free is undefined; the
-    /// record keeps the last `detail::rewind_history::depth` nesting levels, so a marker older
-    /// than that may go unnoticed. Complexity: O(blocks after the marker).
+    /// checks >= 1 only, so at checks 0 a marker made stale by such a free is undefined. The
+    /// record holds `detail::rewind_history::depth` lowerings and keeps the lowest (a reset) when
+    /// full: past that a stale marker may go unnoticed; a valid one is never refused.
+    /// Complexity: O(blocks after the marker).
     void rewind(const marker& m) noexcept;
 
     /// Effects: releases every allocation; applies `options.on_reset` to source blocks.

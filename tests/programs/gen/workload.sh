@@ -16,6 +16,7 @@
 #                    PATH; python3 is Debian's /usr/bin/python3, not a pyenv shim)
 # The output never contains paths, times or addresses: `run` under any malloc must print the same bytes.
 set -euo pipefail
+unset CDPATH # a cd into a relative path would echo it, or go elsewhere
 gen="$(cd "$(dirname "${BASH_SOURCE[0]}")" >/dev/null && pwd)"
 name="${1:?workload name}"
 mode="${2:?prepare or run}"

@@ -6,6 +6,7 @@
 #
 #   bash tools/lab/data/make-default-trace.sh [BUILD_DIR]      (default build/release)
 set -euo pipefail
+unset CDPATH # a cd into a relative path would echo it, or go elsewhere
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." >/dev/null && pwd)"
 build="${1:-$root/build/release}"
 out="$root/tools/lab/data/openttd-server.st"

@@ -10,9 +10,11 @@
 // was taken in; it is stale when the lowest target recorded after that epoch is below P. Only the
 // suffix minima matter, so the records form a stack whose targets increase from bottom to top: a
 // new record first pops every record whose target is not below its own. The first record newer
-// than the marker is then the lowest since. The stack is as deep as the nesting of live markers;
-// past `depth` the oldest record is dropped, which can miss a stale marker but never refuses a
-// valid one.
+// than the marker is then the lowest since. The stack grows with each lowering above all earlier
+// ones (nested scopes, or scopes one after another at rising positions). When it is full the
+// second-oldest record is dropped: the oldest holds the lowest target (a reset's 0), which no
+// later record can stand for. A dropped record can make a stale marker go unnoticed, never a
+// valid one refused.
 #include <cstddef>
 #include <cstdint>
 
@@ -30,8 +32,8 @@ public:
         ++epoch_;
         while (size_ != 0 && records_[size_ - 1].target >= target)
             --size_;
-        if (size_ == depth) { // drop the oldest: a possible miss, never a false report
-            for (std::size_t i = 1; i < depth; ++i)
+        if (size_ == depth) { // drop the second-oldest: a possible miss, never a false report
+            for (std::size_t i = 2; i < depth; ++i)
                 records_[i - 1] = records_[i];
             --size_;
         }
