@@ -36,54 +36,58 @@ namespace strata::lab {
     return n;
 }
 
+/// Returns: `v` with each well-formed UTF-8 sequence copied, each other byte of 0x80 or above
+/// replaced by `bad`, and each ASCII byte passed to `ascii(out, byte)`.
+template <class Ascii>
+[[nodiscard]] std::string map_text(std::string_view v, std::string_view bad, Ascii&& ascii) {
+    std::string s;
+    s.reserve(v.size() + 2);
+    for (std::size_t i = 0; i < v.size();) {
+        const auto c = static_cast<unsigned char>(v[i]);
+        if (c < 0x80) {
+            ascii(s, c);
+            ++i;
+        } else if (const std::size_t n = utf8_sequence(v, i)) {
+            s += v.substr(i, n);
+            i += n;
+        } else {
+            s += bad;
+            ++i;
+        }
+    }
+    return s;
+}
+
+/// Effects: appends ASCII byte `c` to `s` as it must appear inside a JSON string.
+inline void json_escape_ascii(std::string& s, unsigned char c) {
+    if (c == '"' || c == '\\') {
+        s += '\\';
+        s += static_cast<char>(c);
+    } else if (c == '\n') {
+        s += "\\n";
+    } else if (c == '\t') {
+        s += "\\t";
+    } else if (c < 0x20 || c == 0x7f) {
+        char buf[8];
+        std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(c));
+        s += buf;
+    } else {
+        s += static_cast<char>(c);
+    }
+}
+
 /// Returns: `v` as a JSON string literal: quotes, backslashes and control characters escaped, each
 /// byte that is not part of well-formed UTF-8 replaced by U+FFFD, so the document always parses.
 [[nodiscard]] inline std::string json_quote(std::string_view v) {
-    std::string s = "\"";
-    for (std::size_t i = 0; i < v.size();) {
-        const auto c = static_cast<unsigned char>(v[i]);
-        if (c >= 0x80) {
-            const std::size_t n = utf8_sequence(v, i);
-            s += n ? v.substr(i, n) : std::string_view("\\ufffd");
-            i += n ? n : 1;
-            continue;
-        }
-        if (c == '"' || c == '\\') {
-            s += '\\';
-            s += static_cast<char>(c);
-        } else if (c == '\n') {
-            s += "\\n";
-        } else if (c == '\t') {
-            s += "\\t";
-        } else if (c < 0x20 || c == 0x7f) {
-            char buf[8];
-            std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(c));
-            s += buf;
-        } else {
-            s += static_cast<char>(c);
-        }
-        ++i;
-    }
-    return s + "\"";
+    return '"' + map_text(v, "\\ufffd", json_escape_ascii) + '"';
 }
 
 /// Returns: `v` safe to print: control characters (ESC, CR, ...) as '?', bytes that are not part of
 /// well-formed UTF-8 as U+FFFD.
 [[nodiscard]] inline std::string printable(std::string_view v) {
-    std::string s;
-    s.reserve(v.size());
-    for (std::size_t i = 0; i < v.size();) {
-        const auto c = static_cast<unsigned char>(v[i]);
-        if (c >= 0x80) {
-            const std::size_t n = utf8_sequence(v, i);
-            s += n ? v.substr(i, n) : std::string_view("\xEF\xBF\xBD");
-            i += n ? n : 1;
-            continue;
-        }
+    return map_text(v, "\xEF\xBF\xBD", [](std::string& s, unsigned char c) {
         s += c < 0x20 || c == 0x7f ? '?' : static_cast<char>(c);
-        ++i;
-    }
-    return s;
+    });
 }
 
 } // namespace strata::lab
