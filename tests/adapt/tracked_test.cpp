@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 
 #include "strata/adapt/allocator_ref.hpp"
+#include "strata/adapt/debug.hpp"
+#include "strata/adapt/locked.hpp"
 #include "strata/linear/arena.hpp"
 
 #include "support/adapt_allocators.hpp"
@@ -28,6 +30,11 @@ static_assert(strata::allocator<tracked<test_heap>>);
 static_assert(strata::owning_allocator<tracked<test_heap>>);
 static_assert(strata::resettable_allocator<tracked<test_arena>>);
 static_assert(strata::marking_allocator<tracked<test_arena>>);
+static_assert(strata::self_verifying_allocator<strata::debug<test_heap>>);
+static_assert(strata::self_verifying_allocator<strata::allocator_ref<strata::debug<test_heap>>>);
+static_assert(strata::self_verifying_allocator<strata::locked<strata::debug<test_heap>>>);
+static_assert(!strata::self_verifying_allocator<test_heap>);
+static_assert(!strata::self_verifying_allocator<strata::allocator_ref<test_heap>>);
 
 // ---------------------------------------------------------------------------------------------
 // tracker: hierarchy, budgets, frames, reports
@@ -205,6 +212,46 @@ TEST(Tracked, AFreeTheWrappedAllocatorRefusesIsNotCounted) {
         a.deallocate(keep, 50);
         EXPECT_EQ(t.in_use(), 0u);
     }
+}
+
+// debug<A> judges every free itself, at every checks level (its owns() means "live"): tracked must
+// pass a double free through, so it is reported as one (not as a foreign pointer), and count
+// nothing debug refused, at checks 0 as well.
+template <class Tracked>
+void expect_debug_answers_bad_frees(Tracked& a, const tracker& t) {
+    strata::test::recording_handler rec;
+    void* p = a.allocate(100);
+    void* keep = a.allocate(50);
+    ASSERT_NE(p, nullptr);
+    ASSERT_NE(keep, nullptr);
+    a.deallocate(p, 100);
+    EXPECT_TRUE(rec.empty());
+    a.deallocate(p, 100);
+    EXPECT_TRUE(rec.saw_one(strata::violation_kind::double_free));
+    EXPECT_EQ(t.in_use(), 50u);
+    EXPECT_EQ(t.own().live, 1u);
+    rec.clear();
+    alignas(16) unsigned char elsewhere[64] = {};
+    a.deallocate(elsewhere, 64);
+    EXPECT_TRUE(rec.saw_one(strata::violation_kind::foreign_pointer));
+    EXPECT_EQ(t.in_use(), 50u);
+    a.deallocate(keep, 50);
+    EXPECT_TRUE(rec.saw_one(strata::violation_kind::foreign_pointer)); // nothing more reported
+    EXPECT_EQ(t.in_use(), 0u);
+    EXPECT_EQ(t.own().live, 0u);
+}
+
+TEST(Tracked, OverDebugADoubleFreeIsReportedAsOneAtEveryChecksLevel) {
+    tracker t("debugged");
+    tracked<strata::debug<test_heap>> a(t);
+    expect_debug_answers_bad_frees(a, t);
+}
+
+TEST(Tracked, OverAReferenceToDebugToo) {
+    tracker t("debugged");
+    strata::debug<test_heap> d;
+    tracked<strata::allocator_ref<strata::debug<test_heap>>> a(t, d);
+    expect_debug_answers_bad_frees(a, t);
 }
 
 TEST(Tracker, FrameCountersResetRecursively) {

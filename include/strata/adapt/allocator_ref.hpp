@@ -18,6 +18,8 @@ template <allocator A>
 class allocator_ref {
 public:
     using upstream_type = A; ///< the allocator referred to
+    /// As `A`'s (core/allocator.hpp, self_verifying_allocator): a reference checks nothing itself.
+    static constexpr bool verifies_frees = self_verifying_allocator<A>;
 
     /// Effects: a reference to `a`. Requires: `a` outlives it.
     allocator_ref(A& a) noexcept : a_(std::addressof(a)) {} // NOLINT(google-explicit-constructor)

@@ -128,6 +128,9 @@ template <allocator A>
 class debug {
 public:
     using upstream_type = A; ///< the allocator wrapped
+    /// Every free is checked (at every checks level) and a refused one reported here: wrappers such
+    /// as tracked<A> pass frees through instead of judging them by owns() (core/allocator.hpp).
+    static constexpr bool verifies_frees = true;
 
     /// Effects: constructs `A` from `args`, with default options.
     template <class... Args>

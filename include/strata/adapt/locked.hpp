@@ -33,6 +33,8 @@ class locked {
 public:
     using upstream_type = A;  ///< the allocator wrapped
     using mutex_type = Mutex; ///< the lock
+    /// As `A`'s (core/allocator.hpp, self_verifying_allocator): the lock checks nothing itself.
+    static constexpr bool verifies_frees = self_verifying_allocator<A>;
 
     /// Effects: constructs `A` from `args`.
     template <class... Args>

@@ -197,6 +197,9 @@ private:
 /// Bad input: what `A` answers (nullptr is not counted). Freeing nullptr: ignored. Cross-allocator
 /// free (a pointer `A::owns` disowns, where `A` can answer): reported at checks >= 1 as
 /// foreign_pointer and ignored (nothing counted, `A` not called); at checks 0 undefined as for `A`.
+/// A self-verifying `A` (debug<A>, core/allocator.hpp) judges every free itself, at every checks
+/// level: a double free is then reported as double_free (its owns() means "live", so the check
+/// above would have called it foreign), and nothing `A` refused is counted.
 template <allocator A>
 class tracked {
 public:
@@ -246,20 +249,21 @@ public:
     STRATA_ALWAYS_INLINE void deallocate(void* p, std::size_t size,
                                          std::size_t align = default_alignment) noexcept {
         if (p == nullptr) return;
-        if constexpr (owning_allocator<A>) {
+        if constexpr (owning_allocator<A> && !self_verifying_allocator<A>) {
             if (!STRATA_VERIFY(1, inner_.owns(p), foreign_pointer, "strata::tracked", p,
                                "freed a pointer the wrapped allocator does not own (cross-allocator free)"))
                 return;
         }
-#if STRATA_CHECKS >= 1
-        // A free the wrapped allocator reported (double free, size mismatch...) changed nothing
-        // there, so it changes nothing here either: counted, it would drive in_use below zero.
-        const std::uint64_t reported = violations_reported();
-        inner_.deallocate(p, size, align);
-        if (violations_reported() != reported) return;
-#else
-        inner_.deallocate(p, size, align);
-#endif
+        if constexpr (STRATA_CHECKS >= 1 || self_verifying_allocator<A>) {
+            // A free the wrapped allocator reported (double free, size mismatch...) changed nothing
+            // there, so it changes nothing here either: counted, it would drive in_use below zero.
+            // A self-verifying A (debug<A>) reports at every checks level, so this runs at 0 too.
+            const std::uint64_t reported = violations_reported();
+            inner_.deallocate(p, size, align);
+            if (violations_reported() != reported) return;
+        } else {
+            inner_.deallocate(p, size, align);
+        }
         if constexpr (keeps_counts) {
             own_.freed += size;
             ++own_.frees;

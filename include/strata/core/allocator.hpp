@@ -34,6 +34,16 @@ concept owning_allocator = allocator<A> && requires(const A& a, const void* p) {
     { a.owns(p) } noexcept -> std::same_as<bool>;
 };
 
+/// An allocator that checks every free itself, at every STRATA_CHECKS level, and reports (and
+/// ignores) one it refuses: a double free, a foreign pointer. It says so with
+/// `static constexpr bool verifies_frees = true;` (debug<A> does). Wrappers let it answer rather
+/// than judge the pointer first: where its owns() means "live", a wrapper's own check would call a
+/// double free a foreign pointer.
+template <class A>
+concept self_verifying_allocator = allocator<A> && requires {
+    requires A::verifies_frees;
+};
+
 /// An allocator that knows its block sizes and so can free without being told.
 template <class A>
 concept unsized_deallocator = allocator<A> && requires(A& a, void* p) {
