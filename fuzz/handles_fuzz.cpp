@@ -249,7 +249,7 @@ void run(reader& in) {
             require(m.valid(h), "key_of() returned a handle the model does not hold");
             probe(c, h);
             if constexpr (!is_table) require(c.index_of(h) == i, "index_of(key_of(i)) != i");
-            if constexpr (is_map) require(c.key_of(c[i]) == h, "key_of(value) != key_of(index)");
+            if constexpr (is_map) require(c.key_of_value(c[i]) == h, "key_of_value(value) != key_of(index)");
             break;
         }
         case 8: { // iteration visits every live value exactly once
@@ -270,7 +270,7 @@ void run(reader& in) {
             if constexpr (is_map) { // and the range, through key_of(value)
                 seen.assign(seen.size(), false);
                 for (const V& v : c)
-                    visit(c.key_of(v), key_of_value(v));
+                    visit(c.key_of_value(v), key_of_value(v));
                 n /= 2;
             }
             require(n == m.live, "iteration missed values");

@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -90,4 +91,39 @@ TEST(HandleTable, MoveKeepsAddressesAndEmptiesTheSource) {
     EXPECT_TRUE(t.check());
     const auto g = t.emplace(6);
     EXPECT_EQ(*t.get(g), 6);
+}
+
+TEST(HandleTable, EraseOrClearInsideItsOwnIterationIsRefused) {
+    strata::handle_table<std::string, h32> t;
+    std::vector<h32> hs;
+    for (int i = 0; i < 10; ++i)
+        hs.push_back(t.emplace("object " + std::to_string(i) + " long enough to be on the heap"));
+    recording_handler rec;
+    // erase_if's predicate erasing the very object it was handed (and others), then asking for it:
+    // refused, so nothing is destroyed twice and erase_if's own walk stays exact.
+    std::size_t k = 0;
+    const std::size_t erased = t.erase_if([&](const std::string&) {
+        EXPECT_FALSE(t.erase(hs[k % hs.size()]));
+        t.clear();
+        ++k;
+        return k % 2 == 0;
+    });
+    EXPECT_EQ(erased, 5u);
+    EXPECT_EQ(t.size(), 5u);
+    EXPECT_TRUE(t.check());
+    if (strata::test::checks_on) {
+        EXPECT_EQ(rec.count(), 20u);
+        EXPECT_EQ(rec.last().kind, violation_kind::invalid_argument);
+    }
+    int visited = 0;
+    t.for_each([&](std::string& s) {
+        t.clear();
+        EXPECT_FALSE(s.empty()); // alive: the clear was refused
+        ++visited;
+    });
+    EXPECT_EQ(visited, 5);
+    EXPECT_EQ(t.size(), 5u);
+    t.clear();
+    EXPECT_TRUE(t.empty());
+    EXPECT_TRUE(t.check());
 }

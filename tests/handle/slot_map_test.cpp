@@ -5,8 +5,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <memory_resource>
+#include <new>
 #include <numeric>
 #include <span>
+#include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -15,6 +18,7 @@
 #include "strata/linear/arena.hpp"
 #include "strata/source/heap_source.hpp"
 
+#include "support/failing_resource.hpp"
 #include "support/recording_handler.hpp"
 
 namespace {
@@ -46,10 +50,10 @@ TEST(SlotMap, KeyOfIndexAndValue) {
     const auto a = m.emplace(1), b = m.emplace(2), c = m.emplace(3);
     EXPECT_EQ(m.key_of(std::size_t{0}), a);
     EXPECT_EQ(m.key_of(std::size_t{2}), c);
-    EXPECT_EQ(m.key_of(*m.get(b)), b);
+    EXPECT_EQ(m.key_of_value(*m.get(b)), b);
     ASSERT_TRUE(m.erase(a));
     EXPECT_EQ(m.key_of(std::size_t{0}), c);
-    EXPECT_EQ(m.key_of(m[1]), b);
+    EXPECT_EQ(m.key_of_value(m[1]), b);
 }
 
 TEST(SlotMap, KeyOfBadInputReturnsNullAndReports) {
@@ -61,7 +65,7 @@ TEST(SlotMap, KeyOfBadInputReturnsNullAndReports) {
     EXPECT_TRUE(rec.saw_one(violation_kind::invalid_argument));
     rec.clear();
     const int outside = 5;
-    EXPECT_TRUE(m.key_of(outside).is_null());
+    EXPECT_TRUE(m.key_of_value(outside).is_null());
     EXPECT_TRUE(rec.saw_one(violation_kind::foreign_pointer));
 }
 
@@ -71,7 +75,7 @@ TEST(SlotMap, KeyOfBadInputWithoutChecksStillReturnsNull) {
     recording_handler rec; // keeps the default handler from aborting at checks >= 1
     EXPECT_TRUE(m.key_of(std::size_t{7}).is_null());
     const int outside = 5;
-    EXPECT_TRUE(m.key_of(outside).is_null());
+    EXPECT_TRUE(m.key_of_value(outside).is_null());
 }
 
 TEST(SlotMap, EraseOfKeyOfOutOfRangeIsRefused) {
@@ -231,4 +235,163 @@ TEST(SlotMap, CopyAssignmentIntoALargerMapKeepsTheFastPathSafe) {
     big = std::move(moved);
     EXPECT_EQ(big.size(), 2001u);
     EXPECT_TRUE(big.check());
+}
+
+namespace {
+// Long enough to live on the heap: a read of a moved-away string is a use after free under ASan.
+std::string long_text(int i) { return "value number " + std::to_string(i) + " with no small-string buffer"; }
+
+using pmr_map = strata::slot_map<std::string, h32, std::pmr::polymorphic_allocator<std::string>>;
+} // namespace
+
+TEST(SlotMap, InsertingItsOwnElementWhileFullCopiesItBeforeGrowing) {
+    strata::slot_map<std::string, h32> m;
+    std::vector<h32> hs;
+    while (hs.empty() || m.size() < m.capacity())
+        hs.push_back(m.insert(long_text(static_cast<int>(hs.size()))));
+    ASSERT_EQ(m.size(), m.capacity());
+    const h32 copy = m.insert(m[0]); // grows: m[0] must be read before its storage moves
+    EXPECT_EQ(*m.get(copy), long_text(0));
+    const h32 again = m.emplace(*m.get(hs.back()));
+    EXPECT_EQ(*m.get(again), *m.get(hs.back()));
+    EXPECT_TRUE(m.check());
+}
+
+TEST(SlotMap, AnAllocationFailureWhileGrowingLeavesTheMapAsItWas) {
+    // Every allocation an emplace at full capacity makes (slots, values, reverse map) fails once.
+    for (long fail = 0;; ++fail) {
+        strata::test::failing_resource r;
+        pmr_map m{std::pmr::polymorphic_allocator<std::string>(&r)};
+        std::vector<h32> hs;
+        while (hs.empty() || m.size() < m.capacity())
+            hs.push_back(m.insert(long_text(static_cast<int>(hs.size()))));
+        const std::size_t size = m.size(), capacity = m.capacity();
+        r.fail_after(fail);
+        bool threw = false;
+        try {
+            hs.push_back(m.insert(long_text(-1)));
+        } catch (const std::bad_alloc&) {
+            threw = true;
+        }
+        r.fail_after(-1);
+        ASSERT_TRUE(m.check()) << "allocation " << fail;
+        if (!threw) break; // this emplace makes fewer allocations than `fail`: all were tried
+        EXPECT_EQ(m.size(), size);
+        EXPECT_EQ(m.capacity(), capacity) << "allocation " << fail;
+        for (std::size_t i = 0; i < hs.size(); ++i)
+            EXPECT_EQ(*m.get(hs[i]), long_text(static_cast<int>(i)));
+        for (int i = 0; i < 3 * static_cast<int>(capacity); ++i) // the fast path trusts the room
+            (void)m.insert(long_text(i));
+        EXPECT_TRUE(m.check());
+    }
+}
+
+TEST(SlotMap, MoveAssignmentBetweenUnequalAllocatorsLeavesBothMapsSound) {
+    strata::test::failing_resource ra, rb;
+    pmr_map a{std::pmr::polymorphic_allocator<std::string>(&ra)};
+    pmr_map b{std::pmr::polymorphic_allocator<std::string>(&rb)};
+    for (int i = 0; i < 10; ++i)
+        (void)a.insert(long_text(-i));
+    std::vector<h32> hs;
+    for (int i = 0; i < 40; ++i)
+        hs.push_back(b.insert(long_text(i)));
+    a = std::move(b);
+    EXPECT_TRUE(a.check());
+    ASSERT_EQ(a.size(), 40u);
+    for (int i = 0; i < 40; ++i)
+        EXPECT_EQ(*a.get(hs[static_cast<std::size_t>(i)]), long_text(i)); // b's handles name a's values
+    EXPECT_EQ(a.get_allocator().resource(), &ra);                         // not propagated
+    // The moved-from map is empty and usable: its arrays must still agree with each other.
+    EXPECT_TRUE(b.empty());
+    EXPECT_TRUE(b.check());
+    std::vector<h32> again;
+    for (int i = 0; i < 100; ++i)
+        again.push_back(b.insert(long_text(1000 + i)));
+    for (std::size_t i = 0; i < again.size(); i += 3)
+        ASSERT_TRUE(b.erase(again[i]));
+    EXPECT_TRUE(b.check());
+    for (std::size_t i = 0; i < again.size(); ++i) {
+        if (i % 3 != 0) {
+            EXPECT_EQ(*b.get(again[i]), long_text(1000 + static_cast<int>(i)));
+        }
+    }
+}
+
+TEST(SlotMap, AMoveAssignmentThatCannotAllocateChangesNeitherMap) {
+    for (long fail = 0;; ++fail) {
+        strata::test::failing_resource ra, rb;
+        pmr_map a{std::pmr::polymorphic_allocator<std::string>(&ra)};
+        pmr_map b{std::pmr::polymorphic_allocator<std::string>(&rb)};
+        std::vector<h32> ha, hb;
+        for (int i = 0; i < 10; ++i)
+            ha.push_back(a.insert(long_text(-i)));
+        for (int i = 0; i < 40; ++i)
+            hb.push_back(b.insert(long_text(i)));
+        ra.fail_after(fail);
+        bool threw = false;
+        try {
+            a = std::move(b); // not noexcept here: a throw must leave both maps as they were
+        } catch (const std::bad_alloc&) {
+            threw = true;
+        }
+        ra.fail_after(-1);
+        ASSERT_TRUE(a.check() && b.check()) << "allocation " << fail;
+        if (!threw) break;
+        ASSERT_EQ(a.size(), 10u);
+        ASSERT_EQ(b.size(), 40u);
+        for (std::size_t i = 0; i < ha.size(); ++i)
+            EXPECT_EQ(*a.get(ha[i]), long_text(-static_cast<int>(i)));
+        for (std::size_t i = 0; i < hb.size(); ++i)
+            EXPECT_EQ(*b.get(hb[i]), long_text(static_cast<int>(i)));
+    }
+}
+
+TEST(SlotMap, ClearOrAssignmentInsideItsOwnIterationIsRefused) {
+    strata::slot_map<std::string, h32> m, other;
+    for (int i = 0; i < 20; ++i)
+        (void)m.insert(long_text(i));
+    (void)other.insert(long_text(99));
+    recording_handler rec;
+    int visited = 0;
+    m.for_each([&](std::string& v) {
+        m.clear();
+        m = other;
+        m = strata::slot_map<std::string, h32>{};
+        EXPECT_FALSE(v.empty()); // still alive: nothing was destroyed under the loop
+        ++visited;
+    });
+    EXPECT_EQ(visited, 20);
+    EXPECT_EQ(m.size(), 20u);
+    EXPECT_TRUE(m.check());
+    if (strata::test::checks_on) {
+        EXPECT_EQ(rec.count(), 60u);
+        EXPECT_EQ(rec.last().kind, violation_kind::invalid_argument);
+    }
+    const std::size_t erased = m.erase_if([&](const std::string&) {
+        m.clear();
+        return true;
+    });
+    EXPECT_EQ(erased, 20u);
+    EXPECT_TRUE(m.empty());
+    EXPECT_TRUE(m.check());
+    m.clear(); // outside the loop: allowed again
+    m = other;
+    EXPECT_EQ(m.size(), 1u);
+}
+
+TEST(SlotMap, KeyOfAnIntegerIsAlwaysTheIndexForm) {
+    strata::slot_map<int, h32> ints;
+    const h32 five = ints.insert(5);
+    const h32 zero = ints.insert(0);
+    for (int i = 0; i < 2; ++i) // an int counter, as a plain loop over the dense indices has
+        EXPECT_EQ(ints.key_of(i), i == 0 ? five : zero);
+    EXPECT_EQ(ints.key_of_value(ints[1]), zero);
+    strata::slot_map<std::size_t, h32> sizes;
+    const h32 seven = sizes.insert(7);
+    EXPECT_EQ(sizes.key_of(std::size_t{0}), seven); // compiles: no ambiguity with the value form
+    EXPECT_EQ(sizes.key_of_value(sizes[0]), seven);
+    strata::slot_map<std::string, h32> strings;
+    const h32 s = strings.insert(long_text(1));
+    EXPECT_EQ(strings.key_of(strings[0]), s); // the value form stays for types that are not indices
+    EXPECT_EQ(strings.key_of(0), s);
 }

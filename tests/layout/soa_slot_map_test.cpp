@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <memory_resource>
 #include <new>
 #include <random>
 #include <unordered_map>
@@ -12,6 +13,7 @@
 
 #include <gtest/gtest.h>
 
+#include "support/failing_resource.hpp"
 #include "support/recording_handler.hpp"
 
 namespace {
@@ -183,4 +185,49 @@ TEST(SoaSlotMap, EmplaceOfAnElementsOwnFieldsWhileGrowing) {
     for (std::size_t i = 0; i < m.size(); ++i)
         EXPECT_EQ(m.dense().get<2>(i), 7u);
     EXPECT_TRUE(m.check());
+}
+
+namespace {
+using pmr_bodies =
+    strata::basic_soa_slot_map<body, std::pmr::polymorphic_allocator<std::byte>, strata::policy::retire,
+                               strata::policy::lifo, float, std::uint32_t>;
+} // namespace
+
+TEST(SoaSlotMap, MoveAssignmentBetweenUnequalAllocatorsCopiesAsideOrChangesNothing) {
+    for (long fail = 0;; ++fail) {
+        strata::test::failing_resource ra, rb;
+        pmr_bodies a{std::pmr::polymorphic_allocator<std::byte>(&ra)};
+        pmr_bodies b{std::pmr::polymorphic_allocator<std::byte>(&rb)};
+        std::vector<body> ha, hb;
+        for (std::uint32_t i = 0; i < 10; ++i)
+            ha.push_back(a.emplace(-1.0f, i));
+        for (std::uint32_t i = 0; i < 40; ++i)
+            hb.push_back(b.emplace(static_cast<float>(i), i));
+        ra.fail_after(fail);
+        bool threw = false;
+        try {
+            a = std::move(b); // not noexcept here: a throw must leave both maps as they were
+        } catch (const std::bad_alloc&) {
+            threw = true;
+        }
+        ra.fail_after(-1);
+        ASSERT_TRUE(a.check() && b.check()) << "allocation " << fail;
+        if (threw) {
+            ASSERT_EQ(a.size(), 10u);
+            ASSERT_EQ(b.size(), 40u);
+            for (std::uint32_t i = 0; i < 10; ++i)
+                EXPECT_EQ(*a.get<1>(ha[i]), i);
+            continue;
+        }
+        ASSERT_EQ(a.size(), 40u);
+        for (std::uint32_t i = 0; i < 40; ++i) { // b's handles name a's elements
+            EXPECT_EQ(*a.get<0>(hb[i]), static_cast<float>(i));
+            EXPECT_EQ(*a.get<1>(hb[i]), i);
+        }
+        EXPECT_TRUE(b.empty());
+        for (std::uint32_t i = 0; i < 50; ++i) // the moved-from map is usable
+            (void)b.emplace(1.0f, i);
+        EXPECT_TRUE(b.check());
+        break;
+    }
 }

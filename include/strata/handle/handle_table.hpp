@@ -12,7 +12,8 @@
 // Bad input (every case leaves the table unchanged):
 //   get(stale, null or out-of-range handle)  -> nullptr, no report
 //   erase(same)                              -> false; reported as stale_handle at STRATA_CHECKS >= 1
-//   erase during for_each                    -> false; reported as invalid_argument at checks >= 1
+//   erase or clear during for_each / erase_if -> refused (erase returns false); reported as
+//                                               invalid_argument at checks >= 1
 //   index space exhausted                    -> std::length_error; allocator failure -> its exception
 #include <cstddef>
 #include <memory>
@@ -131,11 +132,7 @@ public:
     /// or use erase_if.
     template <class F>
     void for_each(F&& f) {
-        ++iterating_;
-        struct leave {
-            int& d;
-            ~leave() { --d; }
-        } guard{iterating_};
+        const iteration_guard guard(iterating_);
         const size_type n = live_.size();
         for (size_type k = 0; k < n; ++k) {
             const word i = live_[k];
@@ -148,10 +145,11 @@ public:
     }
 
     /// Effects: erases every object for which pred(object) is true, each visited exactly once.
-    /// Returns: how many were erased.
+    /// Erase and clear are refused inside pred (see the header). Returns: how many were erased.
     template <class Pred>
     size_type erase_if(Pred&& pred) {
         size_type erased = 0;
+        const iteration_guard guard(iterating_);
         for (size_type k = live_.size(); k-- > 0;) {
             const word i = live_[k];
             if (pred(std::as_const(*slot_ptr(i)))) {
@@ -162,12 +160,15 @@ public:
         return erased;
     }
 
-    /// Effects: destroys every object; every handle becomes stale; chunks are kept.
+    /// Effects: destroys every object; every handle becomes stale; chunks are kept. Refused inside
+    /// for_each / erase_if (reported, see the header): the loop would go on over destroyed objects.
     void clear() noexcept {
-        for (const word i : live_)
-            destroy_at(i);
-        live_.clear();
-        slots_.release_all();
+        if (iterating_ != 0) {
+            (void)STRATA_VERIFY(1, false, invalid_argument, "strata::handle_table", nullptr,
+                                "clear during for_each/erase_if");
+            return;
+        }
+        destroy_live();
     }
     /// Effects: allocates chunks and arrays for `n` objects. Throws: std::bad_alloc (or the
     /// allocator's exception); what was reserved before the throw is kept.
@@ -199,6 +200,14 @@ public:
     }
 
 private:
+    struct iteration_guard {
+        explicit iteration_guard(int& depth) noexcept : depth_(depth) { ++depth_; }
+        ~iteration_guard() { --depth_; }
+        iteration_guard(const iteration_guard&) = delete;
+        iteration_guard& operator=(const iteration_guard&) = delete;
+        int& depth_;
+    };
+
     [[nodiscard]] T* slot_ptr(word i) const noexcept { return chunks_[i / chunk_size] + (i % chunk_size); }
 
     void add_chunk() {
@@ -223,8 +232,15 @@ private:
         slots_.release(i);
     }
 
+    void destroy_live() noexcept {
+        for (const word i : live_)
+            destroy_at(i);
+        live_.clear();
+        slots_.release_all();
+    }
+
     void destroy() noexcept {
-        clear();
+        destroy_live();
         value_allocator va(alloc_);
         for (T* chunk : chunks_)
             value_traits::deallocate(va, chunk, chunk_size);

@@ -37,7 +37,11 @@ public:
           capacity_(std::exchange(other.capacity_, 0)) {
         other.bits_.clear();
     }
-    lowest_free& operator=(lowest_free&& other) noexcept {
+    /// Effects: takes `other`'s set; `other` is left empty and usable. Throws: only where the
+    /// allocators neither propagate nor compare equal (the words are then copied, which allocates).
+    lowest_free& operator=(lowest_free&& other) noexcept(
+        std::allocator_traits<bits_allocator>::propagate_on_container_move_assignment::value ||
+        std::allocator_traits<bits_allocator>::is_always_equal::value) {
         if (this != &other) {
             bits_ = std::move(other.bits_);
             other.bits_.clear();

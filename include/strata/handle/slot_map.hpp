@@ -12,12 +12,16 @@
 //   get(stale, null or out-of-range handle)  -> nullptr, no report (asking is legitimate)
 //   erase(same)                              -> false; reported as violation_kind::stale_handle
 //                                               at STRATA_CHECKS >= 1
-//   erase during for_each / erase_if         -> false; reported as violation_kind::invalid_argument
-//                                               at STRATA_CHECKS >= 1 (use erase_if or the
-//                                               backward-index pattern in docs/handles.md)
+//   erase, clear or assignment to the map during its for_each / erase_if
+//                                            -> refused (erase returns false); reported as
+//                                               violation_kind::invalid_argument at STRATA_CHECKS >= 1
+//                                               (use erase_if or the backward-index pattern in
+//                                               docs/handles.md)
 //   key_of(value not in this map) or key_of(index >= size())
 //                                            -> null handle; reported as foreign_pointer /
-//                                               invalid_argument at STRATA_CHECKS >= 1
+//                                               invalid_argument at STRATA_CHECKS >= 1 (where T
+//                                               converts to an index, key_of(x) is always the index
+//                                               form; key_of_value(v) names the value form for any T)
 //   index space exhausted                    -> std::length_error; allocator failure -> its exception
 // A handle of another slot_map of the same type is indistinguishable from one of this map when its
 // index and generation happen to be live here; distinct Tags make such mixing a compile error.
@@ -47,6 +51,11 @@ class slot_map {
     using word = typename slots_type::word;
     using word_allocator = typename std::allocator_traits<Alloc>::template rebind_alloc<word>;
     using value_allocator = typename std::allocator_traits<Alloc>::template rebind_alloc<T>;
+    // Move assignment hands the storage over (never allocates) when the allocator moves with it or
+    // all allocators of the type are equal.
+    static constexpr bool storage_moves =
+        std::allocator_traits<value_allocator>::propagate_on_container_move_assignment::value ||
+        std::allocator_traits<value_allocator>::is_always_equal::value;
 
 public:
     using value_type = T;
@@ -78,7 +87,7 @@ public:
     slot_map& operator=(const slot_map& other) {
         // Strong guarantee: the three arrays are copied aside (with this map's allocators, or
         // other's where they propagate) and swapped in only once all of them exist.
-        if (this != &other) {
+        if (this != &other && !refused_while_iterating()) {
             std::vector<T, value_allocator> values(values_.get_allocator());
             values = other.values_;
             std::vector<word, word_allocator> reverse(dense_to_slot_.get_allocator());
@@ -92,17 +101,38 @@ public:
         }
         return *this;
     }
-    slot_map& operator=(slot_map&& other) noexcept(
-        std::allocator_traits<value_allocator>::propagate_on_container_move_assignment::value ||
-        std::allocator_traits<value_allocator>::is_always_equal::value) {
-        if (this != &other) {
-            values_ = std::move(other.values_);
-            dense_to_slot_ = std::move(other.dense_to_slot_);
-            slots_ = std::move(other.slots_);
-            other.values_.clear();
-            other.dense_to_slot_.clear();
-            restore_room();
+    /// Effects: takes `other`'s values; `other` is left empty and usable. Where the allocators
+    /// neither propagate nor compare equal the values are moved one by one into arrays made aside
+    /// with this map's allocators. Throws: then only the allocator's exception, and both maps are
+    /// unchanged.
+    slot_map& operator=(slot_map&& other) noexcept(storage_moves) {
+        if (this == &other || refused_while_iterating()) return *this;
+        if constexpr (!storage_moves) {
+            if (values_.get_allocator() != other.values_.get_allocator()) {
+                // Every allocation first (a throw changes nothing), then nothrow moves and swaps.
+                std::vector<T, value_allocator> values(values_.get_allocator());
+                values.reserve(other.values_.size());
+                std::vector<word, word_allocator> reverse(dense_to_slot_.get_allocator());
+                reverse = other.dense_to_slot_;
+                if (reverse.size() < values.capacity()) reverse.resize(values.capacity());
+                slots_type slots{Alloc(values_.get_allocator())};
+                slots = other.slots_;
+                for (T& v : other.values_)
+                    values.emplace_back(std::move(v)); // room reserved: T's nothrow move only
+                values_.swap(values);
+                dense_to_slot_.swap(reverse);
+                slots_ = std::move(slots); // equal allocators: the storage moves, nothing allocated
+                other.values_.clear();     // other keeps its arrays, so its invariant holds
+                other.slots_.release_all();
+                return *this;
+            }
         }
+        values_ = std::move(other.values_);
+        dense_to_slot_ = std::move(other.dense_to_slot_);
+        slots_ = std::move(other.slots_);
+        other.values_.clear();
+        other.dense_to_slot_.clear();
+        restore_room();
         return *this;
     }
     ~slot_map() = default;
@@ -199,9 +229,16 @@ public:
         }
         return slots_.handle_of(dense_to_slot_[i]);
     }
+    /// Returns: key_of_value(value). Only where T does not convert to an index: for a slot_map of
+    /// integers key_of(x) would otherwise pick the value form for an int index (an exact match)
+    /// and be ambiguous for a size_t one.
+    [[nodiscard]] Handle key_of(const T& value) const noexcept
+        requires(!std::is_convertible_v<const T&, size_type>) {
+        return key_of_value(value);
+    }
     /// Returns: the handle of `value`, which must be an element of this map; null handle (reported
     /// as foreign_pointer at checks >= 1) otherwise.
-    [[nodiscard]] Handle key_of(const T& value) const noexcept {
+    [[nodiscard]] Handle key_of_value(const T& value) const noexcept {
         const T* p = std::addressof(value);
         const T* b = values_.data();
         // Compare as integers: relational comparison of unrelated pointers is unspecified.
@@ -248,8 +285,10 @@ public:
         return erased;
     }
 
-    /// Effects: erases every value; every handle becomes stale. Capacity is kept.
+    /// Effects: erases every value; every handle becomes stale. Capacity is kept. Refused inside
+    /// for_each / erase_if (reported, see the header): the loop would go on over destroyed values.
     void clear() noexcept {
+        if (refused_while_iterating()) return;
         values_.clear();
         slots_.release_all();
     }
@@ -314,6 +353,15 @@ private:
         if (dense_to_slot_.size() < values_.capacity()) dense_to_slot_.resize(values_.capacity());
     }
 
+    // True (and reported) when the map is inside its own for_each / erase_if: a clear or an
+    // assignment is refused there.
+    bool refused_while_iterating() const noexcept {
+        if (STRATA_LIKELY(iterating_ == 0)) return false;
+        (void)STRATA_VERIFY(1, false, invalid_argument, "strata::slot_map", nullptr,
+                            "clear or assignment to the map during its for_each/erase_if");
+        return true;
+    }
+
     // Slow path of emplace: a new slot (or length_error) and room for one more value and its
     // reverse entry, made before anything visible changes; then as the fast path.
     template <class... Args>
@@ -321,10 +369,20 @@ private:
         (void)slots_.prepare();
         const std::size_t d = values_.size();
         if (d == values_.capacity()) {
-            values_.reserve(grow(d));
-            if (dense_to_slot_.size() < values_.capacity()) dense_to_slot_.resize(values_.capacity());
+            // The value is made first: `args` may name an element of this map (insert(m[0])),
+            // which the growth below moves away. The new array is made aside and the reverse map
+            // grown before it replaces the old one, so a throw from either leaves the map as it was.
+            T value(std::forward<Args>(args)...);
+            std::vector<T, value_allocator> grown(values_.get_allocator());
+            grown.reserve(grow(d));
+            if (dense_to_slot_.size() < grown.capacity()) dense_to_slot_.resize(grown.capacity());
+            for (T& v : values_)
+                grown.emplace_back(std::move(v)); // room reserved: T's nothrow move only
+            grown.emplace_back(std::move(value));
+            values_.swap(grown);
+        } else {
+            values_.emplace_back(std::forward<Args>(args)...); // no reallocation: throws only from T
         }
-        values_.emplace_back(std::forward<Args>(args)...); // room reserved: throws only from T
         const Handle h = slots_.acquire(static_cast<word>(d));
         dense_to_slot_[d] = h.index();
         return h;

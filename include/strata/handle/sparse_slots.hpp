@@ -55,7 +55,12 @@ public:
           retired_(std::exchange(other.retired_, 0)), wraps_(std::exchange(other.wraps_, 0)) {
         other.slots_.clear();
     }
-    sparse_slots& operator=(sparse_slots&& other) noexcept {
+    /// Effects: takes `other`'s slots; `other` is left empty and usable. Throws: only where the
+    /// allocators neither propagate nor compare equal (the slots are then copied, which allocates);
+    /// the containers build aside and swap in for that case (slot_map, soa_slot_map).
+    sparse_slots& operator=(sparse_slots&& other) noexcept(
+        std::allocator_traits<slot_allocator>::propagate_on_container_move_assignment::value ||
+        std::allocator_traits<slot_allocator>::is_always_equal::value) {
         if (this != &other) {
             slots_ = std::move(other.slots_);
             other.slots_.clear();

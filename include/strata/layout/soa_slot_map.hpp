@@ -28,6 +28,11 @@ class basic_soa_slot_map {
     using slots_type = detail::sparse_slots<Handle, Alloc, WrapPolicy, ReusePolicy>;
     using word = typename slots_type::word;
     using word_allocator = typename std::allocator_traits<Alloc>::template rebind_alloc<word>;
+    // Move assignment hands the storage over (never allocates) when the allocator moves with it or
+    // all allocators of the type are equal.
+    static constexpr bool storage_moves =
+        std::allocator_traits<Alloc>::propagate_on_container_move_assignment::value ||
+        std::allocator_traits<Alloc>::is_always_equal::value;
 
 public:
     using handle_type = Handle;
@@ -61,7 +66,25 @@ public:
         slots_ = std::move(slots);
         return *this;
     }
-    basic_soa_slot_map& operator=(basic_soa_slot_map&&) = default;
+    /// Effects: takes `other`'s elements; `other` is left empty and usable. Where the allocators
+    /// neither propagate nor compare equal this is a copy (made aside, then swapped in) followed by
+    /// other.clear(). Throws: then only the allocator's exception, and both maps are unchanged.
+    basic_soa_slot_map& operator=(basic_soa_slot_map&& other) noexcept(storage_moves) {
+        if (this == &other) return *this;
+        if constexpr (!storage_moves) {
+            if (dense_.get_allocator() != other.dense_.get_allocator()) {
+                *this = other; // columns are trivially copyable: the copy is the element-wise move
+                other.clear();
+                return *this;
+            }
+        }
+        dense_ = std::move(other.dense_);
+        dense_to_slot_ = std::move(other.dense_to_slot_);
+        slots_ = std::move(other.slots_);
+        other.dense_.clear();
+        other.dense_to_slot_.clear();
+        return *this;
+    }
     ~basic_soa_slot_map() = default;
 
     /// Effects: appends an element with fields `values...`. Returns: its handle.
