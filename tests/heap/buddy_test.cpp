@@ -387,3 +387,24 @@ TEST(Buddy, CheckSeesBookkeepingAboveTheTopOrder) {
 }
 
 } // namespace
+
+// An offsets-only buddy hands out no pointers, yet deallocate(p) used p's value as an offset and
+// freed the live block there (found by review): any pointer is foreign to it.
+TEST(Buddy, AnOffsetsOnlyBuddyCallsEveryPointerForeign) {
+    STRATA_REQUIRE_CHECKS(1);
+    buddy b(4096, 16);
+    const std::size_t first = b.allocate_offset(16);
+    const std::size_t second = b.allocate_offset(16);
+    ASSERT_EQ(first, 0u);
+    ASSERT_EQ(second, 16u);
+    strata::test::recording_handler rec;
+    b.deallocate(reinterpret_cast<void*>(std::uintptr_t{16}));
+    EXPECT_TRUE(rec.saw_one(strata::violation_kind::foreign_pointer));
+    rec.clear();
+    b.deallocate(reinterpret_cast<void*>(std::uintptr_t{16}), 16, 1);
+    EXPECT_TRUE(rec.saw_one(strata::violation_kind::foreign_pointer));
+    EXPECT_EQ(b.stats().live_allocations, 2u);
+    b.deallocate_offset(second);
+    b.deallocate_offset(first);
+    EXPECT_TRUE(b.check());
+}

@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "strata/core/allocator.hpp"
+#include "strata/core/poison.hpp"
 #include "strata/heap/free_list.hpp"
 #include "strata/heap/tlsf.hpp"
 
@@ -304,6 +305,38 @@ TYPED_TEST(HeapContract, PointersIntoFreeMemoryAreReportedAndIgnored) {
     EXPECT_EQ(h.stats(), before);
     EXPECT_TRUE(h.check());
     h.deallocate(wall);
+    EXPECT_TRUE(h.check());
+}
+
+// ASan: only what the caller asked for is addressable (found by review). A free block's first 16
+// bytes (its links) were left usable past a smaller request, and a header and links a merge
+// absorbed stayed usable inside the merged block and in whatever was carved from it later.
+TYPED_TEST(HeapContract, UnderAsanOnlyTheRequestedBytesAreAddressable) {
+    if (!STRATA_ASAN) GTEST_SKIP() << "poisoning is compiled in ASan builds only";
+    heap_buffer buf(1 << 16);
+    TypeParam h(buf.span());
+    const auto expect_tail_poisoned = [&](const std::byte* p, std::size_t asked) {
+        EXPECT_FALSE(strata::is_poisoned(p, asked)) << asked;
+        for (std::size_t i = asked; i < h.usable_size(p); ++i)
+            EXPECT_TRUE(strata::is_poisoned(p + i, 1)) << asked << " byte " << i;
+    };
+    for (std::size_t n : {1u, 5u, 8u, 15u, 17u, 24u, 40u}) {
+        auto* p = static_cast<std::byte*>(h.allocate(n));
+        expect_tail_poisoned(p, n);
+        h.deallocate(p);
+    }
+    auto* a = static_cast<std::byte*>(h.allocate(48));
+    auto* b = static_cast<std::byte*>(h.allocate(48));
+    void* guard = h.allocate(16);
+    h.deallocate(a);
+    h.deallocate(b);        // merges with a
+    ASSERT_TRUE(h.check()); // tlsf completes b's free here
+    for (std::size_t i = 0; i < TypeParam::header_size + 16; ++i)
+        EXPECT_TRUE(strata::is_poisoned(b - TypeParam::header_size + i, 1)) << "absorbed byte " << i;
+    auto* c = static_cast<std::byte*>(h.allocate(60)); // carved from the merged block
+    expect_tail_poisoned(c, 60);
+    h.deallocate(c);
+    h.deallocate(guard);
     EXPECT_TRUE(h.check());
 }
 

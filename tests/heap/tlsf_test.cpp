@@ -450,3 +450,49 @@ TEST(Tlsf, ASecondFreeOfTheBlockInFlightIsADoubleFree) {
 }
 
 } // namespace
+
+namespace strata::test {
+struct tlsf_access {
+    template <unsigned SLI>
+    static std::uint64_t& fl_bitmap(basic_tlsf<SLI>& h) noexcept {
+        return h.fl_bitmap_;
+    }
+};
+} // namespace strata::test
+
+// check() compared the first-level bitmap with the second level only up to the top level: a stray
+// bit above it passed, and largest_free_block() then read past the arrays (found by review).
+TEST(Tlsf, CheckSeesAFirstLevelBitAboveTheTopLevel) {
+    heap_buffer buf(1 << 16);
+    strata::tlsf h(buf.span());
+    ASSERT_TRUE(h.check());
+    for (unsigned bit : {strata::tlsf::fl_count, 50u, 63u}) {
+        strata::test::recording_handler rec;
+        strata::test::tlsf_access::fl_bitmap(h) |= std::uint64_t{1} << bit;
+        EXPECT_FALSE(h.check()) << bit;
+        EXPECT_TRUE(rec.saw_one(strata::violation_kind::corruption));
+        strata::test::tlsf_access::fl_bitmap(h) &= ~(std::uint64_t{1} << bit);
+    }
+    EXPECT_TRUE(h.check());
+}
+
+// ASan: the bytes past a reallocate that grew over its successor (that block's header and links)
+// are not the caller's (found by review).
+TEST(Tlsf, UnderAsanAReallocateGrownInPlaceKeepsItsTailPoisoned) {
+    if (!STRATA_ASAN) GTEST_SKIP() << "poisoning is compiled in ASan builds only";
+    heap_buffer buf(1 << 16);
+    strata::tlsf h(buf.span());
+    auto* x = static_cast<std::byte*>(h.allocate(24));
+    void* y = h.allocate(64);
+    void* guard = h.allocate(16);
+    h.deallocate(y);
+    ASSERT_TRUE(h.check()); // completes y's free: x's successor is free
+    auto* grown = static_cast<std::byte*>(h.reallocate(x, 40));
+    ASSERT_EQ(grown, x); // in place
+    EXPECT_FALSE(strata::is_poisoned(grown, 40));
+    for (std::size_t i = 40; i < h.usable_size(grown); ++i)
+        EXPECT_TRUE(strata::is_poisoned(grown + i, 1)) << i;
+    h.deallocate(grown);
+    h.deallocate(guard);
+    EXPECT_TRUE(h.check());
+}

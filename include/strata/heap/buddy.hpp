@@ -196,7 +196,9 @@ private:
 
     [[nodiscard]] std::size_t blocks() const noexcept { return region_ >> min_shift_; }
     [[nodiscard]] std::size_t offset_of(const void* p) const noexcept {
-        // Pointers outside the region wrap to offsets >= region_, which the free path rejects.
+        // Pointers outside the region wrap to offsets >= region_, which the free path rejects. An
+        // offsets-only buddy hands out no pointers: any pointer is foreign (not its value as an offset).
+        if (base_ == nullptr) return npos;
         return static_cast<std::size_t>(reinterpret_cast<std::uintptr_t>(p) -
                                         reinterpret_cast<std::uintptr_t>(base_));
     }

@@ -23,6 +23,10 @@
 
 namespace strata {
 
+namespace test {
+struct tlsf_access; // the tests corrupt the bitmaps to show that check() sees it
+} // namespace test
+
 /// A TLSF heap over memory the caller provides (`add_pool`), never growing on its own.
 ///
 /// Layout: every block carries a 16-byte header in front of its payload (the physical predecessor
@@ -366,6 +370,9 @@ private:
         used_ += granted; // the peak is taken when used_ next falls (complete_free, flush)
         ++total_;
         acquire_bytes(b->payload(), asked);
+        // ASan: a free payload's first 16 bytes (the links) were usable; past the request they
+        // are not the caller's, nor is slack (no code in other builds).
+        poison(b->payload() + asked, granted - asked);
         return b->payload();
     }
 
@@ -421,17 +428,21 @@ private:
     }
 
     // Frees used block `b` of payload `size` (accounting done): merges with free neighbours, lists it.
+    // ASan: a header and links a merge absorbs become free payload, poisoned like the rest (a use
+    // after free there is reported, and a checked free of that block sees no header).
     STRATA_ALWAYS_INLINE void free_block(block* b, std::size_t size) noexcept {
         if (b->is_prev_free()) {
             block* prev = b->prev_phys();
             remove(prev);
             size += prev->size() + header_size;
+            poison(b, header_size + min_payload);
             b = prev; // prev's own predecessor is used: the merged block has no prev_free bit
         }
         auto* next = reinterpret_cast<block*>(b->payload() + size);
         if (next->is_free()) {
             remove(next);
             size += next->size() + header_size;
+            poison(next, header_size + min_payload);
             next = reinterpret_cast<block*>(b->payload() + size);
         }
         b->size_ = size | block::free_bit;
@@ -451,6 +462,8 @@ private:
     }
     [[nodiscard]] bool verify_live(const void* p) const noexcept;
     [[nodiscard]] bool corrupt(const void* where, const char* what) const noexcept;
+
+    friend struct test::tlsf_access;
 
     // Hot state first.
     std::uint64_t fl_bitmap_ = 0;

@@ -157,6 +157,7 @@ void* free_list<Policy>::allocate(std::size_t size, std::size_t align) noexcept 
     ++live_;
     ++total_;
     acquire_bytes(b->payload(), size);
+    poison(b->payload() + size, granted - size); // ASan: the links' bytes past a small request
     return b->payload();
 }
 
@@ -175,13 +176,16 @@ void free_list<Policy>::deallocate(void* p) noexcept {
     unpoison(b->payload(), min_payload); // the free-list links live here (a 1-byte block left most poisoned)
     block* next = b->next_phys();
     const bool next_free = next->is_free();
+    // ASan: a header and links a merge absorbs become free payload, poisoned like the rest.
     if (b->is_prev_free()) {
         block* prev = b->prev_;
         std::size_t total = prev->size() + header_size + size;
         if (next_free) {
             unlink(next);
             total += header_size + next->size();
+            poison(next, header_size + min_payload);
         }
+        poison(b, header_size + min_payload);
         prev->size_ = total | block::free_bit;
         block* after = prev->next_phys();
         after->prev_ = prev;
@@ -189,6 +193,7 @@ void free_list<Policy>::deallocate(void* p) noexcept {
     } else if (next_free) {
         replace(next, b);
         b->size_ = (size + header_size + next->size()) | block::free_bit;
+        poison(next, header_size + min_payload);
         b->next_phys()->prev_ = b; // its prev_free bit is already set
     } else {
         b->size_ = size | block::free_bit;

@@ -133,6 +133,8 @@ void* basic_tlsf<SLI>::reallocate(void* p, std::size_t new_size, std::size_t ali
         granted = need;
     }
     b->size_ = granted | ((granted - new_size) << block::slack_shift);
+    // ASan: past new_size lie the old slack, or a successor's header and links grown over.
+    poison(b->payload() + new_size, granted - new_size);
     if (used_ > peak_) peak_ = used_;
     return p;
 }
@@ -224,6 +226,9 @@ bool basic_tlsf<SLI>::check() const noexcept {
         if (bytes != pool->bytes) return corrupt(pool, "block sizes do not sum to the pool size");
     }
     std::size_t listed = 0;
+    // A bit above the top level names no list: a search would index past the arrays.
+    if ((fl_bitmap_ >> fl_count) != 0)
+        return corrupt(nullptr, "first-level bitmap names a level above the top one");
     for (unsigned fl = 0; fl < fl_count; ++fl) {
         if (((fl_bitmap_ >> fl) & 1u) != (sl_bitmap_[fl] != 0 ? 1u : 0u))
             return corrupt(nullptr, "first-level bitmap disagrees with the second-level bitmap");
