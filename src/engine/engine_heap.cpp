@@ -683,11 +683,14 @@ void engine_heap::deallocate_slow(void* p, run* d) noexcept {
     case span_kind::small: {
         // Counted here, by the thread that frees, so statistics are exact once threads are quiet
         // (the owner only learns of the block when it collects).
+        // The class is read once, before the block is published: once it is on thread_free the
+        // owner may collect it and reuse the run for another class (a data race on d->cls).
+        const auto cls = d->cls;
         const tls_slot& s = tls[slot_];
         if (s.epoch == epoch_)
-            s.heap->frees[d->cls].add(1);
+            s.heap->frees[cls].add(1);
         else
-            remote_frees_[d->cls].fetch_add(1, std::memory_order_relaxed);
+            remote_frees_[cls].fetch_add(1, std::memory_order_relaxed);
         auto* b = static_cast<free_block*>(p);
         // A thread without a cache for this heap, or the owner's own free while it is not the
         // owner any more (abandoned), goes the remote way too.
@@ -701,7 +704,7 @@ void engine_heap::deallocate_slow(void* p, run* d) noexcept {
             // ones ride along (the owner takes the whole list at once). seq_cst pairs with adopt()
             // (a lock cmpxchg and a plain load on x86 either way).
             if (thread_heap* o = d->owner.load(std::memory_order_seq_cst))
-                o->pending[d->cls].store(1, std::memory_order_release);
+                o->pending[cls].store(1, std::memory_order_release);
         }
         return;
     }

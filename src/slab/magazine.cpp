@@ -236,13 +236,16 @@ void* magazine_depot::allocate_slow() noexcept {
             r->loaded->count = static_cast<std::uint32_t>(
                 backend_.allocate_batch(backend_.context, r->loaded->rounds(), want));
             if (r->loaded->count == 0) {
-                tls_hint.loaded = reinterpret_cast<std::uintptr_t>(r->loaded);
+                tls_hint = {id_, reinterpret_cast<std::uintptr_t>(r->loaded), r};
                 return nullptr;
             }
         }
     }
     magazine* m = r->loaded;
-    tls_hint.loaded = reinterpret_cast<std::uintptr_t>(m); // attach() made this depot the hint's
+    // The whole hint, not just `loaded`: a T() or ~T() run by the backend above may have used
+    // another magazine_cache on this thread and pointed the hint at that one's record (its id
+    // with this depot's magazine: that cache would then hand out this one's objects).
+    tls_hint = {id_, reinterpret_cast<std::uintptr_t>(m), r};
     return m->rounds()[--m->count];
 }
 
@@ -285,7 +288,7 @@ void magazine_depot::deallocate_slow(void* p) noexcept {
         }
     }
     magazine* m = r->loaded;
-    tls_hint.loaded = reinterpret_cast<std::uintptr_t>(m);
+    tls_hint = {id_, reinterpret_cast<std::uintptr_t>(m), r}; // whole: see allocate_slow
     m->rounds()[m->count++] = p;
 }
 

@@ -516,6 +516,52 @@ TEST(MagazineThread, CachedObjectsUsingAnotherCacheDoNotDeadlock) {
     inner_cache = nullptr;
 }
 
+// The same nesting on a thread that used the inner cache before: the inner cache's slow path, run
+// from inside the outer depot's backend, points the thread's hint at its own record, and the outer
+// slow path then stored only its magazine into that hint, under the inner cache's id. The inner
+// cache then handed out the outer cache's objects (found by review). Both slow paths: the
+// allocation (T() while a slab is built) and the free (~T() while a flushed slab is released).
+TEST(MagazineCache, CachedObjectsUsingACacheThisThreadUsedKeepTheCachesApart) {
+    source inner_src, outer_src;
+    magazine_cache<inner_part> inner(inner_src);
+    inner_cache = &inner;
+    {
+        slab_options so;
+        so.cache_objects = true;
+        so.max_empty_slabs = 0; // emptied slabs are released at once: ~T() runs in the free path
+        so.slab_bytes = 4096;
+        magazine_options mo;
+        mo.rounds = 4;
+        mo.max_full_magazines = 0; // every full magazine is flushed back to the slabs
+        magazine_cache<outer_part> outer(outer_src, so, mo);
+        inner.deallocate(inner.allocate()); // this thread's hint names `inner` first
+        std::vector<outer_part*> v;
+        for (int i = 0; i < 500; ++i) {
+            outer_part* o = outer.allocate();
+            ASSERT_NE(o, nullptr);
+            ASSERT_TRUE(outer.owns(o));
+            inner_part* q = inner.allocate(); // an ordinary inner allocation right after
+            ASSERT_TRUE(inner.owns(q)) << "allocation " << i;
+            ASSERT_FALSE(outer.owns(q));
+            inner.deallocate(q);
+            v.push_back(o);
+        }
+        for (std::size_t i = 0; i < v.size(); ++i) {
+            outer.deallocate(v[i]);
+            inner_part* q = inner.allocate();
+            ASSERT_TRUE(inner.owns(q)) << "free " << i;
+            ASSERT_FALSE(outer.owns(q));
+            inner.deallocate(q);
+        }
+        outer.flush();
+        EXPECT_TRUE(outer.check());
+    }
+    inner.flush();
+    EXPECT_EQ(inner.slab_live(), 0u);
+    EXPECT_TRUE(inner.check());
+    inner_cache = nullptr;
+}
+
 TEST(MagazineThread, ThreadUsingTwoCachesAlternately) {
     source src1, src2;
     magazine_cache<item> a(src1);
