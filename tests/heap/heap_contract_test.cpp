@@ -346,12 +346,14 @@ TYPED_TEST(HeapContract, AllSmallThenFreeEveryOther) {
     std::vector<void*> ptrs;
     while (void* p = h.allocate(32))
         ptrs.push_back(p);
-    for (std::size_t i = 0; i < ptrs.size(); i += 2)
+    // Every other block, the last one kept: a hole next to the pool's end would merge with its
+    // leftover bytes.
+    for (std::size_t i = 0; i + 1 < ptrs.size(); i += 2)
         h.deallocate(ptrs[i]);
     ASSERT_TRUE(h.check());
     const auto m = h.metrics();
     EXPECT_GE(m.free_blocks, ptrs.size() / 2);
-    EXPECT_GT(m.external_fragmentation(), 0.99); // shattered: every hole is 32 bytes
+    EXPECT_GT(m.external_fragmentation(), 0.99); // shattered: every hole holds 32 bytes (tlsf: 48)
     EXPECT_EQ(h.allocate(64), nullptr);          // no hole fits 64 although half the heap is free
     void* hole = h.allocate(32);                 // ... but every hole fits 32
     EXPECT_NE(hole, nullptr);

@@ -56,12 +56,12 @@ TEST(Tlsf, BitmapsFollowTheFreeLists) {
     strata::tlsf::mapping(h.largest_free_block(), fl, sl);
     EXPECT_EQ(h.fl_bitmap(), std::uint64_t{1} << fl);
     EXPECT_EQ(h.sl_bitmap(fl), std::uint32_t{1} << sl);
-    void* a = h.allocate(64);
-    void* b = h.allocate(64);
-    void* c = h.allocate(64);
-    h.deallocate(b); // a 64-byte hole: class (0, 4)
+    void* a = h.allocate(48);
+    void* b = h.allocate(48);
+    void* c = h.allocate(48);
+    h.deallocate(b); // a 48-byte hole (on the 32-byte grid: 32k + 16): class (0, 3)
     EXPECT_TRUE(h.fl_bitmap() & 1u);
-    EXPECT_EQ(h.sl_bitmap(0), 1u << 4);
+    EXPECT_EQ(h.sl_bitmap(0), 1u << 3);
     h.deallocate(a);
     h.deallocate(c);
     EXPECT_EQ(h.sl_bitmap(0), 0u);
@@ -208,21 +208,21 @@ TEST(Tlsf, PoppingTheLastBlockOfAClassClearsItsBits) {
     heap_buffer buf(1 << 16);
     strata::tlsf h(buf.span());
     unsigned fl, sl;
-    strata::tlsf::mapping(64, fl, sl);
-    ASSERT_EQ(fl, 0u); // an exact 16-byte class: only freed 64-byte blocks live there
+    strata::tlsf::mapping(48, fl, sl);
+    ASSERT_EQ(fl, 0u); // an exact 16-byte class: only freed 48-byte blocks live there
     // Used neighbours keep the freed blocks from merging into anything else.
-    void* a = h.allocate(64);
+    void* a = h.allocate(48);
     void* guard1 = h.allocate(16);
-    void* b = h.allocate(64);
+    void* b = h.allocate(48);
     void* guard2 = h.allocate(16);
     h.deallocate(a);
     h.deallocate(b);
     EXPECT_EQ(h.sl_bitmap(fl), 1u << sl);
     EXPECT_NE(h.fl_bitmap() & (std::uint64_t{1} << fl), 0u);
-    void* c = h.allocate(64); // the class keeps one block: its bits stay
+    void* c = h.allocate(48); // the class keeps one block: its bits stay
     EXPECT_EQ(c, b);          // LIFO: the block freed last
     EXPECT_EQ(h.sl_bitmap(fl), 1u << sl);
-    void* d = h.allocate(64); // the class empties: both levels' bits go
+    void* d = h.allocate(48); // the class empties: both levels' bits go
     EXPECT_EQ(d, a);
     EXPECT_EQ(h.sl_bitmap(fl), 0u);
     EXPECT_EQ(h.fl_bitmap() & (std::uint64_t{1} << fl), 0u);
@@ -233,8 +233,8 @@ TEST(Tlsf, PoppingTheLastBlockOfAClassClearsItsBits) {
     EXPECT_EQ(h.stats().live_allocations, 0u);
 }
 
-// A tail under 1/16 of the request (at most max_sliver) stays in the block as slack; a larger one is
-// split off. The slack can exceed a byte: it is kept exactly.
+// A tail under 1/16 of the request stays in the block as slack; a larger one is split off. The
+// slack can exceed a byte: it is kept exactly. Payloads are 32k + 16 bytes (the 32-byte grid).
 TEST(Tlsf, SliversStayInTheBlockAndLargerTailsSplit) {
     heap_buffer buf(1 << 23);
     strata::tlsf h(buf.span());
@@ -246,14 +246,15 @@ TEST(Tlsf, SliversStayInTheBlockAndLargerTailsSplit) {
         return std::pair{a, wall};
     };
 
-    // 100,000-byte hole, 97,000 asked: the 2,992-byte tail is below 97,008 / 16 = 6,063.
+    // A 100,016-byte hole, 97,000 asked (97,008 on the grid): the 3,008-byte tail is below
+    // 97,008 / 16 = 6,063.
     auto [a, wall] = hole(100'000);
     auto* p = static_cast<unsigned char*>(h.allocate(97'000));
     EXPECT_EQ(p, a);
-    EXPECT_EQ(h.usable_size(p), 100'000u);
+    EXPECT_EQ(h.usable_size(p), 100'016u);
     auto m = h.metrics();
     EXPECT_EQ(m.requested_bytes, 97'000u + 16u);
-    EXPECT_EQ(m.internal_waste(), 3'000u);
+    EXPECT_EQ(m.internal_waste(), 3'016u);
     EXPECT_TRUE(h.check());
     std::memset(p, 0x5a, 97'000);
     EXPECT_EQ(h.reallocate(p, 99'000), p); // grows into its own slack
@@ -263,7 +264,8 @@ TEST(Tlsf, SliversStayInTheBlockAndLargerTailsSplit) {
     h.deallocate(p);
     h.flush();
 
-    // Same hole, 90,000 asked: the 10,000-byte tail (above 90,000 / 16) is a block of its own.
+    // Same hole, 90,000 asked (on the grid already): the 10,016-byte tail (above 90,000 / 16) is a
+    // block of its own.
     p = static_cast<unsigned char*>(h.allocate(90'000));
     EXPECT_EQ(p, a);
     EXPECT_EQ(h.usable_size(p), 90'000u);
@@ -273,22 +275,23 @@ TEST(Tlsf, SliversStayInTheBlockAndLargerTailsSplit) {
     h.deallocate(wall);
     EXPECT_EQ(h.metrics().free_blocks, 1u);
 
-    // From 1 MiB up the sliver is capped at max_sliver (64 KiB): an 80 KiB tail of a 2 MiB request
-    // (below its 128 KiB sixteenth) is split off, a 60 KiB one stays (slack 61,440).
-    constexpr std::size_t mib2 = std::size_t{2} << 20;
+    // From 1 MiB up the sixteenth is taken modulo max_sliver (64 KiB), so the slack stays under
+    // 64 KiB. 2 MiB - 32 asks 2,097,136 on the grid: 131,071 sixteenths, 65,535 modulo 65,536. An
+    // 80 KiB tail is split off, a 40 KiB one stays (slack 40,976).
+    constexpr std::size_t big = (std::size_t{2} << 20) - 32;
     static_assert(strata::tlsf::max_sliver == 65'536);
-    auto [b, wall2] = hole(mib2 + 80 * 1024);
-    void* q = h.allocate(mib2);
+    auto [b, wall2] = hole(big + 80 * 1024);
+    void* q = h.allocate(big);
     EXPECT_EQ(q, b);
-    EXPECT_EQ(h.usable_size(q), mib2);
+    EXPECT_EQ(h.usable_size(q), big + 16);
     h.deallocate(q);
     h.deallocate(wall2);
     h.flush();
-    auto [c, wall3] = hole(mib2 + 60 * 1024);
-    q = h.allocate(mib2);
+    auto [c, wall3] = hole(big + 40 * 1024);
+    q = h.allocate(big);
     EXPECT_EQ(q, c);
-    EXPECT_EQ(h.usable_size(q), mib2 + 60 * 1024);
-    EXPECT_EQ(h.metrics().internal_waste(), 60u * 1024u);
+    EXPECT_EQ(h.usable_size(q), big + 40 * 1024 + 16);
+    EXPECT_EQ(h.metrics().internal_waste(), 40u * 1024u + 16u);
     EXPECT_TRUE(h.check());
     h.deallocate(q);
     h.deallocate(wall3);
@@ -302,11 +305,11 @@ TEST(Tlsf, UsableSizeAndSlackAccounting) {
     void* p = h.allocate(1);
     EXPECT_EQ(h.usable_size(p), 16u);
     void* q = h.allocate(17);
-    EXPECT_EQ(h.usable_size(q), 32u);
+    EXPECT_EQ(h.usable_size(q), 48u); // 32k + 16: the next block starts on the 32-byte grid
     const auto m = h.metrics();
     EXPECT_EQ(m.requested_bytes, 18u);
-    EXPECT_EQ(m.used_bytes, 48u);
-    EXPECT_EQ(m.internal_waste(), 30u);
+    EXPECT_EQ(m.used_bytes, 64u);
+    EXPECT_EQ(m.internal_waste(), 46u);
     h.deallocate(p);
     h.deallocate(q);
     EXPECT_EQ(h.metrics().requested_bytes, 0u);
@@ -495,4 +498,33 @@ TEST(Tlsf, UnderAsanAReallocateGrownInPlaceKeepsItsTailPoisoned) {
     h.deallocate(grown);
     h.deallocate(guard);
     EXPECT_TRUE(h.check());
+}
+
+// Blocks start on the 32-byte grid (block_granule), so a free block's header and links share a
+// cache line: every payload of a request aligned to 16 or less sits at 16 mod 32, whatever the
+// pool's own start, and whatever the frees, merges and splits before it.
+TEST(Tlsf, PayloadsStayOnTheGrid) {
+    heap_buffer buf(1 << 20);
+    strata::tlsf h(std::span<std::byte>(buf.data() + 16, (1 << 20) - 16)); // a start at 16 mod 32
+    strata::test::test_rng rng{7};
+    std::vector<void*> live;
+    for (int op = 0; op < 20'000; ++op) {
+        if (live.size() < 64 && (live.empty() || rng.next() % 3 != 0)) {
+            const std::size_t size = 1 + rng.next() % 3000;
+            void* p = h.allocate(size, std::size_t{1} << (rng.next() % 5));
+            if (p == nullptr) continue;
+            ASSERT_EQ(reinterpret_cast<std::uintptr_t>(p) % strata::tlsf::block_granule, 16u) << size;
+            ASSERT_GE(h.usable_size(p), size);
+            live.push_back(p);
+        } else {
+            const std::size_t k = rng.next() % live.size();
+            h.deallocate(live[k]);
+            live[k] = live.back();
+            live.pop_back();
+        }
+    }
+    for (void* p : live)
+        h.deallocate(p);
+    EXPECT_TRUE(h.check());
+    EXPECT_EQ(h.metrics().free_blocks, 1u);
 }

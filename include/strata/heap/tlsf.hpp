@@ -33,6 +33,9 @@ struct tlsf_access; // the tests corrupt the bitmaps to show that check() sees i
 /// with a "predecessor is free" flag, and the payload size with a "free" flag and the slack); a
 /// free block also holds its two free-list links in its first 16 payload bytes. Payloads are 16-aligned and
 /// at least 16 bytes. Each pool starts with a 32-byte record and ends with a 16-byte sentinel header.
+/// Blocks start on 32-byte boundaries (block_granule): a payload is 32k + 16 bytes, so a free
+/// block's header and links never straddle two cache lines (only an allocation aligned to 32 or
+/// more starts a block off that grid).
 ///
 /// `SLI` is the second-level index: 2^SLI classes per power of two (5: 32 classes, worst-case
 /// rounding 1/32 = 3%; 4: 16 classes, smaller control block). Sizes below 2^(SLI+4) map to exact
@@ -53,6 +56,10 @@ public:
     static constexpr std::size_t header_size = 16;   ///< in-band bytes per block
     static constexpr std::size_t min_payload = 16;   ///< smallest block payload (two free-list links)
     static constexpr std::size_t pool_overhead = 48; ///< pool record + end sentinel, per pool
+    /// Blocks start on multiples of this: header and links (32 bytes) share one cache line. On a
+    /// 16-byte grid a quarter of the free blocks had their links on the next line, a second miss
+    /// on every list operation that touched them (docs/heaps.md, performance pass 9).
+    static constexpr std::size_t block_granule = 32;
     static constexpr unsigned sl_count = 1u << SLI;
     static constexpr unsigned fl_shift = SLI + 4; ///< sizes below 2^fl_shift use exact 16-byte classes
     static constexpr unsigned max_size_log2 = 47; ///< blocks and pools stay below 2^47 bytes
@@ -60,11 +67,11 @@ public:
     /// Largest size (and alignment) allocate() accepts; anything above returns nullptr.
     static constexpr std::size_t max_request = std::size_t{1} << (max_size_log2 - 2);
     /// An allocation keeps the tail of the block it takes as slack, rather than splitting it off as
-    /// a free block, when the tail is below min(request >> sliver_shift, max_sliver): at most 1/16
-    /// of the request (and 64 KiB) more than asked. See use().
+    /// a free block, when the tail is below (request >> sliver_shift) mod max_sliver: at most 1/16
+    /// of the request (and under 64 KiB) more than asked. See use().
     static constexpr unsigned sliver_shift = 4;
     static constexpr std::size_t max_sliver = std::size_t{1} << 16;
-    static_assert(max_sliver + header_size + min_payload + alignment <
+    static_assert(max_sliver + header_size + min_payload + block_granule <
                       (std::size_t{1} << (64 - max_size_log2)),
                   "the largest slack must fit the header's slack bits");
 
@@ -80,7 +87,8 @@ public:
     basic_tlsf(const basic_tlsf&) = delete;
     basic_tlsf& operator=(const basic_tlsf&) = delete;
 
-    /// Effects: adds `pool` (trimmed to 16-byte boundaries) as more memory. Requires: `pool` outlives
+    /// Effects: adds `pool` (its start trimmed to a 32-byte boundary, its end to a 16-byte one) as more
+    /// memory. Requires: `pool` outlives
     /// the heap, overlaps no other pool, and is never touched by the caller while added.
     /// Returns: false (nothing added) when it is shorter than pool_overhead + 32 bytes, or 2^47
     /// bytes or longer.
@@ -93,7 +101,7 @@ public:
                                                       std::size_t align = default_alignment) noexcept {
         // size - 1 wraps for 0, so one compare rejects 0, SIZE_MAX and everything too large.
         if (STRATA_LIKELY(size - 1 < max_request && align - 1 < alignment && (align & (align - 1)) == 0)) {
-            const std::size_t need = (size + (alignment - 1)) & ~(alignment - 1);
+            const std::size_t need = payload_for(size);
             block* b = take_fit(need);
             if (STRATA_LIKELY(b != nullptr)) return use(b, need, size);
             return allocate_last_resort(need, size);
@@ -148,9 +156,8 @@ public:
     /// (W2 on a Zen 4: about 0.91x of the time without it, docs/heaps.md performance pass 7).
     STRATA_ALWAYS_INLINE void deallocate(void* p, std::size_t size,
                                          std::size_t /*align*/ = default_alignment) noexcept {
-        __builtin_prefetch(reinterpret_cast<const void*>(reinterpret_cast<std::uintptr_t>(p) +
-                                                         ((size + (alignment - 1)) & ~(alignment - 1))),
-                           1);
+        __builtin_prefetch(
+            reinterpret_cast<const void*>(reinterpret_cast<std::uintptr_t>(p) + payload_for(size)), 1);
         deallocate(p);
     }
 
@@ -291,6 +298,19 @@ private:
     using pool_record = typename pool_list::record;
     static_assert(pool_list::overhead == pool_overhead && pool_list::min_payload == min_payload);
 
+    // The payload a request of `size` bytes gets from a block on the 32-byte grid: the smallest
+    // 32k + 16 >= size, so the next block starts on the grid too. Requires: size <= max_request.
+    [[nodiscard]] static constexpr std::size_t payload_for(std::size_t size) noexcept {
+        return ((size + (header_size + block_granule - 1)) & ~(block_granule - 1)) - header_size;
+    }
+    // The payload a block at `payload` needs for `size` bytes so that its end is on the grid
+    // (reallocate, and over-aligned requests, whose payloads are not at 16 mod 32).
+    [[nodiscard]] static std::size_t payload_at(const void* payload, std::size_t size) noexcept {
+        const auto at = reinterpret_cast<std::uintptr_t>(payload);
+        return static_cast<std::size_t>(
+            ((at + size + (block_granule - 1)) & ~std::uintptr_t{block_granule - 1}) - at);
+    }
+
     [[nodiscard]] static block* header_of(const void* p) noexcept {
         return reinterpret_cast<block*>(const_cast<std::byte*>(static_cast<const std::byte*>(p))) - 1;
     }
@@ -352,7 +372,9 @@ private:
         const std::size_t have = b->size();
         const auto self = reinterpret_cast<std::uintptr_t>(b);
         std::size_t granted = have;
-        const std::size_t sliver = std::min(need >> sliver_shift, max_sliver);
+        // Masked, not min()ed: exact below 1 MiB requests, some value under 64 KiB above (which only
+        // splits more): the slack must fit its 17 bits, and the mask is two instructions fewer.
+        const std::size_t sliver = (need >> sliver_shift) & (max_sliver - 1);
         if (have - need >= header_size + min_payload + sliver) {
             auto* rest = reinterpret_cast<block*>(b->payload() + need);
             unpoison(rest, header_size + min_payload);
@@ -458,7 +480,14 @@ private:
             if (block* b = take_fit(need)) return use(b, need, asked);
         }
         block* b = take_from_own_class(need);
-        return b != nullptr ? use(b, need, asked) : nullptr;
+        if (b != nullptr) return use(b, need, asked);
+        // Off the grid: a block up to 16 bytes short of the grid's need still holds the request
+        // (a pool's last block is one), so whatever largest_free_block() reports can be had.
+        const std::size_t tight = (asked + (alignment - 1)) & ~(alignment - 1);
+        if (tight == need) return nullptr;
+        b = take_fit(tight);
+        if (b == nullptr) b = take_from_own_class(tight);
+        return b != nullptr ? use(b, tight, asked) : nullptr;
     }
     [[nodiscard]] bool verify_live(const void* p) const noexcept;
     [[nodiscard]] bool corrupt(const void* where, const char* what) const noexcept;

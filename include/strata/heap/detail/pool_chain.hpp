@@ -1,8 +1,8 @@
 #pragma once
 // The pools of a boundary-tag heap (tlsf, free_list). Each pool the caller adds is trimmed to 16-byte
-// boundaries and starts with a 32-byte record, which chains the pools in the order they were added,
-// and ends with a 16-byte sentinel header of size 0 that stops physical walks and merges. The heaps
-// differ in their block headers and free lists, not in this; they share it so that the pool walk,
+// boundaries (tlsf: its start to 32) and starts with a 32-byte record, which chains the pools in the order
+// they were added, and ends with a 16-byte sentinel header of size 0 that stops physical walks and merges.
+// The heaps differ in their block headers and free lists, not in this; they share it so that the pool walk,
 // the owner lookup and the live-block test behind every checked free are written once.
 #include <cstddef>
 #include <cstdint>
@@ -40,15 +40,17 @@ public:
     /// Bytes of a pool that no block payload uses: the record and the sentinel.
     static constexpr std::size_t overhead = sizeof(record) + header_size;
 
-    /// Effects: trims `pool` to 16-byte boundaries, unpoisons it and writes an unchained record at its
-    /// start; the caller then lays out the first block and the sentinel and calls append().
+    /// Effects: trims `pool`'s start to a `start_alignment` boundary (a power of two >= 16) and its
+    /// end to a 16-byte one, unpoisons it and writes an unchained record at its start; the caller
+    /// then lays out the first block and the sentinel and calls append().
     /// Returns: the record, or nullptr (nothing written) when the trimmed pool is shorter than
     /// `min_bytes` or not shorter than `max_bytes`.
     [[nodiscard]] static record* place(std::span<std::byte> pool, std::size_t min_bytes,
-                                       std::size_t max_bytes) noexcept {
+                                       std::size_t max_bytes,
+                                       std::size_t start_alignment = alignment) noexcept {
         if (pool.data() == nullptr) return nullptr;
         const auto raw = reinterpret_cast<std::uintptr_t>(pool.data());
-        const std::uintptr_t begin = (raw + (alignment - 1)) & ~std::uintptr_t{alignment - 1};
+        const std::uintptr_t begin = (raw + (start_alignment - 1)) & ~std::uintptr_t{start_alignment - 1};
         const std::uintptr_t end = (raw + pool.size()) & ~std::uintptr_t{alignment - 1};
         if (end < raw || end <= begin) return nullptr;
         const std::size_t bytes = end - begin;

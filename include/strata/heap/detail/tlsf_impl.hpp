@@ -15,8 +15,9 @@ inline constexpr const char* tlsf_name = "strata::tlsf";
 
 template <unsigned SLI>
 bool basic_tlsf<SLI>::add_pool(std::span<std::byte> pool) noexcept {
-    pool_record* record =
-        pool_list::place(pool, pool_overhead + header_size + min_payload, std::size_t{1} << max_size_log2);
+    // The record is 32 bytes: on a 32-byte boundary, the first block starts on the grid.
+    pool_record* record = pool_list::place(pool, pool_overhead + header_size + min_payload,
+                                           std::size_t{1} << max_size_log2, block_granule);
     if (record == nullptr) return false;
     block* first = record->first();
     first->prev_ = 0;
@@ -35,6 +36,8 @@ template <unsigned SLI>
 void* basic_tlsf<SLI>::allocate_aligned(std::size_t size, std::size_t align) noexcept {
     if (!is_valid_request(size, align) || size > max_request || align > max_request) return nullptr;
     if (align <= alignment) return allocate(size, alignment); // not reached from allocate(); kept total
+    // Searched for as before the grid (16-byte rounding), so what fits is what fitted; the block
+    // ends on the grid below when it has the room.
     const std::size_t need = (size + (alignment - 1)) & ~(alignment - 1);
     // Room for the worst front gap: up to align - 16, or align + 16 when a gap must hold a block.
     const std::size_t search = need + align + header_size + min_payload;
@@ -63,7 +66,8 @@ void* basic_tlsf<SLI>::allocate_aligned(std::size_t size, std::size_t align) noe
         insert(b, b->size());
         b = nb;
     }
-    return use(b, need, size);
+    const std::size_t grid_need = payload_at(b->payload(), size);
+    return use(b, grid_need <= b->size() ? grid_need : need, size);
 }
 
 // The good-fit search rounds a request up to the next class so that any block found fits. When that
@@ -90,14 +94,16 @@ void* basic_tlsf<SLI>::reallocate(void* p, std::size_t new_size, std::size_t ali
     if (!verify_live(p)) return nullptr;
 #endif
     block* b = header_of(p);
-    const std::size_t need = (new_size + (alignment - 1)) & ~(alignment - 1);
+    // What must fit is the 16-byte rounding; the block ends on the grid where the room allows.
+    const std::size_t tight = (new_size + (alignment - 1)) & ~(alignment - 1);
+    std::size_t need = tight;
     std::size_t have = b->size();
     const std::size_t old_asked = have - b->slack();
     // In place only where p already has the alignment asked for; otherwise the block moves.
     const bool aligned = (reinterpret_cast<std::uintptr_t>(p) & (align - 1)) == 0;
-    if (need > have || !aligned) {
+    if (tight > have || !aligned) {
         block* next = b->next_phys();
-        if (!aligned || !next->is_free() || have + header_size + next->size() < need) {
+        if (!aligned || !next->is_free() || have + header_size + next->size() < tight) {
             void* q = allocate(new_size, align);
             if (q == nullptr) return nullptr;
             std::memcpy(q, p, std::min(old_asked, new_size));
@@ -113,6 +119,7 @@ void* basic_tlsf<SLI>::reallocate(void* p, std::size_t new_size, std::size_t ali
         used_ += total - have;
         have = total;
     }
+    if (const std::size_t grid_need = payload_at(p, new_size); grid_need <= have) need = grid_need;
     if (new_size > old_asked) {
         acquire_bytes(b->payload() + old_asked, new_size - old_asked);
     } else {
