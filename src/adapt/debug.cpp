@@ -67,6 +67,10 @@ const debug_block* debug_registry::find(const void* p) const noexcept {
     return it == state_->blocks.end() || !it->second.live ? nullptr : &it->second.block;
 }
 
+bool debug_registry::known(const void* p) const noexcept {
+    return state_->blocks.find(p) != state_->blocks.end();
+}
+
 void debug_registry::retire(const void* p, const strata::source_location& freed_at) noexcept {
     const auto it = state_->blocks.find(p);
     if (it == state_->blocks.end() || !it->second.live) return;

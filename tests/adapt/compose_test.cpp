@@ -272,3 +272,41 @@ TEST(Compose, ContainersOverTrackedDebug) {
 }
 
 } // namespace
+
+// debug<A>'s owns() means "live": a double free of a debug block used to be routed to the other
+// allocator (found by review). Routing by claims() sends it to debug, which reports it as one, at
+// every checks level, and the other allocator never sees it.
+TEST(Compose, ADoubleFreeOfADebugBlockGoesToDebug) {
+    strata::test::recording_handler rec;
+    {
+        fallback<strata::debug<test_heap>, test_heap> f;
+        f.primary().inner().set_limit(64); // larger requests fall back to the secondary
+        void* p = f.allocate(32);
+        void* big = f.allocate(1000);
+        ASSERT_TRUE(f.primary().owns(p));
+        ASSERT_TRUE(f.secondary().owns(big));
+        f.deallocate(p, 32);
+        EXPECT_TRUE(rec.empty());
+        f.deallocate(p, 32);
+        EXPECT_TRUE(rec.saw_one(strata::violation_kind::double_free));
+        f.deallocate(p);
+        EXPECT_EQ(rec.count(), 2u);
+        EXPECT_EQ(rec.last().kind, strata::violation_kind::double_free);
+        EXPECT_EQ(f.secondary().bad_frees(), 0u);
+        EXPECT_EQ(f.secondary().stats().live_allocations, 1u);
+        f.deallocate(big, 1000);
+        EXPECT_EQ(f.secondary().bad_frees(), 0u);
+    }
+    rec.clear();
+    {
+        segregator<64, strata::debug<test_heap>, test_heap> s;
+        void* p = s.allocate(32);
+        s.deallocate(p);
+        s.deallocate(p); // unsized: routed by what Small claims
+        EXPECT_TRUE(rec.saw_one(strata::violation_kind::double_free));
+        s.deallocate(p, 32); // sized: routed by size, judged by claims
+        EXPECT_EQ(rec.count(), 2u);
+        EXPECT_EQ(rec.last().kind, strata::violation_kind::double_free);
+        EXPECT_EQ(s.large().bad_frees(), 0u);
+    }
+}

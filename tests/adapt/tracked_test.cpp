@@ -254,6 +254,65 @@ TEST(Tracked, OverAReferenceToDebugToo) {
     expect_debug_answers_bad_frees(a, t);
 }
 
+// debug reports a broken fence and frees the block all the same: tracked counted nothing, since a
+// report came, and the tracker stayed high for good (found by review). It counts what happened.
+TEST(Tracked, OverDebugAFreeWithABrokenFenceIsCounted) {
+    tracker t("debugged");
+    tracked<strata::debug<test_heap>> a(t);
+    auto* p = static_cast<unsigned char*>(a.allocate(24));
+    ASSERT_NE(p, nullptr);
+    EXPECT_EQ(t.in_use(), 24u);
+    strata::test::recording_handler rec;
+    p[24] = 0; // one byte past the block: the back fence
+    a.deallocate(p, 24);
+    EXPECT_TRUE(rec.saw_one(strata::violation_kind::corruption));
+    EXPECT_EQ(t.in_use(), 0u);
+    EXPECT_EQ(t.own().live, 0u);
+    EXPECT_EQ(a.inner().inner().stats().live_allocations, 0u);
+}
+
+// tracked<A> passes on debug's "checks its own frees", so an outer tracker judges the inner one
+// like debug itself: a double free is reported once, as one, and counted by neither.
+TEST(Tracked, NestedTrackersOverDebugCountADoubleFreeNowhere) {
+    tracker outer_t("outer");
+    tracker inner_t("inner");
+    static_assert(strata::self_verifying_allocator<tracked<strata::debug<test_heap>>>);
+    tracked<tracked<strata::debug<test_heap>>> a(outer_t, inner_t);
+    void* p = a.allocate(40);
+    void* keep = a.allocate(8);
+    strata::test::recording_handler rec;
+    a.deallocate(p, 40);
+    a.deallocate(p, 40);
+    EXPECT_TRUE(rec.saw_one(strata::violation_kind::double_free));
+    EXPECT_EQ(outer_t.in_use(), 8u);
+    EXPECT_EQ(inner_t.in_use(), 8u);
+    a.deallocate(keep, 8);
+    EXPECT_EQ(outer_t.in_use(), 0u);
+    EXPECT_EQ(inner_t.own().live, 0u);
+}
+
+// A rewind releases bytes and count each down to the mark's: blocks from before the mark freed
+// since left the count below the mark's, and then nothing at all was released (found by review).
+TEST(Tracked, RewindReleasesBytesAndCountEachDownToTheMark) {
+    tracker t("frame");
+    tracked<test_arena> a(t);
+    void* x = a.allocate(8);
+    void* y = a.allocate(8);
+    (void)a.allocate(8);     // the top: freeing x and y below it moves nothing in the arena
+    const auto m = a.mark(); // 24 bytes, 3 live
+    a.deallocate(x, 8);      // counted frees, which the arena does not reclaim
+    a.deallocate(y, 8);
+    (void)a.allocate(4000); // 4008 bytes, 2 live
+    a.rewind(m);
+    // Bytes fall to the mark's 24, the count stays at 2 (never below the mark's 3): 16 bytes and one
+    // allocation high, within the freed blocks' sizes and number, as the docs bound it.
+    EXPECT_EQ(t.in_use(), 24u);
+    EXPECT_EQ(t.own().live, 2u);
+    a.reset();
+    EXPECT_EQ(t.in_use(), 0u);
+    EXPECT_EQ(t.own().live, 0u);
+}
+
 TEST(Tracker, FrameCountersResetRecursively) {
     tracker root("root");
     tracker child("child", &root);

@@ -36,6 +36,10 @@ public:
     void deallocate(void* p) noexcept requires unsized_deallocator<A> { a_->deallocate(p); }
     /// Returns: a.owns(p). Only where `A` can answer.
     [[nodiscard]] bool owns(const void* p) const noexcept requires owning_allocator<A> { return a_->owns(p); }
+    /// Returns: strata::claims(a, p) (core/allocator.hpp). Only where `A` can answer owns().
+    [[nodiscard]] bool claims(const void* p) const noexcept requires owning_allocator<A> {
+        return strata::claims(*a_, p);
+    }
     /// Effects: a.reset(). Only where `A` resets.
     void reset() noexcept requires resettable_allocator<A> { a_->reset(); }
     /// Returns: a.mark(). Only where `A` marks.

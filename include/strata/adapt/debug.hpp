@@ -54,6 +54,8 @@ public:
     [[nodiscard]] bool add(const debug_block& b) noexcept;
     /// Returns: the live block starting at `p`, or nullptr.
     [[nodiscard]] const debug_block* find(const void* p) const noexcept;
+    /// Returns: true when `p` is a live block or one the freed history still remembers.
+    [[nodiscard]] bool known(const void* p) const noexcept;
     /// Effects: moves the live block `p` to the freed history.
     void retire(const void* p, const strata::source_location& freed_at) noexcept;
     /// Effects: reports a free of `p`, which is not live: double_free when the history knows it,
@@ -198,6 +200,17 @@ public:
 
     /// Returns: true when `p` is a live block of this allocator (exact: the registry is consulted).
     [[nodiscard]] bool owns(const void* p) const noexcept { return registry_.find(p) != nullptr; }
+    /// Returns: true when a free of `p` is this allocator's to answer: a live block, one the freed
+    /// history remembers (a double free), or any pointer into `A`'s memory where `A` can tell.
+    /// fallback and segregator route frees by it (core/allocator.hpp, claims), so a double free is
+    /// reported here as one instead of going to the other allocator. Where `A` cannot answer owns(),
+    /// an address `A` handed back and another allocator then handed out can still be in the
+    /// history: freeing it through the wrapper is reported as a double free (and leaks).
+    [[nodiscard]] bool claims(const void* p) const noexcept {
+        if (registry_.known(p)) return true;
+        if constexpr (owning_allocator<A>) return inner_.owns(p);
+        return false;
+    }
 
     /// Returns: true when every live block's fences are intact; each broken block is reported
     /// (corruption). Complexity: O(live blocks x fence size).

@@ -14,8 +14,9 @@ namespace strata {
 /// Both allocators owned by value (wrap allocator_ref<> to refer to existing ones). A typical use:
 /// fallback<arena, tlsf>: a fixed scratch buffer first, a general heap when it fills up.
 ///
-/// Routing of frees: Primary when Primary::owns(p), else Secondary. Cross-allocator free: at
-/// checks >= 1, where Secondary can answer owns(), a pointer neither owns is reported
+/// Routing of frees: Primary when Primary claims `p` (its owns(), or for debug<A> also the blocks it
+/// freed, so a double free is reported there: core/allocator.hpp, claims), else Secondary. Cross-allocator
+/// free: at checks >= 1, where Secondary can answer owns(), a pointer neither owns is reported
 /// (foreign_pointer) and ignored; otherwise it goes to Secondary, which answers as it does.
 /// Bad input to allocate: each allocator answers (an invalid request is nullptr from both).
 template <owning_allocator Primary, allocator Secondary>
@@ -41,12 +42,12 @@ public:
     /// Effects: frees `p` to the allocator that owns it (see class comment). O(Primary::owns).
     void deallocate(void* p, std::size_t size, std::size_t align = default_alignment) noexcept {
         if (p == nullptr) return;
-        if (primary_.owns(p)) {
+        if (strata::claims(primary_, p)) {
             primary_.deallocate(p, size, align);
             return;
         }
         if constexpr (owning_allocator<Secondary>) {
-            if (!STRATA_VERIFY(1, secondary_.owns(p), foreign_pointer, "strata::fallback", p,
+            if (!STRATA_VERIFY(1, strata::claims(secondary_, p), foreign_pointer, "strata::fallback", p,
                                "freed a pointer neither allocator owns (cross-allocator free)"))
                 return;
         }
@@ -57,12 +58,12 @@ public:
     void
     deallocate(void* p) noexcept requires unsized_deallocator<Primary> && unsized_deallocator<Secondary> {
         if (p == nullptr) return;
-        if (primary_.owns(p)) {
+        if (strata::claims(primary_, p)) {
             primary_.deallocate(p);
             return;
         }
         if constexpr (owning_allocator<Secondary>) {
-            if (!STRATA_VERIFY(1, secondary_.owns(p), foreign_pointer, "strata::fallback", p,
+            if (!STRATA_VERIFY(1, strata::claims(secondary_, p), foreign_pointer, "strata::fallback", p,
                                "freed a pointer neither allocator owns (cross-allocator free)"))
                 return;
         }

@@ -62,6 +62,12 @@ public:
         const std::lock_guard<Mutex> hold(mutex_);
         return inner_.owns(p);
     }
+    /// Returns: strata::claims(inner(), p) under the lock (core/allocator.hpp). Only where `A` can
+    /// answer owns().
+    [[nodiscard]] bool claims(const void* p) const noexcept requires owning_allocator<A> {
+        const std::lock_guard<Mutex> hold(mutex_);
+        return strata::claims(inner_, p);
+    }
     /// Effects: inner().reset() under the lock. Only where `A` resets.
     void reset() noexcept requires resettable_allocator<A> {
         const std::lock_guard<Mutex> hold(mutex_);

@@ -57,7 +57,7 @@ public:
     void deallocate(void* p) noexcept requires owning_allocator<Small> && unsized_deallocator<Small> &&
         unsized_deallocator<Large> {
         if (p == nullptr) return;
-        if (small_.owns(p)) {
+        if (strata::claims(small_, p)) {
             small_.deallocate(p);
             return;
         }
@@ -102,9 +102,9 @@ private:
     static bool verify_owner([[maybe_unused]] const To& to, [[maybe_unused]] const Other& other,
                              [[maybe_unused]] void* p) noexcept {
         if constexpr (owning_allocator<To> && STRATA_CHECKS >= 1) {
-            if (STRATA_LIKELY(to.owns(p))) return true;
+            if (STRATA_LIKELY(strata::claims(to, p))) return true;
             bool wrong_side = false;
-            if constexpr (owning_allocator<Other>) wrong_side = other.owns(p);
+            if constexpr (owning_allocator<Other>) wrong_side = strata::claims(other, p);
             if (wrong_side) {
                 return STRATA_VERIFY(1, false, size_mismatch, "strata::segregator", p,
                                      "sized free names a size on the wrong side of the threshold "

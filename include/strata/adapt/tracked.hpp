@@ -207,6 +207,9 @@ public:
     /// true where `A` releases in bulk (reset() or rewind()): the adapter then keeps its own counts
     /// so it can release them; otherwise the hot path touches the tracker only.
     static constexpr bool keeps_counts = resettable_allocator<A> || marking_allocator<A>;
+    /// As `A`'s (core/allocator.hpp, self_verifying_allocator): tracked<debug<B>> inside another
+    /// wrapper is judged like debug<B> itself.
+    static constexpr bool verifies_frees = self_verifying_allocator<A>;
 
     /// A saved position for rewind(): `A`'s marker and the bytes and count at the time.
     template <class M>
@@ -249,12 +252,20 @@ public:
     STRATA_ALWAYS_INLINE void deallocate(void* p, std::size_t size,
                                          std::size_t align = default_alignment) noexcept {
         if (p == nullptr) return;
-        if constexpr (owning_allocator<A> && !self_verifying_allocator<A>) {
-            if (!STRATA_VERIFY(1, inner_.owns(p), foreign_pointer, "strata::tracked", p,
-                               "freed a pointer the wrapped allocator does not own (cross-allocator free)"))
-                return;
-        }
-        if constexpr (STRATA_CHECKS >= 1 || self_verifying_allocator<A>) {
+        if constexpr (self_verifying_allocator<A> && owning_allocator<A>) {
+            // A answers every bad free itself, at every checks level, and may report yet free all
+            // the same (debug<A>: a broken fence): count what happened, not what was reported.
+            // Its owns() means live.
+            const bool was_live = inner_.owns(p);
+            inner_.deallocate(p, size, align);
+            if (!was_live || inner_.owns(p)) return;
+        } else if constexpr (STRATA_CHECKS >= 1 || self_verifying_allocator<A>) {
+            if constexpr (owning_allocator<A>) {
+                if (!STRATA_VERIFY(
+                        1, inner_.owns(p), foreign_pointer, "strata::tracked", p,
+                        "freed a pointer the wrapped allocator does not own (cross-allocator free)"))
+                    return;
+            }
             // A free the wrapped allocator reported (double free, size mismatch...) changed nothing
             // there, so it changes nothing here either: counted, it would drive in_use below zero.
             // A self-verifying A (debug<A>) reports at every checks level, so this runs at 0 too.
@@ -274,6 +285,10 @@ public:
     /// Returns: inner().owns(p). Only where `A` can answer.
     [[nodiscard]] bool owns(const void* p) const noexcept requires owning_allocator<A> {
         return inner_.owns(p);
+    }
+    /// Returns: strata::claims(inner(), p) (core/allocator.hpp). Only where `A` can answer owns().
+    [[nodiscard]] bool claims(const void* p) const noexcept requires owning_allocator<A> {
+        return strata::claims(inner_, p);
     }
 
     /// Effects: inner().reset(); releases everything counted through this adapter.
@@ -303,12 +318,17 @@ public:
 #else
         inner_.rewind(m.inner);
 #endif
+        // Bytes and count each fall to the mark's, never below: blocks from before the mark that
+        // were freed since can leave one of them under the mark's while the other is above it
+        // (released together, or not at all, a large rewind left everything counted).
         const std::size_t bytes = bytes_in_use();
         const std::size_t count = live_allocations();
-        if (m.count <= count && m.bytes <= bytes) {
-            tracker_->on_release(bytes - m.bytes, count - m.count);
-            own_.freed += bytes - m.bytes;
-            own_.frees += count - m.count;
+        const std::size_t bytes_back = bytes > m.bytes ? bytes - m.bytes : 0;
+        const std::size_t count_back = count > m.count ? count - m.count : 0;
+        if (bytes_back != 0 || count_back != 0) {
+            tracker_->on_release(bytes_back, count_back);
+            own_.freed += bytes_back;
+            own_.frees += count_back;
         }
     }
 

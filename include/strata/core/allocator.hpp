@@ -36,13 +36,28 @@ concept owning_allocator = allocator<A> && requires(const A& a, const void* p) {
 
 /// An allocator that checks every free itself, at every STRATA_CHECKS level, and reports (and
 /// ignores) one it refuses: a double free, a foreign pointer. It says so with
-/// `static constexpr bool verifies_frees = true;` (debug<A> does). Wrappers let it answer rather
-/// than judge the pointer first: where its owns() means "live", a wrapper's own check would call a
-/// double free a foreign pointer.
+/// `static constexpr bool verifies_frees = true;` (debug<A> does, and the wrappers that only
+/// forward: locked, allocator_ref, tracked). Its owns(p) means "p is a live block". Wrappers let
+/// it answer rather than judge the pointer first (their own check would call a double free a
+/// foreign pointer), and tracked<A> counts a free by whether the block was live before the call and
+/// is not after it (debug frees a block whose fence it reports broken).
 template <class A>
 concept self_verifying_allocator = allocator<A> && requires {
     requires A::verifies_frees;
 };
+
+/// Returns: whether a free of `p` belongs to `a`, for wrappers that route frees (fallback,
+/// segregator): a.claims(p) where A has it, else a.owns(p). An allocator whose owns() means "live"
+/// (debug<A>) also claims the blocks it freed, so a double free is sent to it and reported as one
+/// rather than handed to the other allocator.
+template <owning_allocator A>
+[[nodiscard]] bool claims(const A& a, const void* p) noexcept {
+    if constexpr (requires { { a.claims(p) } noexcept -> std::same_as<bool>; }) {
+        return a.claims(p);
+    } else {
+        return a.owns(p);
+    }
+}
 
 /// An allocator that knows its block sizes and so can free without being told.
 template <class A>
