@@ -129,6 +129,16 @@ void arena::pop_to(block_header* target) noexcept {
     }
 }
 
+// The head block holds nothing: back to the previous block's top (or the initial buffer's), the
+// head to the spare list, as a rewind to that top would.
+void arena::leave_empty_block() noexcept {
+    block_header* const prev = head_->prev;
+    pop_to(prev);
+    cur_ = prev != nullptr ? prev->top : buffer_top_;
+    end_ = prev != nullptr ? prev->block.end() : buffer_end_;
+    used_before_ = prev != nullptr ? prev->used_before : 0;
+}
+
 void arena::rewind(const marker& m) noexcept {
     if (!STRATA_VERIFY(1, m.owner == this, invalid_marker, who, m.cur, "marker belongs to another arena"))
         return;

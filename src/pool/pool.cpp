@@ -84,10 +84,16 @@ bool pool::add_chunk(std::span<std::byte> memory, memory_block block) noexcept {
         return sizeof(chunk) + alignof(chunk) + (keep_bits ? bit_words(count) * 8 : 0);
     };
     // Estimate (one state bit per slot at checks >= 1), then settle on the largest count that fits.
+    // Both without overflow: slot sizes reach 2^62, where n * slot_size and 8 * slot_size wrapped
+    // (a 4 KiB buffer was taken to hold hundreds of such slots).
     const std::size_t cap = options_.max_slots - std::min(options_.max_slots, slots_);
-    auto fits = [&](std::size_t n) { return n <= cap && n * slot_size_ + meta_bytes(n) <= avail; };
-    std::size_t count =
-        avail > meta_bytes(0) ? (avail - meta_bytes(0)) * 8 / (8 * slot_size_ + (keep_bits ? 1 : 0)) : 0;
+    auto fits = [&](std::size_t n) {
+        const std::size_t meta = meta_bytes(n);
+        return n <= cap && meta <= avail && n <= (avail - meta) / slot_size_;
+    };
+    std::size_t count = avail > meta_bytes(0) ? (avail - meta_bytes(0)) / slot_size_ : 0;
+    // Each slot's state bit costs 1/8 byte more: n (8 slot + 1) <= 8 room, nearly.
+    if (keep_bits && slot_size_ < (std::size_t{1} << 60)) count -= count / (8 * slot_size_ + 1);
     count = std::min(count, cap);
     while (count > 0 && !fits(count))
         --count;

@@ -1693,3 +1693,39 @@ TEST(arena_random, virtual_memory_source_against_reference_model) {
 }
 
 } // namespace
+
+// A chained block left empty (its first allocation freed) began at the position where the previous
+// block stopped. A marker taken there named the empty block's start: once a rewind took the arena
+// back off that block, the marker was refused although nothing it marks had gone, or, with the
+// block reused, accepted with a wrong live count (found by review). Freeing a chained block's first
+// allocation now returns the arena to the previous block's top: one position, one place.
+TEST(Arena, FreeingAChainedBlocksOnlyAllocationReturnsToThePreviousBlock) {
+    strata::heap_source src;
+    for (const bool reuse : {false, true}) {
+        strata::test::recording_handler rec;
+        arena a(src, strata::arena_options{.block_size = 256});
+        void* x = a.allocate(200, 16); // block A
+        ASSERT_NE(x, nullptr);
+        const auto m_a = a.mark();
+        void* y = a.allocate(100, 16); // does not fit A: block B
+        ASSERT_NE(y, nullptr);
+        a.deallocate(y, 100); // B is empty: back to A's top, B to the spare list
+        const auto m_b = a.mark();
+        EXPECT_EQ(m_b.position, m_a.position);
+        EXPECT_EQ(m_b.cur, m_a.cur);
+        a.rewind(m_a);
+        void* z = a.allocate(8, 8); // into A's tail, after both marks
+        ASSERT_NE(z, nullptr);
+        if (reuse) {
+            void* w = a.allocate(100, 16); // B again, from the spare list
+            ASSERT_NE(w, nullptr);
+        }
+        a.rewind(m_b); // valid: it releases z (and w), taken after it
+        EXPECT_TRUE(rec.empty()) << (reuse ? "B reused" : "B spare");
+        EXPECT_EQ(a.stats().live_allocations, 1u); // x
+        EXPECT_EQ(a.in_use(), m_a.position);
+        EXPECT_TRUE(a.owns(x));
+        void* again = a.allocate(8, 8);
+        EXPECT_EQ(again, z); // A's tail is free again
+    }
+}

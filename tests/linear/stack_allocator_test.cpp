@@ -761,3 +761,29 @@ TEST(stack_allocator_random, against_reference_model) {
 }
 
 } // namespace
+
+// A free lowers the top below a marker taken above the freed block; an allocation of the same size
+// and alignment then lifts it back, at the same offsets. The live-chain walk alone took such a
+// marker for a state of the stack (found by review): frees are recorded at checks >= 1, as in arena
+// and double_stack, so it is refused like theirs.
+TEST(stack_allocator, a_marker_a_free_went_below_is_refused_even_after_the_same_allocation) {
+    STRATA_REQUIRE_CHECKS(1);
+    aligned_buffer buf(1024);
+    stack_allocator s(buf.span());
+    void* a = s.allocate(32);
+    const auto m = s.mark(); // above a
+    s.deallocate(a);         // the top goes below m
+    void* b = s.allocate(32);
+    EXPECT_EQ(b, a); // the same place: the offsets alone cannot tell
+    void* c = s.allocate(16);
+    ASSERT_NE(c, nullptr);
+    strata::test::recording_handler rec;
+    s.rewind(m);
+    EXPECT_TRUE(rec.saw_one(violation_kind::invalid_marker));
+    EXPECT_EQ(s.stats().live_allocations, 2u); // refused: b and c stay
+    const auto fresh = s.mark();
+    s.deallocate(c);
+    s.rewind(s.mark()); // a marker at the top: valid
+    EXPECT_TRUE(rec.saw_one(violation_kind::invalid_marker));
+    (void)fresh;
+}

@@ -522,3 +522,19 @@ TEST(PoolRandomized, MillionOpsAgainstTheReferenceModel) {
 }
 
 } // namespace
+
+// Slot sizes near 2^62 overflowed the slot-count arithmetic over a caller's buffer: a 4 KiB buffer
+// was taken to hold hundreds of such slots, and the free list was threaded through wild addresses
+// (found by review). A buffer too small for one slot gives capacity 0.
+TEST(Pool, AHugeSlotOverASmallBufferGivesCapacityZero) {
+    alignas(64) static std::byte buffer[4096];
+    for (const std::size_t slot :
+         {std::size_t{1} << 61, (std::size_t{1} << 61) + 8, std::size_t{1} << 62, std::size_t{5000}}) {
+        strata::pool p(slot, 8, std::span<std::byte>(buffer));
+        EXPECT_EQ(p.capacity(), 0u) << slot;
+        EXPECT_EQ(p.allocate(), nullptr) << slot;
+        EXPECT_TRUE(p.check());
+    }
+    strata::pool fits(4000, 8, std::span<std::byte>(buffer)); // one slot and the chunk header fit
+    EXPECT_EQ(fits.capacity(), 1u);
+}

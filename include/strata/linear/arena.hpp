@@ -19,7 +19,8 @@ namespace strata {
 /// What reset() does with blocks the arena obtained from its source.
 enum class arena_reset {
     keep_blocks,   ///< keep every block for reuse: steady-state frames never call the source
-    release_extra, ///< return every source block but the first one to the source
+    release_extra, ///< return the source blocks: all of them when there is an initial buffer, else all
+                   ///< but the largest (which the next frame starts in)
 };
 
 /// Growth settings for an arena that owns a memory source.
@@ -98,6 +99,11 @@ public:
             cur_ = b;
             --count_;
             ++total_;
+            // An emptied chained block starts where the previous block stopped, the same position:
+            // go back there, so each position names one place (a marker at the empty block's start
+            // was refused once a rewind had taken the arena off that block).
+            if (STRATA_UNLIKELY(head_ != nullptr && b == reinterpret_cast<std::byte*>(head_ + 1)))
+                leave_empty_block();
             // Markers taken above b are stale now. Recording it is the checked builds' price.
             if constexpr (checks_level >= 1) history_.lowered(in_use());
         }
@@ -171,6 +177,7 @@ private:
         if (u > peak_) peak_ = u;
     }
     void pop_to(block_header* target) noexcept;
+    void leave_empty_block() noexcept;
     void release_block(block_header* h) noexcept;
 
     // Visits blocks oldest first: f(begin, top, end, used_before).

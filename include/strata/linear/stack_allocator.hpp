@@ -78,6 +78,9 @@ public:
         release_bytes(top, static_cast<std::size_t>(cur_ - top));
         cur_ = top;
         --count_;
+        // Markers taken above the freed block are stale now. on_chain() alone passes one when an
+        // allocation of the same size and alignment took the block's place again.
+        if constexpr (checks_level >= 1) history_.lowered(in_use());
     }
 
     /// As deallocate(p); the size and alignment are not needed (the header knows).
@@ -149,7 +152,7 @@ private:
     std::size_t count_ = 0;
     std::size_t total_ = 0;
     std::size_t peak_ = 0;
-    detail::rewind_history history_; // rewinds and resets only: frees are checked by on_chain
+    detail::rewind_history history_; // rewinds and resets; frees too at checks >= 1
 };
 
 } // namespace strata
