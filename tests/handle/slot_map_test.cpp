@@ -266,14 +266,7 @@ TEST(SlotMap, AnAllocationFailureWhileGrowingLeavesTheMapAsItWas) {
         while (hs.empty() || m.size() < m.capacity())
             hs.push_back(m.insert(long_text(static_cast<int>(hs.size()))));
         const std::size_t size = m.size(), capacity = m.capacity();
-        r.fail_after(fail);
-        bool threw = false;
-        try {
-            hs.push_back(m.insert(long_text(-1)));
-        } catch (const std::bad_alloc&) {
-            threw = true;
-        }
-        r.fail_after(-1);
+        const bool threw = r.throws_when_failing(fail, [&] { hs.push_back(m.insert(long_text(-1))); });
         ASSERT_TRUE(m.check()) << "allocation " << fail;
         if (!threw) break; // this emplace makes fewer allocations than `fail`: all were tried
         EXPECT_EQ(m.size(), size);
@@ -327,14 +320,8 @@ TEST(SlotMap, AMoveAssignmentThatCannotAllocateChangesNeitherMap) {
             ha.push_back(a.insert(long_text(-i)));
         for (int i = 0; i < 40; ++i)
             hb.push_back(b.insert(long_text(i)));
-        ra.fail_after(fail);
-        bool threw = false;
-        try {
-            a = std::move(b); // not noexcept here: a throw must leave both maps as they were
-        } catch (const std::bad_alloc&) {
-            threw = true;
-        }
-        ra.fail_after(-1);
+        // Not noexcept here: a throw must leave both maps as they were.
+        const bool threw = ra.throws_when_failing(fail, [&] { a = std::move(b); });
         ASSERT_TRUE(a.check() && b.check()) << "allocation " << fail;
         if (!threw) break;
         ASSERT_EQ(a.size(), 10u);

@@ -203,14 +203,8 @@ TEST(SoaSlotMap, MoveAssignmentBetweenUnequalAllocatorsCopiesAsideOrChangesNothi
             ha.push_back(a.emplace(-1.0f, i));
         for (std::uint32_t i = 0; i < 40; ++i)
             hb.push_back(b.emplace(static_cast<float>(i), i));
-        ra.fail_after(fail);
-        bool threw = false;
-        try {
-            a = std::move(b); // not noexcept here: a throw must leave both maps as they were
-        } catch (const std::bad_alloc&) {
-            threw = true;
-        }
-        ra.fail_after(-1);
+        // Not noexcept here: a throw must leave both maps as they were.
+        const bool threw = ra.throws_when_failing(fail, [&] { a = std::move(b); });
         ASSERT_TRUE(a.check() && b.check()) << "allocation " << fail;
         if (threw) {
             ASSERT_EQ(a.size(), 10u);

@@ -13,6 +13,20 @@ public:
     /// Effects: the allocation `n` calls from now (0: the next one) throws; -1: none does.
     void fail_after(long n) noexcept { left_ = n; }
     [[nodiscard]] long allocations() const noexcept { return count_; }
+    /// Effects: runs `op` with the allocation `n` calls from now failing, then none.
+    /// Returns: true when `op` threw std::bad_alloc.
+    template <class Op>
+    bool throws_when_failing(long n, Op&& op) {
+        fail_after(n);
+        bool threw = false;
+        try {
+            op();
+        } catch (const std::bad_alloc&) {
+            threw = true;
+        }
+        fail_after(-1);
+        return threw;
+    }
 
 private:
     void* do_allocate(std::size_t bytes, std::size_t align) override {

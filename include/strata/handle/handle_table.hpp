@@ -25,6 +25,7 @@
 #include "strata/core/check.hpp"
 #include "strata/handle/fwd.hpp"
 #include "strata/handle/handle.hpp"
+#include "strata/handle/iteration_guard.hpp"
 #include "strata/handle/policy.hpp"
 #include "strata/handle/sparse_slots.hpp"
 
@@ -200,13 +201,7 @@ public:
     }
 
 private:
-    struct iteration_guard {
-        explicit iteration_guard(int& depth) noexcept : depth_(depth) { ++depth_; }
-        ~iteration_guard() { --depth_; }
-        iteration_guard(const iteration_guard&) = delete;
-        iteration_guard& operator=(const iteration_guard&) = delete;
-        int& depth_;
-    };
+    using iteration_guard = detail::iteration_guard;
 
     [[nodiscard]] T* slot_ptr(word i) const noexcept { return chunks_[i / chunk_size] + (i % chunk_size); }
 

@@ -36,6 +36,7 @@
 #include "strata/core/check.hpp"
 #include "strata/handle/fwd.hpp"
 #include "strata/handle/handle.hpp"
+#include "strata/handle/iteration_guard.hpp"
 #include "strata/handle/policy.hpp"
 #include "strata/handle/sparse_slots.hpp"
 
@@ -339,13 +340,7 @@ public:
     }
 
 private:
-    struct iteration_guard {
-        explicit iteration_guard(int& depth) noexcept : depth_(depth) { ++depth_; }
-        ~iteration_guard() { --depth_; }
-        iteration_guard(const iteration_guard&) = delete;
-        iteration_guard& operator=(const iteration_guard&) = delete;
-        int& depth_;
-    };
+    using iteration_guard = detail::iteration_guard;
 
     static size_type grow(size_type n) noexcept { return n < 8 ? 16 : n * 2; }
 
