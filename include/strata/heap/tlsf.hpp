@@ -87,9 +87,9 @@ public:
     basic_tlsf(const basic_tlsf&) = delete;
     basic_tlsf& operator=(const basic_tlsf&) = delete;
 
-    /// Effects: adds `pool` (its start trimmed to a 32-byte boundary, its end to a 16-byte one) as more
-    /// memory. Requires: `pool` outlives
-    /// the heap, overlaps no other pool, and is never touched by the caller while added.
+    /// Effects: adds `pool` (its start trimmed to a 32-byte boundary, its end to a 16-byte one) as
+    /// more memory. Requires: `pool` outlives the heap, overlaps no other pool, and is never touched
+    /// by the caller while added.
     /// Returns: false (nothing added) when it is shorter than pool_overhead + 32 bytes, or 2^47
     /// bytes or longer.
     bool add_pool(std::span<std::byte> pool) noexcept;
