@@ -65,7 +65,8 @@ void register_sets(const char* particle_name) {
         reg("plf_colony", &bm_set<sd::colony_design<P>>);
         reg("slot_map_compact", &bm_set<sd::slot_map_design<P, strata::policy::compact>>);
         reg("slot_map_compact_at", &bm_set<sd::slot_map_at_design<P, strata::policy::compact>>);
-        static_assert(std::size(list::all) == 9, "register every design of design_list");
+        reg("soa_slot_map", &bm_set<sd::soa_slot_map_design<P>>);
+        static_assert(std::size(list::all) == 10, "register every design of design_list");
     }
 }
 
