@@ -62,19 +62,20 @@ pool& pool::operator=(pool&& other) noexcept {
 pool::~pool() { release_chunks(); }
 
 void pool::release_chunks() noexcept {
-    for (chunk* c : chunks_) {
-        // The header sits in memory this pool poisoned nowhere, but the slots may be poisoned:
-        // hand the block back clean so the source (or the caller's buffer) can reuse it.
-        unpoison(c->first, c->count * slot_size_);
-        source_.deallocate_block(c->block);
+    for (const chunk& c : chunks_) {
+        // Free slots and the redzone after them are poisoned: hand the block back clean so the
+        // source (or the caller's buffer) can reuse it.
+        unpoison(c.first, c.count * slot_size_ + sizeof(chunk) + alignof(chunk));
+        source_.deallocate_block(c.block);
     }
     chunks_.clear();
     free_ = nullptr;
     slots_ = 0;
 }
 
-// Layout of a chunk: [slots ... | chunk header | state bits]. Slots first, so the block's own
-// alignment is the slot alignment and no padding is lost in front of them.
+// Layout of a chunk: [slots ... | redzone | state bits (checks >= 1)]. Slots first, so the block's
+// own alignment is the slot alignment and no padding is lost in front of them. The redzone is the
+// room of the chunk header, which is kept in chunks_ instead.
 bool pool::add_chunk(std::span<std::byte> memory, memory_block block) noexcept {
     auto* begin = memory.data();
     const std::size_t pad = align_padding(reinterpret_cast<std::uintptr_t>(begin), slot_align_);
@@ -108,28 +109,33 @@ bool pool::add_chunk(std::span<std::byte> memory, memory_block block) noexcept {
     std::byte* first = begin + pad;
     std::byte* header = first + count * slot_size_;
     header += align_padding(reinterpret_cast<std::uintptr_t>(header), alignof(chunk));
-    auto* c = ::new (header) chunk{block, first, count, nullptr};
+    chunk c{block, first, count, nullptr};
     if constexpr (keep_bits) {
-        c->bits = ::new (header + sizeof(chunk)) std::uint64_t[bit_words(count)]{};
+        c.bits = ::new (header + sizeof(chunk)) std::uint64_t[bit_words(count)]{};
     }
-    chunks_.insert(
-        std::upper_bound(chunks_.begin(), chunks_.end(), c,
-                         [](const chunk* a, const chunk* b) { return std::less<>{}(a->first, b->first); }),
-        c);
+    // The header itself lives in chunks_, where no slot overrun reaches it (in the chunk, a write
+    // past the last slot bent `block` and ~pool handed the source a wild pointer). Its room in the
+    // chunk stays as a redzone: under ASan a write past the last slot is reported there.
+    std::byte* const end = first + count * slot_size_;
+    poison(end, static_cast<std::size_t>(header + sizeof(chunk) - end));
+    const auto at = std::upper_bound(chunks_.begin(), chunks_.end(), c, [](const chunk& a, const chunk& b) {
+        return std::less<>{}(a.first, b.first);
+    });
+    const auto inserted = chunks_.insert(at, c); // room reserved above: no throw
     slots_ += count;
-    thread_chunk(c);
+    thread_chunk(*inserted);
     return true;
 }
 
 // Pushes the chunk's slots so that the lowest address is handed out first; with `free_only`, only
 // those whose state bit says free, rewriting their links alone (rebuilding the list after a bad
 // link, checks >= 1): refilling them would wipe other writes after free that checks 2 would see.
-void pool::thread_chunk(chunk* c, bool free_only) noexcept {
-    for (std::size_t i = c->count; i-- > 0;) {
+void pool::thread_chunk(const chunk& c, bool free_only) noexcept {
+    for (std::size_t i = c.count; i-- > 0;) {
         if constexpr (keep_bits) {
-            if (free_only && ((c->bits[i / 64] >> (i % 64)) & 1u)) continue;
+            if (free_only && ((c.bits[i / 64] >> (i % 64)) & 1u)) continue;
         }
-        std::byte* s = c->first + i * slot_size_;
+        std::byte* s = c.first + i * slot_size_;
         // The whole slot: on reset() a free slot is already poisoned, and checks 2 fills it.
         const bool fill = STRATA_CHECKS >= 2 && !free_only;
         unpoison(s, fill ? slot_size_ : sizeof(void*));
@@ -182,12 +188,12 @@ void* pool::read_link(const void* slot) noexcept {
     return next;
 }
 
-pool::chunk* pool::find_chunk(const void* p) const noexcept {
+const pool::chunk* pool::find_chunk(const void* p) const noexcept {
     auto* b = static_cast<const std::byte*>(p);
     auto it = std::upper_bound(chunks_.begin(), chunks_.end(), b,
-                               [](const std::byte* x, const chunk* c) { return std::less<>{}(x, c->first); });
+                               [](const std::byte* x, const chunk& c) { return std::less<>{}(x, c.first); });
     if (it == chunks_.begin()) return nullptr;
-    chunk* c = *std::prev(it);
+    const chunk* c = &*std::prev(it);
     return std::less<>{}(b, c->first + c->count * slot_size_) ? c : nullptr;
 }
 
@@ -219,7 +225,7 @@ void* pool::take_checked(void* p) noexcept {
 #endif
     free_ = *static_cast<void**>(p);
 #if STRATA_CHECKS >= 1
-    if (chunk* c = find_chunk(p)) {
+    if (const chunk* c = find_chunk(p)) {
         const auto i = static_cast<std::size_t>(static_cast<std::byte*>(p) - c->first) / slot_size_;
         c->bits[i / 64] |= std::uint64_t{1} << (i % 64);
     }
@@ -241,7 +247,11 @@ bool pool::slot_is_free(const void* p) const noexcept {
 
 bool pool::free_link_ok(const void* head) const noexcept {
     const void* next = *static_cast<void* const*>(head);
-    return slot_is_free(head) && (next == nullptr || (next != head && slot_is_free(next)));
+    // A null link ends the list, so it is right only on the last free slot: a write after free
+    // that zeroes the link (`obj->next = nullptr`, a memset) would otherwise strand every free slot
+    // behind it, unreported.
+    if (next == nullptr) return slot_is_free(head) && slots_ - (allocs_ - frees_) == 1;
+    return next != head && slot_is_free(head) && slot_is_free(next);
 }
 #endif
 
@@ -272,7 +282,7 @@ void pool::give_back_checked(void* p) noexcept {
     if (p == nullptr) return;
     if (!verify_live(p)) return;
 #if STRATA_CHECKS >= 1
-    chunk* c = find_chunk(p);
+    const chunk* c = find_chunk(p);
     const std::size_t i = static_cast<std::size_t>(static_cast<std::byte*>(p) - c->first) / slot_size_;
     c->bits[i / 64] &= ~(std::uint64_t{1} << (i % 64));
 #endif
@@ -306,9 +316,8 @@ void pool::reset() noexcept {
     free_ = nullptr;
     // Highest chunk first, so the lowest address ends up at the head of the list.
     for (auto it = chunks_.rbegin(); it != chunks_.rend(); ++it) {
-        chunk* c = *it;
-        if constexpr (keep_bits) std::fill_n(c->bits, bit_words(c->count), std::uint64_t{0});
-        thread_chunk(c);
+        if constexpr (keep_bits) std::fill_n(it->bits, bit_words(it->count), std::uint64_t{0});
+        thread_chunk(*it);
     }
 }
 
@@ -326,27 +335,33 @@ strata::stats pool::stats() const noexcept {
 
 std::vector<bool> pool::live_map() const {
     std::vector<bool> live(slots_, true);
-    std::size_t base = 0;
-    for (const chunk* c : chunks_) {
 #if STRATA_CHECKS >= 1
-        for (std::size_t i = 0; i < c->count; ++i)
-            live[base + i] = (c->bits[i / 64] >> (i % 64)) & 1u;
-#endif
-        base += c->count;
+    std::size_t base = 0;
+    for (const chunk& c : chunks_) {
+        for (std::size_t i = 0; i < c.count; ++i)
+            live[base + i] = (c.bits[i / 64] >> (i % 64)) & 1u;
+        base += c.count;
     }
-#if STRATA_CHECKS == 0
-    // No state bits: the free list is the truth.
+#else
+    // No state bits: the free list is the truth. Each node's chunk is one binary search; the
+    // chunk's first slot index comes from the prefix sums (chunks_ is sorted, as find_chunk needs).
+    std::vector<std::size_t> first_index(chunks_.size());
+    std::size_t base = 0;
+    for (std::size_t k = 0; k < chunks_.size(); ++k) {
+        first_index[k] = base;
+        base += chunks_[k].count;
+    }
     std::size_t steps = 0;
     for (void* n = free_; n != nullptr && steps <= slots_; n = read_link(n), ++steps) {
-        std::size_t k = 0;
-        for (const chunk* c : chunks_) {
-            if (c == find_chunk(n)) {
-                live[k + static_cast<std::size_t>(static_cast<std::byte*>(n) - c->first) / slot_size_] =
-                    false;
-                break;
-            }
-            k += c->count;
-        }
+        const auto* b = static_cast<const std::byte*>(n);
+        const auto it =
+            std::upper_bound(chunks_.begin(), chunks_.end(), b,
+                             [](const std::byte* x, const chunk& c) { return std::less<>{}(x, c.first); });
+        if (it == chunks_.begin()) continue; // not in a chunk: check() reports it
+        const chunk* c = &*std::prev(it);
+        if (!std::less<>{}(b, c->first + c->count * slot_size_)) continue;
+        const auto k = static_cast<std::size_t>(std::prev(it) - chunks_.begin());
+        live[first_index[k] + static_cast<std::size_t>(b - c->first) / slot_size_] = false;
     }
 #endif
     return live;
@@ -369,13 +384,13 @@ bool pool::check() const noexcept {
     if (free_count + live() != slots_) return false;
 #if STRATA_CHECKS >= 1
     std::size_t marked = 0;
-    for (const chunk* c : chunks_)
-        for (std::size_t w = 0; w < bit_words(c->count); ++w)
-            marked += static_cast<std::size_t>(std::popcount(c->bits[w]));
+    for (const chunk& c : chunks_)
+        for (std::size_t w = 0; w < bit_words(c.count); ++w)
+            marked += static_cast<std::size_t>(std::popcount(c.bits[w]));
     if (marked != live()) return false;
 #endif
     for (std::size_t i = 1; i < chunks_.size(); ++i) // sorted and disjoint
-        if (!std::less<>{}(chunks_[i - 1]->first + chunks_[i - 1]->count * slot_size_, chunks_[i]->first + 1))
+        if (!std::less<>{}(chunks_[i - 1].first + chunks_[i - 1].count * slot_size_, chunks_[i].first + 1))
             return false;
     return true;
 }

@@ -60,13 +60,19 @@ size_class_pool::size_class_pool(source_ref source, size_class_options options) 
 }
 
 std::size_t size_class_pool::class_of(std::size_t size, std::size_t align) const noexcept {
-    if (size == 0 || !is_pow2(align) || align > max_alignment || max_size_ == 0) return pools_.size();
+    if (size == 0 || size > max_size_ || !is_pow2(align) || align > max_alignment || max_size_ == 0)
+        return pools_.size();
     if (align > quantum) {
         const auto rounded = align_up(size, align);
         if (!rounded) return pools_.size();
         size = *rounded;
     }
-    if (size > max_size_) return pools_.size();
+    if (size > max_size_) {
+        // Only the alignment can have pushed it past (allocate checked the size): the last class is
+        // the first one >= max_size and may still hold it.
+        const pool& last = pools_.back();
+        return size <= last.slot_size() && last.slot_align() >= align ? pools_.size() - 1 : pools_.size();
+    }
     const std::size_t k = table_[(size + quantum - 1) / quantum];
     return pools_[k].slot_align() >= align ? k : pools_.size();
 }

@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <string>
 #include <utility>
@@ -50,13 +51,15 @@ virtual_memory virtual_memory::reserve(std::size_t bytes) {
 }
 
 virtual_memory::virtual_memory(virtual_memory&& other) noexcept
-    : base_(std::exchange(other.base_, nullptr)), size_(std::exchange(other.size_, 0)) {}
+    : base_(std::exchange(other.base_, nullptr)), size_(std::exchange(other.size_, 0)),
+      committed_high_(std::exchange(other.committed_high_, 0)) {}
 
 virtual_memory& virtual_memory::operator=(virtual_memory&& other) noexcept {
     if (this != &other) {
         release();
         base_ = std::exchange(other.base_, nullptr);
         size_ = std::exchange(other.size_, 0);
+        committed_high_ = std::exchange(other.committed_high_, 0);
     }
     return *this;
 }
@@ -66,12 +69,15 @@ virtual_memory::~virtual_memory() { release(); }
 void virtual_memory::release() noexcept {
     if (base_) {
         // ASan keeps shadow state across munmap: bytes an allocator poisoned here would still read
-        // as poisoned when the kernel hands the same addresses to the next mapping.
-        unpoison(base_, size_);
+        // as poisoned when the kernel hands the same addresses to the next mapping. Only committed
+        // pages can have been poisoned (decommit unpoisons what it drops, but a page may have been
+        // committed, poisoned and never decommitted).
+        unpoison(base_, committed_high_);
         ::munmap(base_, size_);
     }
     base_ = nullptr;
     size_ = 0;
+    committed_high_ = 0;
 }
 
 // Maps [offset, offset+bytes) to whole pages: the covering pages (inner == false) or only the pages
@@ -96,7 +102,10 @@ bool virtual_memory::commit(std::size_t offset, std::size_t bytes) noexcept {
     std::byte* p = nullptr;
     std::size_t n = 0;
     if (!page_range(offset, bytes, false, p, n)) return false;
-    return n == 0 || ::mprotect(p, n, PROT_READ | PROT_WRITE) == 0;
+    if (n == 0) return true;
+    if (::mprotect(p, n, PROT_READ | PROT_WRITE) != 0) return false;
+    committed_high_ = std::max(committed_high_, static_cast<std::size_t>(p + n - base_));
+    return true;
 }
 
 bool virtual_memory::decommit(std::size_t offset, std::size_t bytes) noexcept {
@@ -104,6 +113,9 @@ bool virtual_memory::decommit(std::size_t offset, std::size_t bytes) noexcept {
     std::size_t n = 0;
     if (!page_range(offset, bytes, true, p, n)) return false;
     if (n == 0) return true;
+    // The pages read back as zero when committed again; their ASan shadow must say "addressable"
+    // too, or the next user of these addresses inherits the last one's poison.
+    unpoison(p, n);
     // MADV_DONTNEED drops the pages now (anonymous private memory reads back as zero); PROT_NONE
     // makes a stale pointer fault instead of silently re-committing a fresh zero page.
     ::madvise(p, n, MADV_DONTNEED);
@@ -159,10 +171,28 @@ void virtual_memory_source::deallocate_block(memory_block b) noexcept {
     const auto offset = static_cast<std::size_t>(b.data - vm_.data());
     vm_.decommit(offset, b.size);
     committed_ -= b.size;
+    if (committed_ == 0) { // nothing live: the whole reservation is free again
+        top_ = last_end_ = freed_count_ = 0;
+        return;
+    }
     const std::size_t guard = opts_.guard_pages ? virtual_memory::page_size() : 0;
-    if (offset + b.size + guard == last_end_ && last_end_ == top_) {
-        top_ = last_from_;
-        last_end_ = 0;
+    const std::size_t end = offset + b.size + guard;
+    if (end != top_) {
+        if (freed_count_ < max_freed) freed_[freed_count_++] = {offset, end};
+        return;
+    }
+    // The highest block: lower the top past it (and its alignment padding, when it is the most
+    // recent), then past each remembered range that now ends at the top.
+    top_ = end == last_end_ ? last_from_ : offset;
+    last_end_ = 0;
+    for (std::size_t i = 0; i < freed_count_;) {
+        if (freed_[i].end == top_) {
+            top_ = freed_[i].from;
+            freed_[i] = freed_[--freed_count_];
+            i = 0;
+        } else {
+            ++i;
+        }
     }
 }
 

@@ -97,6 +97,35 @@ TEST(SizeClassPool, BadRequestsReturnNull) {
     a.deallocate(nullptr, 0, 3);
 }
 
+// max_size 1000 makes 1024 the last class (aligned to 1024): a small request aligned to 1024 rounds
+// to 1024 > max_size, yet that class holds it. One aligned to 2048 fits no class.
+TEST(SizeClassPool, AnAlignedRequestPastMaxSizeIsServedByTheLastClassWhenItFits) {
+    strata::heap_source src;
+    size_class_pool a(src, size_class_options{1000, 4, std::size_t{64} << 10});
+    ASSERT_TRUE(a.valid());
+    void* p = a.allocate(8, 1024);
+    ASSERT_NE(p, nullptr);
+    EXPECT_TRUE(strata::is_aligned(p, 1024));
+    void* q = a.allocate(1000, 512);
+    ASSERT_NE(q, nullptr);
+    EXPECT_TRUE(strata::is_aligned(q, 512));
+    EXPECT_EQ(a.allocate(8, 2048), nullptr);
+    EXPECT_EQ(a.allocate(1001, 1), nullptr); // the size itself still may not pass max_size
+    EXPECT_EQ(a.allocate(1001, 1024), nullptr);
+    EXPECT_TRUE(a.check());
+    a.deallocate(p, 8, 1024);
+    a.deallocate(q, 1000, 512);
+    EXPECT_EQ(a.stats().live_allocations, 0u);
+    EXPECT_TRUE(a.check());
+
+    size_class_pool b(src, size_class_options{4000, 4, std::size_t{64} << 10}); // last class 4096
+    void* r = b.allocate(1, 4096);
+    ASSERT_NE(r, nullptr);
+    EXPECT_TRUE(strata::is_aligned(r, 4096));
+    b.deallocate(r, 1, 4096);
+    EXPECT_TRUE(b.check());
+}
+
 TEST(SizeClassPool, InvalidOptionsGiveAnInvalidAllocator) {
     strata::heap_source src;
     for (const size_class_options o : {size_class_options{0, 4, 65536}, size_class_options{1 << 20, 4, 65536},

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "strata/core/align.hpp"
+#include "strata/core/poison.hpp"
 
 namespace {
 
@@ -85,6 +86,24 @@ TEST(virtual_memory, reserve_too_large_is_a_clear_error) {
     }
 }
 
+#if STRATA_ASAN
+// Decommitted pages read back as zero when committed again, and whoever gets them next must not
+// inherit the poison an allocator left there.
+TEST(virtual_memory, decommit_and_release_clear_the_asan_shadow) {
+    auto vm = strata::virtual_memory::reserve(4 * page);
+    ASSERT_TRUE(vm.commit(0, 2 * page));
+    strata::poison(vm.data(), 2 * page);
+    ASSERT_TRUE(vm.decommit(0, page));
+    ASSERT_TRUE(vm.commit(0, page));
+    EXPECT_FALSE(__asan_address_is_poisoned(vm.data()));
+    EXPECT_FALSE(__asan_address_is_poisoned(vm.data() + page - 1));
+    EXPECT_TRUE(__asan_address_is_poisoned(vm.data() + page)) << "still committed, still poisoned";
+    std::byte* const base = vm.data();
+    vm.release();
+    EXPECT_FALSE(__asan_address_is_poisoned(base + page)) << "release unpoisons what was committed";
+}
+#endif
+
 TEST(virtual_memory, move_transfers_ownership) {
     strata::virtual_memory a = strata::virtual_memory::reserve(page);
     std::byte* data = a.data();
@@ -140,6 +159,38 @@ TEST(virtual_memory_source, commits_on_demand_and_reuses_the_last_range) {
     source.deallocate_block(c);
     source.deallocate_block(a);
     EXPECT_EQ(source.committed_bytes(), 0u);
+}
+
+// A pool frees its chunks in address order. With one level of undo only the highest range came
+// back, so create-grow-destroy cycles ran the reservation dry with nothing in use.
+TEST(virtual_memory_source, freed_ranges_below_the_top_come_back_with_it) {
+    strata::virtual_memory_source source(8 * page);
+    for (int round = 0; round < 8; ++round) {
+        strata::memory_block b[3];
+        for (auto& x : b) {
+            x = source.allocate_block(page, 8);
+            ASSERT_FALSE(x.empty()) << "round " << round;
+        }
+        for (const auto& x : b) // lowest first, as pool::release_chunks
+            source.deallocate_block(x);
+        EXPECT_EQ(source.committed_bytes(), 0u);
+    }
+    // Lower blocks freed while a higher one lives: the top comes down through all of them once it
+    // goes, even with a block still live below.
+    const auto keep = source.allocate_block(page, 8);
+    const auto a = source.allocate_block(page, 8);
+    const auto b = source.allocate_block(2 * page, 8);
+    const auto c = source.allocate_block(page, 8);
+    source.deallocate_block(a);
+    source.deallocate_block(b);
+    source.deallocate_block(c);
+    EXPECT_EQ(source.committed_bytes(), page);
+    const auto big = source.allocate_block(7 * page, 8);
+    ASSERT_FALSE(big.empty()) << "everything above `keep` is reusable";
+    EXPECT_EQ(big.data, a.data);
+    source.deallocate_block(big);
+    source.deallocate_block(keep);
+    EXPECT_FALSE(source.allocate_block(8 * page, 8).empty()) << "all freed: the whole reservation";
 }
 
 TEST(virtual_memory_source, aligns_the_address_not_the_offset) {

@@ -37,8 +37,9 @@ struct pool_options {
 ///
 /// Slot stride = max(slot_size, sizeof(void*)) rounded up to the slot alignment (itself at least
 /// alignof(void*)). Free slots carry the free-list link in their first word: zero per-slot overhead
-/// at checks 0. Chunk metadata (one small header, and at checks >= 1 one state bit per slot) sits
-/// after the slots of each chunk, out of the way of user data. Not thread-safe. Cache-line aligned:
+/// at checks 0. Each chunk's header (where it is, how many slots) is kept in the pool, out of reach
+/// of a slot overrun; the chunk keeps a header-sized redzone after its slots (poisoned under ASan)
+/// and, at checks >= 1, one state bit per slot after that. Not thread-safe. Cache-line aligned:
 /// the hot members share one line, and size_class_pool indexes its pools with a shift.
 ///
 /// Bad input:
@@ -181,9 +182,9 @@ public:
     void for_each_slot(Visitor&& visit) const {
         std::vector<bool> live = live_map();
         std::size_t k = 0;
-        for (const chunk* c : chunks_)
-            for (std::size_t i = 0; i < c->count; ++i)
-                visit(static_cast<void*>(c->first + i * slot_size_), static_cast<bool>(live[k++]));
+        for (const chunk& c : chunks_)
+            for (std::size_t i = 0; i < c.count; ++i)
+                visit(static_cast<void*>(c.first + i * slot_size_), static_cast<bool>(live[k++]));
     }
 
 private:
@@ -191,7 +192,7 @@ private:
         memory_block block;  // as the source returned it; empty for the caller's buffer
         std::byte* first;    // first slot (the block's start)
         std::size_t count;   // slots in this chunk
-        std::uint64_t* bits; // live bit per slot (checks >= 1), right after this header; else null
+        std::uint64_t* bits; // live bit per slot (checks >= 1), in the chunk after the slots; else null
     };
 
     void* allocate_slow() noexcept;
@@ -199,12 +200,12 @@ private:
     void give_back_checked(void* p) noexcept;
     bool verify_size(const void* p, std::size_t size) const noexcept;
     bool add_chunk(std::span<std::byte> memory, memory_block block) noexcept;
-    void thread_chunk(chunk* c, bool free_only = false) noexcept;
+    void thread_chunk(const chunk& c, bool free_only = false) noexcept;
 #if STRATA_CHECKS >= 1
     [[nodiscard]] bool slot_is_free(const void* p) const noexcept;
     [[nodiscard]] bool free_link_ok(const void* head) const noexcept;
 #endif
-    [[nodiscard]] chunk* find_chunk(const void* p) const noexcept;
+    [[nodiscard]] const chunk* find_chunk(const void* p) const noexcept;
     [[nodiscard]] std::vector<bool> live_map() const;
     [[nodiscard]] static void* read_link(const void* slot) noexcept;
     void release_chunks() noexcept;
@@ -215,8 +216,8 @@ private:
     mutable std::size_t peak_live_ = 0; // see stats()
     std::size_t slot_size_ = 0;         // the stride; 0 marks an invalid pool
     std::size_t slot_align_ = 0;
-    std::size_t slots_ = 0;      // slots in all chunks
-    std::vector<chunk*> chunks_; // sorted by address, for owns() and the checks
+    std::size_t slots_ = 0;     // slots in all chunks
+    std::vector<chunk> chunks_; // sorted by address, for owns() and the checks
     source_ref source_;
     pool_options options_;
 };

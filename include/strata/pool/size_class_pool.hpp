@@ -32,11 +32,13 @@ struct size_class_options {
 
 /// A size-class allocator over one memory source.
 ///
-/// allocate(size, align) serves 0 < size <= max_size() with align any power of two up to 4096:
+/// allocate(size, align) serves 0 < size <= max_size() with align any power of two up to 4096
+/// whenever size rounded up to align fits the last class (always with the default max_size 4096):
 /// alignments above 16 round the size up to a multiple of the alignment first, and every class is
 /// aligned to its lowest set bit, so the class found is aligned enough. Not thread-safe.
 ///
-/// Bad input: size 0, size > max_size(), align not a power of two or > 4096: nullptr, no state
+/// Bad input: size 0, size > max_size(), align not a power of two or > 4096, or size rounded up to
+/// align larger than the last class (e.g. align 4096 with max_size 1000): nullptr, no state
 /// change. deallocate(nullptr, ...) is a no-op. deallocate with a size or alignment other than the
 /// allocation's names another class: reported at checks >= 1 as foreign_pointer by that class's
 /// pool when the pointer is not one of its slots (undefined at checks 0); foreign pointers and

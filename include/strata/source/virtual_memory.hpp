@@ -67,11 +67,18 @@ private:
 
     std::byte* base_ = nullptr;
     std::size_t size_ = 0;
+    // End offset of the highest page ever committed: what release() must unpoison for ASan. All of
+    // size_ would fault in shadow for the whole reservation (8 GiB of it for a 64 GiB reserve).
+    std::size_t committed_high_ = 0;
 };
 
 /// A memory source over one reservation: blocks are committed on demand, front to back, each
 /// optionally followed by an uncommitted guard page; a freed block is decommitted (its pages go
-/// back to the OS) and, when it is the last block, its address range is reused.
+/// back to the OS). Address ranges are reused from the top down: freeing the highest block lowers
+/// the top past it and past every freed block directly below it (up to 32 freed ranges are
+/// remembered; one freed while the list is full is reused only once every block is freed). Freeing
+/// every block makes the whole reservation reusable. Alignment padding in front of an over-aligned
+/// block is reclaimed with it only when it is the most recent block.
 /// Not thread-safe.
 class virtual_memory_source {
 public:
@@ -89,7 +96,8 @@ public:
     /// or an empty block when the reservation is exhausted or the request is invalid.
     [[nodiscard]] memory_block allocate_block(std::size_t size, std::size_t align) noexcept;
 
-    /// Effects: decommits `b`; reclaims its address range when it is the most recent block.
+    /// Effects: decommits `b`; reclaims its address range, and any freed ranges directly below it,
+    /// when it is the highest block (see the class comment).
     void deallocate_block(memory_block b) noexcept;
 
     [[nodiscard]] std::size_t committed_bytes() const noexcept { return committed_; }
@@ -103,6 +111,15 @@ private:
     std::size_t last_from_ = 0; // top_ before the most recent block, for LIFO reuse
     std::size_t last_end_ = 0;  // end offset of the most recent block's pages (guard included)
     std::size_t committed_ = 0;
+    // Freed blocks below the top, [from, end), waiting for the blocks above them to go: a pool frees
+    // its chunks in address order, so one level of undo reclaimed only the highest.
+    struct range {
+        std::size_t from;
+        std::size_t end;
+    };
+    static constexpr std::size_t max_freed = 32;
+    range freed_[max_freed] = {};
+    std::size_t freed_count_ = 0;
 };
 
 } // namespace strata
