@@ -28,6 +28,12 @@ expect 2 "whole number" -- "${quick[@]}" --seed -1
 expect 2 "whole number" -- "${quick[@]}" --seed 99999999999999999999999
 expect 2 "whole number" -- "${quick[@]}" --seed 0x10
 expect 0 "" -- "${quick[@]}" --seed 18446744073709551615
+# Counts refuse the same forms before a trace is even opened (they wrapped: -1 meant "everything").
+for bad in -1 0x10 1180591620717411303424; do
+    expect 2 "a count is a whole number" -- replay no-such.st --max-ops "$bad"
+    expect 2 "a count is a whole number" -- replay no-such.st --hold-ops "$bad"
+done
+expect 2 "a count is a whole number" -- run --warmup -1
 expect 2 "no allocator matches" -- race --quick --workload w1 --only no-such-allocator
 expect 2 "needs a file name" -- showdown --quick --json -
 

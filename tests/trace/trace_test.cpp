@@ -154,6 +154,94 @@ TEST(TraceReader, ReordersChunksBySequence) {
     std::remove(path.c_str());
 }
 
+/// Chunks of `per_chunk` records of `thread`, with numbers from `first` on (allocate, then free the
+/// block just allocated), skipping `missing`.
+std::vector<std::vector<record>> run_of(std::uint64_t first, std::uint64_t count, std::uint32_t thread,
+                                        std::uint64_t missing = ~std::uint64_t{0}) {
+    std::vector<std::vector<record>> chunks;
+    std::vector<record> c;
+    for (std::uint64_t seq = first; seq < first + count; ++seq) {
+        if (seq == missing) continue;
+        c.push_back(seq % 2 == 0 ? rec(seq, op::malloc, seq + 1, 48, thread)
+                                 : rec(seq, op::free, seq, 0, thread));
+        if (c.size() == max_chunk_records) chunks.push_back(std::move(c)), c.clear();
+    }
+    if (!c.empty()) chunks.push_back(std::move(c));
+    return chunks;
+}
+
+TEST(TraceReader, TheFirstChunkInTheFileNeedNotHoldTheFirstRecord) {
+    // A worker filled its buffer (and more) before the main thread's first records were swept:
+    // 40,000 of thread 2's records, several hundred KB decoded, precede seq 0 and 1. The reader
+    // took its start from the first chunk, returned the worker's records first and counted the
+    // main thread's as out of order.
+    const std::string path = temp_path("late_first.st");
+    auto chunks = run_of(2, 40'000, 2);
+    chunks.push_back({rec(0, op::malloc, 1, 100), rec(1, op::malloc, 2, 100)});
+    write_trace(path, chunks);
+    reader_stats stats;
+    const auto records = read_all(path, &stats);
+    ASSERT_EQ(records.size(), 40'002u);
+    for (std::size_t i = 0; i < records.size(); ++i)
+        ASSERT_EQ(records[i].seq, i);
+    EXPECT_EQ(records[0].thread, 1u);
+    EXPECT_EQ(stats.out_of_order, 0u);
+    EXPECT_EQ(stats.gaps, 0u);
+    std::remove(path.c_str());
+}
+
+TEST(TraceReader, ALostRecordDoesNotMakeTheWindowTheWholeFile) {
+    // One number never comes. Once the stream is a look-ahead past it, it is lost, not late: the
+    // reader goes on instead of holding every later record (it held up to 4M before giving up).
+    const std::string path = temp_path("lost_one.st");
+    write_trace(path, run_of(0, 600'000, 1, 1000));
+    reader_stats stats;
+    const auto records = read_all(path, &stats);
+    ASSERT_EQ(records.size(), 599'999u);
+    for (std::size_t i = 1; i < records.size(); ++i)
+        ASSERT_LT(records[i - 1].seq, records[i].seq);
+    EXPECT_EQ(stats.gaps, 1u);
+    EXPECT_EQ(stats.out_of_order, 0u);
+    EXPECT_LT(stats.max_window, 300'000u);
+    std::remove(path.c_str());
+}
+
+TEST(TraceReader, AStreamWithNoFrameIsTruncated) {
+    // The recorded process died before its first flush (_exit, SIGKILL): the header alone. A
+    // recording always writes its first call, so this is a cut, not an empty program.
+    const std::string path = temp_path("header_only.st");
+    write_trace(path, {{rec(0, op::malloc, 1, 32)}});
+    {
+        std::ifstream in(path, std::ios::binary);
+        std::string bytes(sizeof(file_header), '\0');
+        in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+        std::ofstream out(path, std::ios::binary | std::ios::trunc);
+        out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    }
+    reader_stats stats;
+    EXPECT_TRUE(read_all(path, &stats).empty());
+    EXPECT_TRUE(stats.truncated);
+    std::remove(path.c_str());
+}
+
+TEST(TraceReader, AnUnknownOpOrAlignmentIsACorruptRecord) {
+    const std::string path = temp_path("bad_op.st");
+    for (const std::uint8_t kind : {std::uint8_t{0}, std::uint8_t{10}, std::uint8_t{15}}) {
+        record r = rec(0, op::malloc, 1, 32);
+        r.kind = kind;
+        write_trace(path, {{r}});
+        EXPECT_THROW((void)read_all(path), std::runtime_error) << "op " << int{kind};
+    }
+    record r = rec(0, op::malloc, 1, 32);
+    r.log2_align = 65;
+    write_trace(path, {{r}});
+    EXPECT_THROW((void)read_all(path), std::runtime_error);
+    r.log2_align = 64; // the largest a size_t alignment can round up to: a recorded failure
+    write_trace(path, {{r}});
+    EXPECT_EQ(read_all(path).size(), 1u);
+    std::remove(path.c_str());
+}
+
 TEST(TraceReader, CountsGaps) {
     const std::string path = temp_path("gaps.st");
     write_trace(path, {{rec(0, op::malloc, 1, 32), rec(3, op::free, 1)}});

@@ -86,16 +86,21 @@ int main(int argc, char** argv) {
 
     // Options shared by every command.
     // Checked before CLI11 converts it: strtoull would take -1 or 2^70 and wrap them silently.
-    const CLI::Validator whole_seed(
-        [](std::string& text) -> std::string {
-            std::uint64_t v = 0;
-            const char* end = text.data() + text.size();
-            const auto [at, ec] = std::from_chars(text.data(), end, v);
-            if (text.empty() || ec != std::errc{} || at != end)
-                return "a seed is a whole number from 0 to 18446744073709551615, got '" + text + "'";
-            return {};
-        },
-        "S");
+    const auto whole_number = [](const char* what, const char* name) {
+        return CLI::Validator(
+            [what](std::string& text) -> std::string {
+                std::uint64_t v = 0;
+                const char* end = text.data() + text.size();
+                const auto [at, ec] = std::from_chars(text.data(), end, v);
+                if (text.empty() || ec != std::errc{} || at != end)
+                    return std::string(what) + " is a whole number from 0 to 18446744073709551615, got '" +
+                           text + "'";
+                return {};
+            },
+            name);
+    };
+    const CLI::Validator whole_seed = whole_number("a seed", "S");
+    const CLI::Validator whole_count = whole_number("a count", "N");
     auto* seed_opt =
         app.add_option("--seed", seed, "workload seed (default 42)")->type_name("S")->check(whole_seed);
     auto* repeats_opt = app.add_option("--repeats", repeats,
@@ -151,12 +156,14 @@ int main(int argc, char** argv) {
     replay_cmd->add_option("trace", replay.trace, "the trace file")->required();
     replay_cmd
         ->add_option("--max-ops", replay.max_ops, "replay at most N memory operations (default 50,000,000)")
-        ->type_name("N");
+        ->type_name("N")
+        ->check(whole_count);
     replay_cmd
         ->add_option("--hold-ops", replay.hold_ops,
                      "traces with more memory operations than N are streamed in batches instead of "
                      "loaded (default 20,000,000)")
-        ->type_name("N");
+        ->type_name("N")
+        ->check(whole_count);
     replay_cmd->add_flag("--stream", replay.stream, "always stream the trace in batches (bounded memory)");
     // Listed for --help; `record` is taken as argv[1] above (its program's arguments are not ours to
     // parse), so reaching the parser with it means it came after other options.
@@ -210,7 +217,8 @@ int main(int argc, char** argv) {
             ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 24));
     auto* warmup_opt =
         run_cmd->add_option("--warmup", warmup, "leading frames excluded from all statistics (default 2)")
-            ->type_name("N");
+            ->type_name("N")
+            ->check(whole_count);
 
 #if STRATA_LAB_HAS_SERVE
     // serve: the live lab (docs/live-lab.md)

@@ -4,8 +4,10 @@
 // op_registry() below.
 //
 // Header-only so tests/lab can replay through every contender.
+#include <algorithm>
 #include <cstddef>
 #include <cstdlib>
+#include <cstring>
 #include <memory_resource>
 #include <new>
 #include <vector>
@@ -45,9 +47,15 @@ public:
         return posix_memalign(&p, align, size) == 0 ? p : nullptr;
     }
     void deallocate(void* p, std::size_t, std::size_t) noexcept { std::free(p); }
-    void* reallocate(void* p, std::size_t, std::size_t n, std::size_t align) noexcept {
-        if (align > alignof(std::max_align_t)) return nullptr; // realloc keeps only malloc's alignment
-        return std::realloc(p, n);
+    void* reallocate(void* p, std::size_t old_size, std::size_t n, std::size_t align) noexcept {
+        if (align <= alignof(std::max_align_t)) return std::realloc(p, n);
+        // realloc keeps only malloc's alignment: move an over-aligned block by hand, as a program
+        // that needs the alignment kept would (the recorded realloc succeeded; so must this).
+        void* q = allocate(n, align);
+        if (q == nullptr) return nullptr;
+        std::memcpy(q, p, std::min(old_size, n));
+        std::free(p);
+        return q;
     }
 #if defined(__GLIBC__)
     [[nodiscard]] std::size_t footprint() const noexcept {
@@ -331,21 +339,23 @@ inline const std::vector<op_contender>& op_registry() {
                                        "strata::pool of the workload's one size, chunks from a heap_source",
                                        "one request size, alignment <= 16"),
         make_op_contender<size_class_replay>("size_class", "strata::size_class_pool (4 classes per doubling)",
-                                             "requests <= 256 KiB"),
+                                             "requests <= 256 KiB, alignment <= 4096"),
         make_op_contender<engine_replay>(
             "engine_heap", "strata::engine_heap: thread-cached size classes to 64 KiB, TLSF arenas, spans"),
-        make_op_contender<tlsf_replay<5>>("tlsf",
-                                          "strata::tlsf (SLI 5) over one region of 2x peak live bytes"),
-        make_op_contender<tlsf_replay<4>>("tlsf_sli4", "strata::basic_tlsf<4> over the same region"),
+        make_op_contender<tlsf_replay<5>>(
+            "tlsf", "strata::tlsf (SLI 5) over one region of 2x peak live bytes", "alignment <= 4096"),
+        make_op_contender<tlsf_replay<4>>("tlsf_sli4", "strata::basic_tlsf<4> over the same region",
+                                          "alignment <= 4096"),
         make_op_contender<buddy_replay>("buddy",
                                         "strata::buddy over a power-of-two region of >= 4x peak live bytes",
-                                        "peak live bytes of at most 1 GiB"),
+                                        "peak live bytes of at most 1 GiB, alignment <= 4096"),
         make_op_contender<free_list_replay<free_list_first_fit>>(
-            "first_fit", "strata::free_list<first_fit> (the baseline)", "at most 500,000 operations"),
-        make_op_contender<free_list_replay<free_list_best_fit>>("best_fit", "strata::free_list<best_fit>",
-                                                                "at most 500,000 operations"),
-        make_op_contender<free_list_replay<free_list_next_fit>>("next_fit", "strata::free_list<next_fit>",
-                                                                "at most 500,000 operations"),
+            "first_fit", "strata::free_list<first_fit> (the baseline)",
+            "at most 500,000 operations, alignment <= 4096"),
+        make_op_contender<free_list_replay<free_list_best_fit>>(
+            "best_fit", "strata::free_list<best_fit>", "at most 500,000 operations, alignment <= 4096"),
+        make_op_contender<free_list_replay<free_list_next_fit>>(
+            "next_fit", "strata::free_list<next_fit>", "at most 500,000 operations, alignment <= 4096"),
     };
     return r;
 }

@@ -44,12 +44,12 @@ struct trace_batches::converter {
     trace_conversion conv;
     std::unordered_map<std::uint64_t, std::uint32_t> slot_of; // trace id -> slot of a live block
     std::uint64_t ops = 0, max_ops;
-    bool stamps, done = false;
+    bool stamps, count_rest, done = false;
 
     converter(std::unique_ptr<trace::trace_reader> r, const std::string& name, std::uint64_t max,
-              bool keep_stamps)
+              bool keep_stamps, bool count_past_max)
         : reader(std::move(r)), b(printable(name), "recorded: " + printable(command_of(*reader))),
-          max_ops(max), stamps(keep_stamps) {}
+          max_ops(max), stamps(keep_stamps), count_rest(count_past_max) {}
 
     void stamp(std::uint64_t ns) {
         if (stamps) b.stamp(ns);
@@ -62,7 +62,9 @@ struct trace_batches::converter {
         using trace::record;
         record r;
         while (b.pending_ops() < batch) {
-            if (!reader->next(r)) {
+            // A replay pass stops decoding at max_ops; only a pass that reports what was cut
+            // (load, scan) reads on to count it.
+            if (!reader->next(r) || (!count_rest && ops >= max_ops)) {
                 conv.gaps = reader->stats().gaps;
                 conv.truncated_file = reader->stats().truncated;
                 done = true;
@@ -127,21 +129,22 @@ struct trace_batches::converter {
 namespace {
 op_workload convert(std::unique_ptr<trace::trace_reader> reader, const std::string& name,
                     std::uint64_t max_ops, trace_conversion* info) {
-    trace_batches::converter c(std::move(reader), name, max_ops, true);
+    trace_batches::converter c(std::move(reader), name, max_ops, true, true);
     (void)c.fill(SIZE_MAX);
     if (info != nullptr) *info = c.conv;
     return c.b.finish();
 }
 } // namespace
 
-trace_batches::trace_batches(const std::string& path, std::uint64_t max_ops)
+trace_batches::trace_batches(const std::string& path, std::uint64_t max_ops, bool count_past_max)
     : c_(std::make_unique<converter>(std::make_unique<trace::trace_reader>(path),
-                                     std::filesystem::path(path).filename().string(), max_ops, false)) {}
+                                     std::filesystem::path(path).filename().string(), max_ops, false,
+                                     count_past_max)) {}
 
 trace_batches::trace_batches(const void* data, std::size_t size, const std::string& name,
-                             std::uint64_t max_ops)
+                             std::uint64_t max_ops, bool count_past_max)
     : c_(std::make_unique<converter>(std::make_unique<trace::trace_reader>(data, size, name), name, max_ops,
-                                     false)) {}
+                                     false, count_past_max)) {}
 
 trace_batches::~trace_batches() = default;
 
@@ -156,7 +159,7 @@ op_workload trace_batches::shape() const { return c_->b.shape(); }
 const trace_conversion& trace_batches::conversion() const noexcept { return c_->conv; }
 
 op_workload scan_trace(const std::string& path, std::uint64_t max_ops, trace_conversion* info) {
-    trace_batches t(path, max_ops);
+    trace_batches t(path, max_ops, true);
     std::vector<op> batch;
     while (t.next(batch, std::size_t{1} << 16)) {
     }
@@ -171,8 +174,8 @@ namespace {
         "this strata-lab was built without trace support (install libzstd-dev and rebuild)");
 }
 } // namespace
-trace_batches::trace_batches(const std::string&, std::uint64_t) { no_trace_support(); }
-trace_batches::trace_batches(const void*, std::size_t, const std::string&, std::uint64_t) {
+trace_batches::trace_batches(const std::string&, std::uint64_t, bool) { no_trace_support(); }
+trace_batches::trace_batches(const void*, std::size_t, const std::string&, std::uint64_t, bool) {
     no_trace_support();
 }
 trace_batches::~trace_batches() = default;

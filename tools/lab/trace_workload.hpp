@@ -38,11 +38,13 @@ struct trace_conversion {
 /// one for every pass.
 class trace_batches {
 public:
-    /// Effects: opens the trace at `path`; at most `max_ops` memory ops are produced.
-    /// Throws: as load_trace.
-    trace_batches(const std::string& path, std::uint64_t max_ops);
+    /// Effects: opens the trace at `path`; at most `max_ops` memory ops are produced. Decoding
+    /// stops there, unless `count_past_max`: then the rest is read too, to count in conversion()
+    /// what was cut. Throws: as load_trace.
+    trace_batches(const std::string& path, std::uint64_t max_ops, bool count_past_max = false);
     /// Effects: as above, for a trace held in memory (`data` must outlive this object).
-    trace_batches(const void* data, std::size_t size, const std::string& name, std::uint64_t max_ops);
+    trace_batches(const void* data, std::size_t size, const std::string& name, std::uint64_t max_ops,
+                  bool count_past_max = false);
     ~trace_batches();
     trace_batches(const trace_batches&) = delete;
     trace_batches& operator=(const trace_batches&) = delete;

@@ -27,6 +27,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -217,8 +218,8 @@ std::uint64_t table_take(stripe& s, std::uintptr_t key) noexcept {
 // ------------------------------------------------------------------------------------------------
 
 constexpr std::uint32_t buffer_records = max_chunk_records;
-/// A buffer whose oldest record trails the global sequence by more than this is swept.
-constexpr std::uint64_t sweep_distance = 1u << 16;
+// A buffer whose oldest record trails the global sequence by sweep_distance (trace_format.hpp) is
+// swept.
 
 struct thread_buffer {
     spinlock lock;
@@ -232,6 +233,10 @@ struct thread_buffer {
 struct writer_state {
     spinlock lock;
     int fd = -1;
+    // The trace file's identity: a program may close every descriptor it did not open (daemons,
+    // process spawners) and reuse the number; writing to it then would corrupt the program's file.
+    dev_t dev = 0;
+    ino_t ino = 0;
     ZSTD_CCtx* cctx = nullptr;
     bool frame_open = false;
     // After the exit flush: one frame per chunk. Read by append() under a buffer lock only.
@@ -266,6 +271,43 @@ struct inside_guard {
 void* zstd_alloc(void*, std::size_t n) { return __libc_malloc(n); }
 void zstd_free(void*, void* p) { __libc_free(p); }
 
+/// Returns: true when `fd` is the trace file.
+bool is_trace_file(int fd) noexcept {
+    struct stat st {};
+    return fd >= 0 && ::fstat(fd, &st) == 0 && st.st_dev == g_writer.dev && st.st_ino == g_writer.ino;
+}
+
+/// Effects: makes `fd` the writer's, moved to a high number the program's own open() calls will
+/// not take (the lowest free number is what they get).
+void adopt_fd(int fd) noexcept {
+    const int high = ::fcntl(fd, F_DUPFD_CLOEXEC, 512);
+    if (high >= 0) {
+        ::close(fd);
+        fd = high;
+    }
+    g_writer.fd = fd;
+}
+
+/// Requires: writer locked. Appends to the trace file, after checking the descriptor still is it;
+/// if the program closed it, the file is opened again by name (appending, so the stream goes on)
+/// or, when that fails, recording stops writing: the reader then reports the trace truncated.
+/// errno is the program's: no call of the recorder's may change it (free() preserves errno).
+void write_out(const void* data, std::size_t n) noexcept {
+    writer_state& w = g_writer;
+    const int saved = errno;
+    if (!is_trace_file(w.fd)) {
+        const int fd = ::open(w.path, O_WRONLY | O_APPEND | O_CLOEXEC);
+        if (fd >= 0 && is_trace_file(fd)) {
+            adopt_fd(fd);
+        } else {
+            if (fd >= 0) ::close(fd);
+            w.fd = -1;
+        }
+    }
+    if (w.fd >= 0) write_all(w.fd, data, n);
+    errno = saved;
+}
+
 /// Requires: writer locked. Compresses `n` bytes into the stream, ending the frame if `end`.
 void compress(const void* data, std::size_t n, bool end) noexcept {
     writer_state& w = g_writer;
@@ -276,7 +318,7 @@ void compress(const void* data, std::size_t n, bool end) noexcept {
         ZSTD_outBuffer out{w.out, sizeof w.out, 0};
         const std::size_t left = ZSTD_compressStream2(w.cctx, &out, &in, mode);
         if (ZSTD_isError(left)) return;
-        write_all(w.fd, w.out, out.pos);
+        write_out(w.out, out.pos);
         if (end ? left == 0 : in.pos == in.size) break;
     }
     w.frame_open = !end;
@@ -348,7 +390,15 @@ bool open_output(const char* base) noexcept {
         fd = ::open(w.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     }
     if (fd < 0) return false;
-    w.fd = fd;
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) {
+        ::close(fd);
+        return false;
+    }
+    w.dev = st.st_dev;
+    w.ino = st.st_ino;
+    adopt_fd(fd);
+    fd = w.fd;
     w.path_len = std::strlen(w.path);
 
     file_header h{};
@@ -410,7 +460,7 @@ void after_fork_child() noexcept {
     }
     writer_state& w = g_writer;
     w.lock.reset();
-    if (w.fd >= 0) ::close(w.fd);
+    if (is_trace_file(w.fd)) ::close(w.fd); // the parent's; if the number is not, it is not ours
     w.fd = -1;
     // The child's file continues the sequence; ids allocated in the parent stay valid in it.
     const char* base = getenv("STRATA_TRACE_OUT");
@@ -451,6 +501,10 @@ bool recording() noexcept {
     if (g_state.load(std::memory_order_relaxed) != 0) return g_state.load(std::memory_order_relaxed) == 2;
     g_state.store(1, std::memory_order_relaxed);
     inside_guard guard;
+    struct keep_errno { // the program's errno, whatever opening the output did to it
+        int saved = errno;
+        ~keep_errno() { errno = saved; }
+    } errno_kept;
     const char* out = getenv("STRATA_TRACE_OUT");
     if (out == nullptr || *out == '\0' || !open_output(out)) {
         g_state.store(3, std::memory_order_release);
@@ -511,8 +565,9 @@ void append(const record& r) noexcept {
     }
 }
 
+/// Returns: log2 of the alignment the call got: glibc rounds one that is not a power of two up.
 std::uint8_t log2_of(std::size_t align) noexcept {
-    return align == 0 ? 0 : static_cast<std::uint8_t>(63 - __builtin_clzll(align));
+    return align <= 1 ? 0 : static_cast<std::uint8_t>(64 - __builtin_clzll(align - 1));
 }
 
 /// Effects: gives the block at `p` its id: r.seq is taken inside the stripe lock (so it follows the
@@ -640,11 +695,9 @@ STRATA_TRACE_EXPORT void* memalign(std::size_t align, std::size_t size) {
     return recorded_alloc(op::memalign, size, align, [&] { return __libc_memalign(align, size); });
 }
 
+// glibc 2.36 (Debian 12) makes aligned_alloc an alias of memalign: any alignment is taken (rounded
+// up to a power of two), and a recorded program must see what it sees without the recorder.
 STRATA_TRACE_EXPORT void* aligned_alloc(std::size_t align, std::size_t size) {
-    if (align == 0 || (align & (align - 1)) != 0) { // glibc 2.36 answers EINVAL the same way
-        errno = EINVAL;
-        return nullptr;
-    }
     return recorded_alloc(op::aligned_alloc, size, align, [&] { return __libc_memalign(align, size); });
 }
 

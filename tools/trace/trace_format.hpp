@@ -78,6 +78,11 @@ inline constexpr std::size_t max_encoded_record = 1 + 10 * 5 + 1;
 /// claims more, or more payload than that many records can take: a few corrupt bytes must not make
 /// it buffer gigabytes.
 inline constexpr std::uint32_t max_chunk_records = 1024;
+/// The recorder drains a thread's buffer once its oldest record trails the global sequence by this
+/// much (checked whenever any buffer is flushed). So a record reaches the stream before the sequence
+/// has moved about 2 * (sweep_distance + threads * max_chunk_records) past it: what a reader must
+/// look ahead to restore the order.
+inline constexpr std::uint64_t sweep_distance = std::uint64_t{1} << 16;
 
 namespace detail {
 inline std::uint8_t* put_varint(std::uint8_t* out, std::uint64_t v) noexcept {
@@ -145,6 +150,7 @@ struct chunk_encoder {
         const std::uint8_t tag = *in++;
         r = record{};
         r.kind = tag & 15u;
+        if (r.kind == 0 || r.kind > static_cast<std::uint8_t>(op::pvalloc)) return nullptr; // no such op
         r.flags = (tag >> 4) & 1u;
         std::uint64_t v = 0;
         if ((in = get_varint(in, end, v)) == nullptr) return nullptr;
@@ -167,6 +173,7 @@ struct chunk_encoder {
         if ((tag & 0x20u) != 0) {
             if (in >= end) return nullptr;
             r.log2_align = *in++;
+            if (r.log2_align > 64) return nullptr; // a 64-bit size_t has no larger alignment
         }
         return in;
     }

@@ -2,6 +2,7 @@
 
 #include <zstd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <stdexcept>
 
@@ -56,7 +57,9 @@ bool trace_reader::read_more() {
             stats_.compressed_bytes += in_size_;
             if (in_size_ == 0) {
                 eof_ = true;
-                stats_.truncated = frame_open_ || plain_.size() != plain_pos_;
+                // A recording always writes its first call, so a stream with no bytes at all was
+                // cut before its first flush (_exit, SIGKILL): everything it recorded is lost.
+                stats_.truncated = frame_open_ || plain_.size() != plain_pos_ || stats_.compressed_bytes == 0;
                 return pending_.size() != before;
             }
         }
@@ -85,10 +88,6 @@ void trace_reader::parse() {
         if (h.count == 0 || h.count > max_chunk_records ||
             std::size_t{h.payload_bytes} > std::size_t{h.count} * max_encoded_record)
             throw std::runtime_error("strata trace: '" + path_ + "' has a chunk of impossible size");
-        if (!seq_started_) { // a fork child's trace goes on from its parent's sequence numbers
-            next_seq_ = h.first_seq;
-            seq_started_ = true;
-        }
         const std::size_t bytes = sizeof h + std::size_t{h.payload_bytes};
         if (avail < bytes) break;
         chunk_encoder dec;
@@ -101,12 +100,14 @@ void trace_reader::parse() {
             in = dec.decode(in, end, r);
             if (in == nullptr) throw std::runtime_error("strata trace: '" + path_ + "' has a corrupt record");
             r.thread = h.thread;
+            max_seq_seen_ = std::max(max_seq_seen_, r.seq);
             pending_.push(r);
         }
         if (in != end)
             throw std::runtime_error("strata trace: '" + path_ + "' has a chunk of the wrong length");
         plain_pos_ += bytes;
         ++stats_.chunks;
+        max_thread_seen_ = std::max(max_thread_seen_, h.thread);
     }
     // Keep the unparsed tail only.
     if (plain_pos_ > (1u << 20) || plain_pos_ == plain_.size()) {
@@ -116,8 +117,30 @@ void trace_reader::parse() {
     stats_.max_window = std::max(stats_.max_window, pending_.size());
 }
 
+std::uint64_t trace_reader::look_ahead() const noexcept {
+    // Threads are numbered 1, 2, ... in order of their first call: the highest number seen is a
+    // lower bound on how many buffers may be holding records back.
+    return 2 *
+           (sweep_distance + std::uint64_t{max_chunk_records} * std::max<std::uint32_t>(max_thread_seen_, 1));
+}
+
 bool trace_reader::next(record& out) {
-    while (pending_.empty() || pending_.top().seq != next_seq_) {
+    if (!started_) {
+        // The first chunk in the file need not hold the first record: a busy thread's full buffer
+        // is written before a quiet thread's early records, which wait for a sweep. (A fork
+        // child's trace starts where its parent's numbers were, not at 0.) So read until the
+        // stream has moved a whole look-ahead past the smallest number seen: nothing below it can
+        // come after that.
+        while ((pending_.empty() || max_seq_seen_ - pending_.top().seq < look_ahead()) &&
+               pending_.size() < max_pending && read_more()) {
+        }
+        if (pending_.empty()) return false;
+        next_seq_ = pending_.top().seq;
+        started_ = true;
+    }
+    while (pending_.empty() || pending_.top().seq > next_seq_) {
+        // Once the stream is a look-ahead past next_seq_, that record is lost (not late): go on.
+        if (!pending_.empty() && max_seq_seen_ - next_seq_ >= look_ahead()) break;
         if (pending_.size() >= max_pending) break;
         if (!read_more()) break;
     }
@@ -125,7 +148,7 @@ bool trace_reader::next(record& out) {
     out = pending_.top();
     pending_.pop();
     if (out.seq < next_seq_) {
-        ++stats_.out_of_order; // a duplicate, or released late after the window filled
+        ++stats_.out_of_order; // a duplicate, or a record later than the look-ahead
     } else {
         stats_.gaps += out.seq - next_seq_;
         next_seq_ = out.seq + 1;

@@ -49,13 +49,16 @@ public:
 
     [[nodiscard]] const reader_stats& stats() const noexcept { return stats_; }
 
-    /// Largest re-ordering window before records are released out of order (counted as gaps).
+    /// Largest re-ordering window before records are released out of order (a safety net: the
+    /// look-ahead normally bounds the window far below it).
     static constexpr std::size_t max_pending = std::size_t{1} << 22;
 
 private:
     void open_header();
     bool read_more();
     void parse();
+    /// Returns: how far past a record's number the stream can still bring it (see sweep_distance).
+    [[nodiscard]] std::uint64_t look_ahead() const noexcept;
 
     struct later_seq {
         bool operator()(const record& a, const record& b) const noexcept { return a.seq > b.seq; }
@@ -73,7 +76,9 @@ private:
     bool frame_open_ = false; // the last zstd frame is not complete yet
     std::priority_queue<record, std::vector<record>, later_seq> pending_;
     std::uint64_t next_seq_ = 0;
-    bool seq_started_ = false; // next_seq_ set from the first chunk (a fork child starts mid-way)
+    std::uint64_t max_seq_seen_ = 0;
+    std::uint32_t max_thread_seen_ = 0;
+    bool started_ = false; // next_seq_ set once the first look-ahead was read
     reader_stats stats_;
 };
 
