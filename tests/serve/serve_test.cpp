@@ -270,6 +270,47 @@ TEST_F(ServeApi, TlsfSearchAndBitmapsMatchTheBlocks) {
     expect_error("tlsf", "alloc", {{"size", std::uint64_t{1} << 50}});
 }
 
+// The search the page shows is the heap's own: the demo asked for the size rounded to 16 after the
+// heap moved to the 32-byte block grid, and for 1024 it started one class too low, chose a list
+// the heap did not take from, and reported matched = false.
+TEST_F(ServeApi, TlsfSearchMatchesTheHeapOnEveryRequest) {
+    session_ = new_session();
+    json r = op("tlsf", "alloc", {{"size", 1024}});
+    EXPECT_EQ(r["result"]["search"]["need"], 1040) << "32k + 16";
+    const std::uint64_t first = r["result"]["id"];
+    (void)op("tlsf", "alloc", {{"size", 16}});
+    (void)op("tlsf", "free", {{"id", first}});
+    r = op("tlsf", "alloc", {{"size", 1024}});
+    EXPECT_TRUE(r["result"]["search"].value("matched", false)) << r["result"]["search"].dump();
+    EXPECT_EQ(op("tlsf", "probe", {{"size", 17}})["result"]["search"]["need"], 48);
+
+    // Random sizes, frees and allocations: every allocation came from the list the search chose.
+    std::vector<std::uint64_t> live;
+    int searched = 0;
+    std::uint64_t x = 12345;
+    const auto next = [&x] { return x = x * 6364136223846793005u + 1442695040888963407u; };
+    for (int i = 0; i < 300; ++i) {
+        if (!live.empty() && next() % 3 == 0) {
+            const std::size_t k = (next() >> 33) % live.size();
+            (void)op("tlsf", "free", {{"id", live[k]}});
+            live[k] = live.back();
+            live.pop_back();
+            continue;
+        }
+        const std::size_t size = 1 + (next() >> 40) % 700;
+        r = op("tlsf", "alloc", {{"size", size}});
+        if (!r["ok"].get<bool>()) continue; // full
+        live.push_back(r["result"]["id"]);
+        // No list chosen, yet a block: the last resort took the one free block that fits only
+        // without the grid's rounding (tlsf.hpp, allocate_last_resort).
+        if (!r["result"]["search"].contains("chosen")) continue;
+        ++searched;
+        EXPECT_TRUE(r["result"]["search"].value("matched", false))
+            << size << ": " << r["result"]["search"].dump();
+    }
+    EXPECT_GT(searched, 100);
+}
+
 TEST_F(ServeApi, StackMarkersRewindAndGoStale) {
     session_ = new_session();
     op("stack", "alloc", {{"size", 40}});
@@ -545,6 +586,45 @@ TEST_F(ServeApi, APostWithoutALengthHasNoBody) {
         raw_exchange(port_, "POST /api/session HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
     EXPECT_EQ(reply.rfind("HTTP/1.1 201", 0), 0u) << reply;
     EXPECT_NE(reply.find("\"session\""), std::string::npos) << reply;
+}
+
+// httplib's body limit covers Content-Length only: a chunked body was read whole (hundreds of MB)
+// before the API refused it, and one with another transfer coding was read until the client
+// closed. Now a chunked body stops at the limit as it arrives: here it never ends, and the answer
+// still comes at once (found by review).
+TEST_F(ServeApi, AChunkedBodyIsCutAtTheLimitAndOtherCodingsAreRefused) {
+    // (Connection: close, so the exchange ends with the answer instead of the keep-alive timeout.)
+    std::string request = "POST /api/session HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: "
+                          "close\r\nTransfer-Encoding: chunked\r\n\r\n";
+    for (int i = 0; i < 64; ++i)
+        request += "400\r\n" + std::string(1024, ' ') + "\r\n"; // 64 KiB, and no last chunk
+    std::string reply = raw_exchange(port_, request);
+    EXPECT_EQ(reply.rfind("HTTP/1.1 413", 0), 0u) << reply.substr(0, 200);
+    EXPECT_NE(reply.find("too large"), std::string::npos);
+
+    reply = raw_exchange(port_, "POST /api/session HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+                                "Transfer-Encoding: gzip, chunked\r\n\r\n5\r\nhello\r\n");
+    EXPECT_EQ(reply.rfind("HTTP/1.1 501", 0), 0u) << reply.substr(0, 200);
+    reply = raw_exchange(port_, "GET /api/info HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+                                "Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n");
+    EXPECT_EQ(reply.rfind("HTTP/1.1 400", 0), 0u) << reply.substr(0, 200);
+
+    // A small chunked body is read and served like any other.
+    const std::string body = "{}";
+    reply = raw_exchange(port_, "POST /api/session HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+                                "Transfer-Encoding: chunked\r\n\r\n2\r\n" +
+                                    body + "\r\n0\r\n\r\n");
+    EXPECT_EQ(reply.rfind("HTTP/1.1 201", 0), 0u) << reply.substr(0, 200);
+}
+
+// httplib's default socket options include SO_REUSEPORT: a second server on the port started
+// without an error and took half of the page's requests (each server has its own sessions).
+TEST_F(ServeApi, ASecondServerCannotTakeTheSamePort) {
+    serve::serve_options o;
+    o.port = port_;
+    o.threads = 1;
+    serve::http_server second(o);
+    EXPECT_THROW((void)second.start(), std::runtime_error);
 }
 
 TEST(ServeLimits, TooManySessionsAndTheMemoryBound) {

@@ -94,6 +94,13 @@ public:
     /// bytes or longer.
     bool add_pool(std::span<std::byte> pool) noexcept;
 
+    /// Returns: the payload a request of `size` bytes (default alignment) asks the free lists for:
+    /// the smallest 32k + 16 >= size, so that the block after it starts on the 32-byte grid too
+    /// (a last-resort allocation may settle for less, see allocate). Requires: size <= max_request.
+    [[nodiscard]] static constexpr std::size_t payload_for(std::size_t size) noexcept {
+        return ((size + (header_size + block_granule - 1)) & ~(block_granule - 1)) - header_size;
+    }
+
     /// Returns: `size` bytes aligned to `align` (any power of two up to max_request), or nullptr
     /// (size 0, bad alignment, size above max_request, no fitting free block).
     /// Complexity: O(1): two bit scans, at most one split.
@@ -298,11 +305,6 @@ private:
     using pool_record = typename pool_list::record;
     static_assert(pool_list::overhead == pool_overhead && pool_list::min_payload == min_payload);
 
-    // The payload a request of `size` bytes gets from a block on the 32-byte grid: the smallest
-    // 32k + 16 >= size, so the next block starts on the grid too. Requires: size <= max_request.
-    [[nodiscard]] static constexpr std::size_t payload_for(std::size_t size) noexcept {
-        return ((size + (header_size + block_granule - 1)) & ~(block_granule - 1)) - header_size;
-    }
     // The payload a block at `payload` needs for `size` bytes so that its end is on the grid
     // (reallocate, and over-aligned requests, whose payloads are not at 16 mod 32).
     [[nodiscard]] static std::size_t payload_at(const void* payload, std::size_t size) noexcept {

@@ -121,12 +121,13 @@ private:
     }
 
     // The search allocate() makes for `size`, replayed on the heap's real bitmaps without changing
-    // them (tlsf.hpp, take_fit): round the size up to 16, start at the class above the one holding
-    // need - 1, mask that level's second-level bitmap, else scan the first-level bitmap above it.
+    // them (tlsf.hpp, take_fit): the payload the request asks for (payload_for: 32k + 16, the block
+    // grid), start at the class above the one holding need - 1, mask that level's second-level
+    // bitmap, else scan the first-level bitmap above it.
     json scan(std::size_t size) const {
-        const std::size_t need = (size + 15) & ~std::size_t{15};
+        if (size > tlsf::max_request) return json{{"size", size}, {"need", size}};
+        const std::size_t need = tlsf::payload_for(size);
         json j{{"size", size}, {"need", need}};
-        if (size > tlsf::max_request) return j;
         const unsigned start = tlsf::class_index(need - 1) + 1;
         unsigned fl = start >> 5;
         const unsigned sl_start = start & 31;

@@ -1,8 +1,12 @@
 #include "server.hpp"
 
 #include <httplib.h>
+#include <sys/socket.h>
 
+#include <atomic>
+#include <charconv>
 #include <csignal>
+#include <cstdint>
 #include <cstdio>
 #include <stdexcept>
 #include <thread>
@@ -27,6 +31,7 @@ struct http_server::impl {
     api the_api;
     httplib::Server server;
     std::thread thread;
+    std::atomic<bool> loop_ended{false}; // listen_after_bind returned
 
     impl(serve_options o, api::clock_fn clock)
         : options(std::move(o)), the_api(options.bounds, assets_have_uplot(), std::move(clock)) {}
@@ -58,11 +63,32 @@ http_server::http_server(serve_options options, api::clock_fn clock)
     // httplib writes the headers and the body in two sends: without this, Nagle's algorithm and the
     // browser's delayed ACK held the body of every reply after the first on a connection ~40 ms.
     s.set_tcp_nodelay(true);
+    // httplib's default sets SO_REUSEPORT too: a second server on the same port then started
+    // without an error and the kernel split a page's requests between the two (each with its own
+    // sessions: 404s). SO_REUSEADDR alone lets a restart bind while old connections linger.
+    s.set_socket_options([](socket_t sock) {
+        int yes = 1;
+        ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    });
 
     // This hook runs after the headers are read and before the body is. The request is httplib's
     // own non-const object, handed to it as const; what it changes, httplib then acts on.
-    s.set_pre_routing_handler([](const httplib::Request& creq, httplib::Response&) {
+    s.set_pre_routing_handler([](const httplib::Request& creq, httplib::Response& res) {
         auto& req = const_cast<httplib::Request&>(creq);
+        // The body limit httplib enforces covers Content-Length only: a chunked body, or one read
+        // until the client closes (any other Transfer-Encoding), was read whole, hundreds of MB.
+        // Chunked bodies are bounded by the POST/PUT route's reader below; nothing else is taken.
+        if (req.has_header("Transfer-Encoding")) {
+            const bool chunked = req.get_header_value("Transfer-Encoding") == "chunked";
+            if (!chunked || (req.method != "POST" && req.method != "PUT")) {
+                res.status = chunked ? 400 : 501;
+                res.set_header("Connection", "close");
+                res.set_content(chunked ? R"({"error":"a chunked body is accepted on POST and PUT only"})"
+                                        : R"({"error":"the only transfer coding accepted is chunked"})",
+                                "application/json");
+                return httplib::Server::HandlerResponse::Handled;
+            }
+        }
         // httplib builds a multipart body for every range asked for: a few kilobytes of "0-,0-,..."
         // would make it hundreds of megabytes. A server may ignore Range, so a request for several
         // gets the whole content. An API answer is never cut: httplib would send part of it as 200.
@@ -90,9 +116,50 @@ http_server::http_server(serve_options options, api::clock_fn clock)
         }
         send(res, a.handle(req.method, req.path, req.body));
     };
+    // POST and PUT read their bodies themselves, so that a chunked one stops at the limit.
+    const std::size_t max_body = impl_->options.bounds.max_body_bytes;
+    const auto api_body_route = [&a, max_body](const httplib::Request& req, httplib::Response& res,
+                                               const httplib::ContentReader& read) {
+        std::string body;
+        // A declared length is judged before reading (httplib stops at its limit without saying
+        // so); a chunked body as it arrives.
+        bool too_big = false;
+        if (req.has_header("Content-Length")) {
+            const std::string declared = req.get_header_value("Content-Length");
+            std::uint64_t n = 0;
+            const auto [end, ec] = std::from_chars(declared.data(), declared.data() + declared.size(), n);
+            too_big = ec != std::errc{} || n > max_body; // httplib refused a malformed one already
+        }
+        const bool read_ok = too_big || read([&](const char* data, std::size_t n) {
+                                 if (n > max_body - body.size()) {
+                                     too_big = true;
+                                     return false;
+                                 }
+                                 body.append(data, n);
+                                 return true;
+                             });
+        if (!read_ok && !too_big) {
+            res.status = 400;
+            res.set_header("Connection", "close");
+            res.set_content(R"({"error":"the request body could not be read"})", "application/json");
+            return;
+        }
+        if (too_big) {
+            res.status = 413;
+            res.set_header("Connection", "close"); // the rest of the body is still on the wire
+            res.set_content(R"({"error":"request body too large"})", "application/json");
+            return;
+        }
+        if (req.has_header(encoded_header)) {
+            res.status = 415;
+            res.set_content(R"({"error":"compressed request bodies are not accepted"})", "application/json");
+            return;
+        }
+        send(res, a.handle(req.method, req.path, body));
+    };
     s.Get(R"(/api/.*)", api_route);
-    s.Post(R"(/api/.*)", api_route);
-    s.Put(R"(/api/.*)", api_route);
+    s.Post(R"(/api/.*)", api_body_route);
+    s.Put(R"(/api/.*)", api_body_route);
     s.Delete(R"(/api/.*)", api_route);
     s.Get(R"(/.*)", [](const httplib::Request& req, httplib::Response& res) {
         const std::string path = req.path == "/" ? "/index.html" : req.path;
@@ -137,7 +204,15 @@ int http_server::start() {
         throw std::runtime_error("cannot listen on " + impl_->options.bind + ":" +
                                  std::to_string(impl_->options.port));
     // The socket listens from here on: connections queue until the loop accepts them.
-    impl_->thread = std::thread([&s] { s.listen_after_bind(); });
+    std::atomic<bool>& ended = impl_->loop_ended;
+    impl_->thread = std::thread([&s, &ended] {
+        s.listen_after_bind();
+        ended = true;
+    });
+    // httplib's stop() does nothing until the loop has marked itself running: a stop() right
+    // after start() left the loop blocked in accept() and the join waiting for ever.
+    while (!s.is_running() && !ended)
+        std::this_thread::yield();
     return port;
 }
 
@@ -168,7 +243,13 @@ int serve_command(const serve_options& options) {
         std::fflush(stdout);
         int sig = 0;
         sigwait(&set, &sig);
-        std::printf("strata-lab serve: stopping\n");
+        // stop() waits for requests in flight, and a client sending one byte at a time holds its
+        // worker until the read times out, again and again. A second Ctrl-C ends the process.
+        std::signal(SIGINT, SIG_DFL);
+        std::signal(SIGTERM, SIG_DFL);
+        pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
+        std::printf("strata-lab serve: stopping (Ctrl-C again to quit at once)\n");
+        std::fflush(stdout);
         server.stop();
         return 0;
     } catch (const std::exception& e) {

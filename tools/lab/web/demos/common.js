@@ -14,6 +14,8 @@ export function bind(parts, ctx, name, render) {
         try {
             const a = await ctx.call(name, op, args);
             if (!a.ok) message(parts.msg, a.result.reason || 'refused', true);
+            // Partly done (the slab filled after some objects): say what was done and why not all.
+            else if (a.result && a.result.reason) message(parts.msg, `${describe(op, a.result)}; ${a.result.reason}`, true);
             else message(parts.msg, describe(op, a.result));
             draw(a);
             return a;
@@ -30,7 +32,7 @@ export function bind(parts, ctx, name, render) {
 
 function describe(op, r) {
     const parts = [];
-    for (const k of ['id', 'slot', 'offset', 'padding', 'block_size', 'marker', 'merged_size']) {
+    for (const k of ['id', 'slot', 'offset', 'padding', 'block_size', 'marker', 'merged_size', 'allocated']) {
         if (r[k] !== undefined) parts.push(`${k.replace('_', ' ')} ${r[k]}`);
     }
     return `${op}: ok` + (parts.length ? ' (' + parts.join(', ') + ')' : '');

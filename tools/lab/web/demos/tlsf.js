@@ -32,7 +32,7 @@ function bitmaps(st, search) {
 
 export async function mount(root, ctx) {
     const p = section(root, 'tlsf', 'TLSF (two-level segregated fit)',
-        'Pick a size: it is rounded to 16 and mapped to a class (level = power of two, 32 slices each). ' +
+        'Pick a size: it is rounded up to a payload of 32k + 16 bytes (the block grid) and mapped to a class (level = power of two, 32 slices each). ' +
         'The search masks that level\'s second-level bitmap from the start class (outlined); if nothing is ' +
         'left it scans the first-level bitmap above. The chosen list is blue. Click a used block to free it: it merges with free neighbours.');
     const size = numberInput(100, 1, 65536, 'bytes');
