@@ -674,7 +674,13 @@ void* engine_heap::allocate_slow(std::size_t size, std::size_t align) noexcept {
         }
         return small_slow(h, c);
     }
-    if (size <= medium_max && align <= 4096) return medium_allocate(size, align);
+    if (size <= medium_max && align <= 4096) {
+        if (void* p = medium_allocate(size, align)) return p;
+        // Every arena full and no room for another (at most max_arenas: ~16 GiB of medium blocks
+        // with the default arena size): a span of its own, as a large block, rather than failing
+        // with the reservation far from full. deallocate, usable_size and reallocate go by the
+        // span's kind, so such a block is a large block everywhere.
+    }
     return large_allocate(size, align, nullptr);
 }
 

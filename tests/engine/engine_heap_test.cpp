@@ -437,6 +437,35 @@ TEST(EngineHeap, EmptyMediumArenasGoBack) {
     EXPECT_TRUE(h.check());
 }
 
+// The medium tier has at most engine_heap's 256 TLSF arenas. With the default arena size that is
+// ~16 GiB of medium blocks, after which every 64 KiB-8 MiB request failed although the reservation
+// had room (found by review under the malloc shim). Past the last arena they get spans of their own.
+TEST(EngineHeap, MediumRequestsOutliveTheLastArena) {
+    engine_options o = small_options();
+    o.medium_arena_bytes = std::size_t{64} << 10; // 64, 128, then 256 KiB arenas
+    engine_heap h(o);
+    std::vector<void*> v;
+    const std::size_t size = std::size_t{200} << 10; // one per 256 KiB arena
+    for (int i = 0; i < 300; ++i) {                  // more than 256 arenas could hold
+        void* p = h.allocate(size);
+        ASSERT_NE(p, nullptr) << "block " << i;
+        std::memset(p, i & 0xff, 64);
+        v.push_back(p);
+    }
+    EXPECT_TRUE(h.check());
+    for (std::size_t i = 0; i < v.size(); ++i) {
+        EXPECT_GE(h.usable_size(v[i]), size);
+        EXPECT_EQ(static_cast<unsigned char*>(v[i])[63], i & 0xff);
+    }
+    void* grown = h.reallocate(v.back(), size * 2);
+    ASSERT_NE(grown, nullptr);
+    v.back() = grown;
+    for (void* p : v)
+        h.deallocate(p);
+    EXPECT_TRUE(h.check());
+    EXPECT_EQ(h.stats().in_use, 0u);
+}
+
 // Resident pages among the whole pages of [p, p + n).
 std::size_t resident_pages(const void* p, std::size_t n) {
     const auto page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));

@@ -59,6 +59,15 @@ TEST(EngineShim, SmallRetentionAndReservationFromTheEnvironment) {
                    "STRATA_MALLOC_RESERVE_GB=1"}),
               0);
 }
+
+TEST(EngineShim, WhatTheHeapCannotHoldGlibcServes) {
+    EXPECT_EQ(run(STRATA_ENGINE_PROBE, {"past-reserve"},
+                  {std::string("LD_PRELOAD=") + STRATA_MALLOC_SO, "STRATA_MALLOC_RESERVE_GB=1"}),
+              0);
+    EXPECT_EQ(run(STRATA_ENGINE_PROBE, {"no-heap"},
+                  {std::string("LD_PRELOAD=") + STRATA_MALLOC_SO, "STRATA_MALLOC_RESERVE_GB=0"}),
+              0);
+}
 #else
 TEST(EngineShim, SkippedUnderSanitizers) {
     GTEST_SKIP() << "libstrata_malloc.so is not built with sanitizers";

@@ -9,6 +9,7 @@
 // A pass allocates the live set, runs every pair (free slot i, allocate into it) and frees all.
 #include <sys/resource.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -76,9 +77,18 @@ int main(int argc, char** argv) {
     std::string label = "malloc";
     std::string only;
     for (int i = 1; i < argc; ++i) {
-        if (std::strcmp(argv[i], "--pairs") == 0 && i + 1 < argc)
-            pairs = std::strtoull(argv[++i], nullptr, 10);
-        else if (std::strcmp(argv[i], "--label") == 0 && i + 1 < argc)
+        if (std::strcmp(argv[i], "--pairs") == 0 && i + 1 < argc) {
+            // A whole number of at least 1: 0 (or "abc", which strtoull reads as 0) divided by zero.
+            const char* text = argv[++i];
+            char* end = nullptr;
+            errno = 0;
+            pairs = std::strtoull(text, &end, 10);
+            if (*text < '0' || *text > '9' || *end != '\0' || errno != 0 || pairs == 0) {
+                std::fprintf(stderr, "%s: --pairs takes a whole number of at least 1, got '%s'\n", argv[0],
+                             text);
+                return 2;
+            }
+        } else if (std::strcmp(argv[i], "--label") == 0 && i + 1 < argc)
             label = argv[++i];
         else if (std::strcmp(argv[i], "--only") == 0 && i + 1 < argc)
             only = argv[++i];

@@ -14,8 +14,10 @@
 //   loader or anyone else got from glibc before the heap existed, are freed where they came from.
 // - fork(): pthread_atfork takes every engine lock before the fork and releases them on both sides.
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -58,6 +60,31 @@ std::size_t env_size(const char* name, std::size_t fallback, unsigned shift) noe
     return n << shift;
 }
 
+/// Returns: the address space this process maps now (/proc/self/statm), or 0 when unknown.
+std::size_t mapped_bytes() noexcept {
+    const int fd = ::open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    char buf[64];
+    const ssize_t n = ::read(fd, buf, sizeof buf - 1);
+    ::close(fd);
+    std::size_t pages = 0;
+    for (ssize_t i = 0; i < n && buf[i] >= '0' && buf[i] <= '9'; ++i)
+        pages = pages * 10 + static_cast<std::size_t>(buf[i] - '0');
+    const long page = sysconf(_SC_PAGESIZE);
+    return pages * static_cast<std::size_t>(page > 0 ? page : 4096);
+}
+
+/// Returns: the reservation to try first: `wanted`, or under an address-space limit (ulimit -v)
+/// half of what the limit leaves, so thread stacks and mappings keep the other half.
+std::size_t first_reservation(std::size_t wanted) noexcept {
+    rlimit rl{};
+    if (::getrlimit(RLIMIT_AS, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return wanted;
+    const std::size_t limit = static_cast<std::size_t>(rl.rlim_cur);
+    const std::size_t used = mapped_bytes();
+    const std::size_t left = limit > used ? limit - used : 0;
+    return wanted < left / 2 ? wanted : left / 2;
+}
+
 void fork_prepare() noexcept { engine_heap::prepare_fork(); }
 void fork_parent() noexcept { engine_heap::after_fork_parent(); }
 void fork_child() noexcept { engine_heap::after_fork_child(); }
@@ -76,8 +103,9 @@ void fork_child() noexcept { engine_heap::after_fork_child(); }
         o.purge_medium_bytes = env_size("STRATA_MALLOC_PURGE_KB", o.purge_medium_bytes, 10);
         engine_heap* h = nullptr;
         // Smaller reservations where address space is limited (ulimit -v, 32-bit-ish containers).
-        for (std::size_t reserve = o.reserve_bytes; h == nullptr && reserve >= (std::size_t{1} << 28);
-             reserve /= 4) {
+        // Whatever the heap cannot hold, glibc serves (see engine_refused).
+        for (std::size_t reserve = first_reservation(o.reserve_bytes);
+             h == nullptr && reserve >= (std::size_t{1} << 28); reserve /= 2) {
             o.reserve_bytes = reserve;
             try {
                 h = new (heap_storage) engine_heap(o);
@@ -109,18 +137,17 @@ inline engine_heap* heap() noexcept {
     return init_heap();
 }
 
-/// Returns: nullptr with errno ENOMEM. Out of line so that malloc's fast path keeps nothing live
+/// The heap refused (its reservation is full, or the request is impossible): glibc serves it, or
+/// answers nullptr with ENOMEM. free, realloc and malloc_usable_size send blocks the heap does not
+/// own to glibc, so the two may mix. Out of line so that malloc's fast path keeps nothing live
 /// across a call (it then needs no stack frame and no saved register).
-[[gnu::noinline, gnu::cold]] void* out_of_memory() noexcept {
-    errno = ENOMEM;
-    return nullptr;
-}
+[[gnu::noinline, gnu::cold]] void* engine_refused(std::size_t size) noexcept { return __libc_malloc(size); }
 
 /// do_malloc before the heap exists: builds it, or hands the call to glibc (re-entry, failure).
 [[gnu::noinline]] void* malloc_first(std::size_t size) noexcept {
     if (engine_heap* h = init_heap()) {
         void* p = h->allocate(size);
-        return p != nullptr ? p : out_of_memory();
+        return p != nullptr ? p : engine_refused(size);
     }
     return __libc_malloc(size);
 }
@@ -129,7 +156,7 @@ inline void* do_malloc(std::size_t size) noexcept {
     engine_heap* h = global_heap.load(std::memory_order_acquire);
     if (STRATA_UNLIKELY(h == nullptr)) return malloc_first(size);
     void* p = h->allocate(size);
-    if (STRATA_UNLIKELY(p == nullptr)) return out_of_memory();
+    if (STRATA_UNLIKELY(p == nullptr)) return engine_refused(size);
     return p;
 }
 
@@ -145,11 +172,9 @@ inline void do_free(void* p) noexcept {
 /// align: a power of two (callers check). Returns nullptr with errno ENOMEM on failure.
 void* do_aligned(std::size_t align, std::size_t size) noexcept {
     if (engine_heap* h = heap()) {
-        void* p = h->allocate(size, align);
-        if (p == nullptr) errno = ENOMEM;
-        return p;
+        if (void* p = h->allocate(size, align)) return p;
     }
-    return __libc_memalign(align, size);
+    return __libc_memalign(align, size); // no heap, or it refused (as engine_refused)
 }
 
 bool power_of_two(std::size_t a) noexcept { return a != 0 && (a & (a - 1)) == 0; }
@@ -199,11 +224,9 @@ STRATA_MALLOC_API void* calloc(std::size_t count, std::size_t size) {
         return nullptr;
     }
     if (engine_heap* h = heap()) {
-        void* p = h->allocate_zeroed(total);
-        if (p == nullptr) errno = ENOMEM;
-        return p;
+        if (void* p = h->allocate_zeroed(total)) return p;
     }
-    return __libc_calloc(count, size);
+    return __libc_calloc(count, size); // no heap, or it refused (as engine_refused)
 }
 
 STRATA_MALLOC_API void* realloc(void* p, std::size_t size) {
@@ -214,8 +237,14 @@ STRATA_MALLOC_API void* realloc(void* p, std::size_t size) {
             h->deallocate(p);
             return nullptr;
         }
-        void* q = h->reallocate(p, size);
-        if (q == nullptr) errno = ENOMEM;
+        if (void* q = h->reallocate(p, size)) return q;
+        // The heap cannot hold the new size: move the block to glibc (p stays live if it cannot).
+        void* q = __libc_malloc(size);
+        if (q != nullptr) {
+            const std::size_t old_size = h->usable_size(p);
+            std::memcpy(q, p, old_size < size ? old_size : size);
+            h->deallocate(p);
+        }
         return q;
     }
     // A block from glibc (allocated before the heap existed) stays with glibc.
@@ -285,7 +314,9 @@ STRATA_MALLOC_API std::size_t malloc_usable_size(void* p) {
     using usable_fn = std::size_t (*)(void*);
     static std::atomic<usable_fn> next{nullptr};
     usable_fn f = next.load(std::memory_order_acquire);
-    if (f == nullptr && h != nullptr) {
+    // Not while this thread builds the heap (dlsym may allocate; that must not re-enter the
+    // build). Without a heap at all (it could not reserve) glibc owns every block: ask it.
+    if (f == nullptr && !in_init) {
         f = reinterpret_cast<usable_fn>(dlsym(RTLD_NEXT, "malloc_usable_size"));
         next.store(f, std::memory_order_release);
     }

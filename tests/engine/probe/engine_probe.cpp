@@ -274,6 +274,47 @@ int fork_checks() {
 
 } // namespace
 
+// Run with STRATA_MALLOC_RESERVE_GB=1: what the heap cannot hold, glibc serves (the medium tier
+// and reservations under ulimit -v made malloc fail with most of the address space free).
+int past_reserve_checks() {
+    const std::size_t big = std::size_t{1536} << 20;
+    auto* g = static_cast<unsigned char*>(std::malloc(opaque(big)));
+    PROBE(g != nullptr);
+    if (g == nullptr) return 1;
+    g[0] = 1; // written first: g++ takes owns() and malloc_usable_size for readers of the block
+    g[big - 1] = 2;
+    PROBE(!owns(g));
+    PROBE(malloc_usable_size(g) >= big);
+    auto* z = static_cast<unsigned char*>(std::calloc(1, opaque(big)));
+    PROBE(z != nullptr && !owns(z) && z[0] == 0 && z[big - 1] == 0);
+    void* a = aligned_alloc(4096, opaque(big));
+    PROBE(a != nullptr && !owns(a) && aligned(a, 4096));
+    auto* e = static_cast<unsigned char*>(std::malloc(opaque(std::size_t{1000})));
+    PROBE(e != nullptr && owns(e));
+    std::memset(e, 0x6b, 1000);
+    auto* moved = static_cast<unsigned char*>(std::realloc(e, opaque(big)));
+    PROBE(moved != nullptr && !owns(moved) && moved[0] == 0x6b && moved[999] == 0x6b);
+    std::free(g);
+    std::free(z);
+    std::free(a);
+    std::free(moved);
+    PROBE(check());
+    return failures == 0 ? 0 : 1;
+}
+
+// Run with STRATA_MALLOC_RESERVE_GB=0: no heap, glibc serves every call, and answers
+// malloc_usable_size for its blocks (the shim answered 0 without a heap).
+int no_heap_checks() {
+    auto* p = static_cast<unsigned char*>(std::malloc(opaque(std::size_t{100})));
+    PROBE(p != nullptr);
+    if (p == nullptr) return 1;
+    std::memset(p, 1, 100); // written first: g++ takes owns() and malloc_usable_size for readers
+    PROBE(!owns(p));
+    PROBE(malloc_usable_size(p) >= 100);
+    std::free(p);
+    return failures == 0 ? 0 : 1;
+}
+
 int main(int argc, char** argv) {
 #if defined(STRATA_PROBE_LINKED)
     owns = &strata_malloc_owns;
@@ -287,6 +328,8 @@ int main(int argc, char** argv) {
     }
 #endif
     if (argc > 1 && std::strcmp(argv[1], "fork") == 0) return fork_checks();
+    if (argc > 1 && std::strcmp(argv[1], "past-reserve") == 0) return past_reserve_checks();
+    if (argc > 1 && std::strcmp(argv[1], "no-heap") == 0) return no_heap_checks();
     basic();
     calloc_checks();
     realloc_checks();
