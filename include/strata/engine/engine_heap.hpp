@@ -43,9 +43,9 @@ struct engine_options {
     std::size_t medium_arena_bytes = std::size_t{16} << 20;
     /// First block of each thread's frame_arena().
     std::size_t frame_block_bytes = std::size_t{256} << 10;
-    /// Bytes in size-class runs from which new runs are faulted in whole when made,
-    /// so steady churn never faults; below it runs are touched lazily (small programs stay small).
-    /// Recycled runs are faulted in whole at any size.
+    /// Bytes in one thread's size-class runs from which its new runs are faulted in whole when
+    /// made, so steady churn never faults; below it runs are touched lazily (small programs, and
+    /// the light threads of big ones, stay small). Recycled runs are faulted in whole at any size.
     std::size_t populate_after_bytes = std::size_t{8} << 20;
     /// Ask for transparent huge pages on the heap's memory (MADV_HUGEPAGE; a hint).
     bool huge_pages = false;
@@ -414,6 +414,8 @@ private:
     void collect(thread_heap* h, run* r) noexcept;
     void retire(thread_heap* h, run* r) noexcept;
     run* new_run(thread_heap* h, unsigned c) noexcept;
+    /// Returns: true when h's runs have reached populate_after_bytes (its new runs are faulted in).
+    [[nodiscard]] bool thread_populates(const thread_heap* h) const noexcept;
     void populate(run* r, std::size_t carved_bytes) noexcept; // faults the run in, sparing carved blocks
     run* adopt(thread_heap* h, unsigned c) noexcept;
     void abandon(thread_heap* h) noexcept;
@@ -481,7 +483,6 @@ private:
     std::size_t free_granules_ = 0; // granules of all free spans
     std::size_t retain_granules_ = 0;
     std::size_t populate_granules_ = 0;
-    std::atomic<std::size_t> run_granules_{0}; // granules in small runs (populate threshold)
     std::atomic<std::size_t> large_bytes_{0};
     std::atomic<std::size_t> large_live_{0};
     std::atomic<std::size_t> large_total_{0};
