@@ -1096,7 +1096,42 @@ bool engine_heap::check() const noexcept {
     return ok;
 }
 
+void engine_heap::sweep_abandoned() noexcept {
+    for (unsigned c = 0; c < class_count; ++c) {
+        if (abandoned_count_[c].load(std::memory_order_relaxed) == 0) continue;
+        run* empty = nullptr;
+        {
+            // Under the lock adopt() takes its runs with: no thread owns these. A remote free that
+            // lands after the collect stays on thread_free and keeps `used` above 0, so a run
+            // found empty has no live block left for anyone to free.
+            lock_guard g(abandon_lock_);
+            for (run** link = &abandoned_[c]; *link != nullptr;) {
+                run* r = *link;
+                collect(nullptr, r);
+                if (r->used != 0) {
+                    link = &r->next;
+                    continue;
+                }
+                *link = r->next;
+                abandoned_count_[c].fetch_sub(1, std::memory_order_relaxed);
+                r->next = empty;
+                empty = r;
+            }
+        }
+        while (empty != nullptr) {
+            run* r = empty;
+            empty = r->next;
+            r->next = r->prev = nullptr;
+            class_committed_[c].fetch_sub(std::size_t{r->granules} << granule_shift,
+                                          std::memory_order_relaxed);
+            lock_guard g(span_lock_);
+            span_free(r, true);
+        }
+    }
+}
+
 void engine_heap::trim() noexcept {
+    sweep_abandoned();
     lock_guard g(span_lock_);
     for (run* head : bins_) {
         for (run* r = head; r != nullptr; r = r->next) {

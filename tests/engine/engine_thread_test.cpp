@@ -1,6 +1,7 @@
 // engine_heap under threads: cross-thread frees, producer/consumer, thread exit handing caches
 // back (runs adopted by other threads), a random shared-pointer stress.
 // TSAN_STAGE: the CI tsan stage runs the *Thread* tests of this file.
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstring>
@@ -132,6 +133,45 @@ TEST(EngineHeapThreads, ThreadExitHandsRunsToOthers) {
     EXPECT_EQ(h.stats().live_allocations, 0u);
     // Rounds reuse adopted runs: the heap did not grow by a fresh set of runs per thread.
     EXPECT_LE(committed, committed_early + (std::size_t{16} << 20));
+}
+
+// A thread's runs with live blocks are abandoned when it exits. Blocks another thread frees into
+// them later waited there for a thread that needed that size class, so a program that allocated
+// one size in workers and then, after freeing it all, other sizes in main kept the first size's
+// memory however often it trimmed (found by review under the malloc shim). trim() sweeps them.
+TEST(EngineHeapThreads, TrimFreesAbandonedRunsOtherThreadsEmptied) {
+    engine_heap h(options());
+    const unsigned c = strata::engine_detail::class_of(64);
+    std::vector<void*> blocks;
+    std::thread([&] {
+        for (int i = 0; i < 20000; ++i) // 1.25 MiB of 64-byte blocks: about 20 runs
+            blocks.push_back(h.allocate(64));
+    }).join();
+    const std::size_t held = h.class_stats(c).committed_bytes;
+    ASSERT_GE(held, std::size_t{1} << 20);
+    for (void* p : blocks) // remote frees: none of these runs has an owner any more
+        h.deallocate(p);
+    EXPECT_EQ(h.class_stats(c).committed_bytes, held) << "nothing collects them before trim";
+    h.trim();
+    EXPECT_EQ(h.class_stats(c).committed_bytes, 0u);
+    EXPECT_EQ(h.stats().live_allocations, 0u);
+    EXPECT_TRUE(h.check());
+    // The memory is the span pool's again: other sizes reuse it instead of growing the heap.
+    const auto [lo, hi] = std::minmax_element(blocks.begin(), blocks.end(), [](void* a, void* b) {
+        return reinterpret_cast<std::uintptr_t>(a) < reinterpret_cast<std::uintptr_t>(b);
+    });
+    const auto first = reinterpret_cast<std::uintptr_t>(*lo), last = reinterpret_cast<std::uintptr_t>(*hi);
+    std::vector<void*> other;
+    std::size_t reused = 0;
+    for (int i = 0; i < 5000; ++i) { // ~1 MiB of 200-byte blocks
+        other.push_back(h.allocate(200));
+        const auto at = reinterpret_cast<std::uintptr_t>(other.back());
+        reused += at >= first && at <= last;
+    }
+    EXPECT_GE(reused, other.size() / 2) << "the 64-byte runs' memory was not reused";
+    for (void* p : other)
+        h.deallocate(p);
+    EXPECT_TRUE(h.check());
 }
 
 TEST(EngineHeapThreads, SharedSlotsStress) {

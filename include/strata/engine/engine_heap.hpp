@@ -371,7 +371,9 @@ public:
     /// destroyed. The next allocation on this thread starts a new cache.
     void flush_thread_cache() noexcept;
 
-    /// Effects: purges every free span (the retained memory goes back to the OS).
+    /// Effects: frees the runs exited threads left behind whose blocks other threads have since
+    /// freed (otherwise they wait for a thread that needs their size class), then purges every
+    /// free span (the retained memory goes back to the OS). Complexity: O(abandoned runs + spans).
     void trim() noexcept;
 
     /// Returns: the calling thread's frame arena, created on first use; its blocks come from this
@@ -414,6 +416,8 @@ private:
     void collect(thread_heap* h, run* r) noexcept;
     void retire(thread_heap* h, run* r) noexcept;
     run* new_run(thread_heap* h, unsigned c) noexcept;
+    /// Effects: collects the remote frees of every abandoned run and frees the empty ones.
+    void sweep_abandoned() noexcept;
     /// Returns: true when h's runs have reached populate_after_bytes (its new runs are faulted in).
     [[nodiscard]] bool thread_populates(const thread_heap* h) const noexcept;
     void populate(run* r, std::size_t carved_bytes) noexcept; // faults the run in, sparing carved blocks
