@@ -45,6 +45,22 @@ expect 2 "cannot read" -- report --from "$work/missing.json" -o "$work/r.html"
 "$lab" "${quick[@]}" --json "$work/race.json" >/dev/null 2>&1
 expect 0 "" -- report --from "$work/race.json" -o "$work/r.html"
 
+# A streamed replay with no latency pass says so (it claimed "one latency pass").
+trace="$(dirname "${BASH_SOURCE[0]}")/../../tools/lab/data/openttd-server.st"
+if [[ -f $trace ]] && "$lab" replay "$trace" --stream --only tlsf --latency-passes 0 --max-ops 20000 \
+    >"$work/out" 2>"$work/err"; then
+    if grep -q "no latency pass" "$work/out" && ! grep -q "one latency pass" "$work/out"; then
+        echo "ok   strata-lab replay --stream --latency-passes 0 says there is no latency pass"
+    else
+        echo "FAIL: strata-lab replay --stream --latency-passes 0 does not say there is no latency pass"
+        failures=$((failures + 1))
+    fi
+elif [[ -f $trace ]] && ! grep -q "without trace support" "$work/err"; then
+    echo "FAIL: strata-lab replay --stream failed:"
+    sed 's/^/    /' "$work/err" | head -5
+    failures=$((failures + 1))
+fi
+
 if [[ $failures -ne 0 ]]; then
     echo "strata-lab command-line checks: $failures failed"
     exit 1

@@ -16,6 +16,9 @@
 #include <zstd.h>
 
 #include "trace_reader.hpp"
+#if defined(STRATA_LAB_HAS_TRACE)
+#include "trace_workload.hpp"
+#endif
 
 namespace {
 
@@ -333,6 +336,25 @@ TEST(TraceReader, BadFilesAreClearErrors) {
     EXPECT_THROW(read_all(path), std::runtime_error);
     std::remove(path.c_str());
 }
+
+#if defined(STRATA_LAB_HAS_TRACE)
+// An op holds a 32-bit alignment: the lab replays requests aligned past 1 GiB at 1 GiB and says so.
+TEST(TraceConversion, AlignmentsPastOneGiBAreCountedAndReplayedAtOneGiB) {
+    const std::string path = temp_path("huge_align.st");
+    record big = rec(0, op::aligned_alloc, 1, 32);
+    big.log2_align = 40;
+    record page = rec(1, op::aligned_alloc, 2, 32);
+    page.log2_align = 12;
+    write_trace(path, {{big, page}});
+    strata::lab::trace_conversion conv;
+    const strata::lab::op_workload w = strata::lab::load_trace(path, UINT64_MAX, &conv);
+    ASSERT_EQ(w.ops.size(), 2u);
+    EXPECT_EQ(conv.clamped_alignments, 1u);
+    EXPECT_EQ(w.ops[0].log2_align, 30u);
+    EXPECT_EQ(w.ops[1].log2_align, 12u);
+    std::remove(path.c_str());
+}
+#endif
 
 #if defined(STRATA_TRACE_LIB)
 #include <spawn.h>

@@ -181,6 +181,9 @@ int replay_command(const replay_command_options& o) {
                       << " frees of blocks from before recording skipped";
         if (conv.truncated_ops)
             std::cout << ", " << format_count(conv.truncated_ops) << " ops past --max-ops skipped";
+        if (conv.clamped_alignments)
+            std::cout << ", " << format_count(conv.clamped_alignments)
+                      << " requests aligned past 1 GiB replayed at 1 GiB";
         if (conv.gaps) std::cout << " (the file lost " << conv.gaps << " records)";
         if (conv.truncated_file) std::cout << " (the file is truncated)";
         std::cout << "\n";

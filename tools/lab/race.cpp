@@ -114,7 +114,9 @@ void print_section(std::ostream& out, const race_section& s) {
                   s.threads > 1 ? (", " + std::to_string(s.threads) + " threads (replayed serially)").c_str()
                                 : "");
     out << line;
-    if (s.streamed)
+    if (s.streamed && !s.rows.empty() && s.rows.front().result.latency_passes == 0)
+        out << "   streamed in batches (too big to hold): no latency pass (--latency-passes 0)\n";
+    else if (s.streamed)
         out << "   streamed in batches (too big to hold): one latency pass, percentiles from a sample;\n"
                "   the p99.99f / max f columns show that raw pass (no per-op minimum over passes)\n";
     // 16 + 8 + 6*4 + 8 + 11 + 7 + 7 + 8 = 89 columns

@@ -119,6 +119,9 @@ struct trace_batches::converter {
             }
         }
         if (r.id == 0) return;
+        // An op carries a 32-bit alignment: a request aligned past 1 GiB is replayed at 1 GiB and
+        // counted, so the header line can say the replay is not the recording there.
+        if (r.log2_align > 30) ++conv.clamped_alignments;
         const std::uint32_t align = r.log2_align == 0 ? 16u : (1u << std::min<unsigned>(r.log2_align, 30));
         slot_of[r.id] = b.allocate(r.size == 0 ? 1 : r.size, std::max<std::uint32_t>(align, 1), thread);
         stamp(r.time_ns);
