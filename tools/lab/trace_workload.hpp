@@ -13,10 +13,10 @@ namespace strata::lab {
 /// What the conversion dropped or changed, for the report.
 struct trace_conversion {
     std::uint64_t records = 0;
-    std::uint64_t failed_calls = 0;   ///< calls that failed when recorded: not replayed
-    std::uint64_t unknown_blocks = 0; ///< frees/reallocs of blocks allocated before recording began
-    std::uint64_t truncated_ops = 0;  ///< ops past `max_ops` (not replayed)
-    std::uint64_t gaps = 0;           ///< records the file lost (reader stats)
+    std::uint64_t failed_calls = 0;       ///< calls that failed when recorded: not replayed
+    std::uint64_t unknown_blocks = 0;     ///< frees/reallocs of blocks allocated before recording began
+    std::uint64_t truncated_ops = 0;      ///< ops past `max_ops` (not replayed)
+    std::uint64_t gaps = 0;               ///< records the file lost (reader stats)
     std::uint64_t clamped_alignments = 0; ///< requests aligned past 1 GiB, replayed at 1 GiB
     bool truncated_file = false;
 };
