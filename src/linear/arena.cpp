@@ -37,6 +37,9 @@ arena& arena::operator=(arena&& other) noexcept {
     if (this != &other) {
         this->~arena();
         new (this) arena(std::move(other));
+        // Markers taken from this object before hold the old state's memory: stale from now on
+        // (and rewind() range-checks what an 8-deep history may have forgotten).
+        history_.lowered(0);
     }
     return *this;
 }
@@ -85,7 +88,13 @@ void* arena::allocate_slow(std::size_t size, std::size_t align) noexcept {
             options_.max_capacity > chain_bytes_ ? options_.max_capacity - chain_bytes_ : 0;
         if (want > room) want = *needed; // the cap allows only what this request needs
         if (want > room) return nullptr;
-        const memory_block b = source_.allocate_block(want, alignof(block_header));
+        memory_block b = source_.allocate_block(want, alignof(block_header));
+        if (b.empty() && want > *needed) {
+            // The source refused the geometric size, not necessarily this request: ask for what
+            // the request needs, and grow from there next time.
+            b = source_.allocate_block(*needed, alignof(block_header));
+            next_block_size_ = std::max<std::size_t>(*needed, 256);
+        }
         if (b.empty()) return nullptr;
         if (b.size > room) { // the source rounded the block up past the cap
             source_.deallocate_block(b);
@@ -152,6 +161,16 @@ void arena::rewind(const marker& m) noexcept {
     std::byte* const top = !in_chain          ? nullptr
                            : m.block == head_ ? cur_
                                               : (m.block ? m.block->top : buffer_top_);
+    // And inside that block: a marker taken before a move-assignment names this arena but the
+    // memory it managed then.
+    std::byte* const first = !in_chain ? nullptr
+                             : m.block ? reinterpret_cast<std::byte*>(m.block + 1)
+                                       : buffer_begin_;
+    const bool inside = m.cur == nullptr || !in_chain || m.cur >= first;
+    if (!STRATA_VERIFY(1, inside, invalid_marker, who, m.cur,
+                       "marker lies outside the arena's memory (taken before a move-assignment?)"))
+        return;
+    if (!inside) return;
     const bool below_top = in_chain && m.position <= in_use() && (m.cur == nullptr || m.cur <= top);
     if (!STRATA_VERIFY(1, in_chain && below_top, invalid_marker, who, m.cur,
                        "marker is newer than the arena's top (already rewound past it)")) {

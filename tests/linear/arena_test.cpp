@@ -17,6 +17,7 @@
 #include "strata/core/allocator.hpp"
 #include "strata/core/check.hpp"
 #include "strata/core/poison.hpp"
+#include "strata/source/buffer_source.hpp"
 #include "strata/source/heap_source.hpp"
 #include "strata/source/virtual_memory.hpp"
 
@@ -436,6 +437,44 @@ TEST(arena_fixed, marker_newer_than_the_top_leaves_state_unchanged) {
     EXPECT_EQ(rec.count(), strata::test::checks_on ? 1u : 0u);
 }
 
+// A marker taken before a move-assignment names this arena but the memory it managed then:
+// rewinding to it moved the bump pointer into the old buffer (and on into whatever lay between).
+TEST(arena_fixed, marker_from_before_a_move_assignment_is_refused) {
+    aligned_buffer buf(4096);
+    std::span<std::byte> old_buf = buf.span().subspan(0, 1024), new_buf = buf.span().subspan(2048, 1024);
+    std::memset(buf.span().data() + 1024, 0x5A, 1024); // someone else's bytes between the buffers
+    arena a(old_buf);
+    ASSERT_NE(a.allocate(100), nullptr);
+    const arena::marker m = a.mark();
+    arena b(new_buf);
+    ASSERT_NE(b.allocate(200), nullptr);
+    a = std::move(b);
+    const arena_state before = state_of(a);
+    strata::test::recording_handler rec;
+    a.rewind(m);
+    EXPECT_TRUE(unchanged(a, before));
+    ASSERT_EQ(rec.count(), strata::test::checks_on ? 1u : 0u);
+    if (strata::test::checks_on) {
+        EXPECT_EQ(rec.last().kind, strata::violation_kind::invalid_marker);
+    }
+    while (void* p = a.allocate(64, 1)) {
+        EXPECT_TRUE(a.owns(p));
+        std::memset(p, 0xEE, 64);
+    }
+    EXPECT_TRUE(all_bytes(buf.span().data() + 1024, 1024, 0x5A));
+    // Taken before, at the same place in the new buffer: still stale (the move lowered the history).
+    arena c(old_buf);
+    const arena::marker at_100 = [&] {
+        (void)c.allocate(100);
+        return c.mark();
+    }();
+    c = arena(old_buf);
+    ASSERT_NE(c.allocate(300), nullptr);
+    const arena_state before_c = state_of(c);
+    c.rewind(at_100);
+    EXPECT_TRUE(unchanged(c, before_c));
+}
+
 // A marker the top went below stays stale once later allocations lift the top past it again:
 // rewinding to it would free the tail of a live block.
 TEST(arena_fixed, stale_marker_below_the_top_again_is_refused) {
@@ -712,6 +751,27 @@ TEST(arena_heap, oversized_request_gets_its_own_block_and_growth_continues) {
     ASSERT_NE(a.allocate(100, 16), nullptr);
     ASSERT_EQ(src.calls(), 2u);
     EXPECT_EQ(src.requests()[1], 2048u) << "the geometric sequence went on from the first block size";
+}
+
+// A source that refuses the geometric block size may still have room for the request: the
+// arena asks for that before giving up (it gave up, leaving a third of a 100 KiB buffer unused).
+TEST(arena_heap, growth_falls_back_to_the_request_when_the_source_refuses_the_geometric_size) {
+    aligned_buffer mem(100 << 10);
+    strata::buffer_source src(mem.span());
+    arena a(src);
+    std::size_t served = 0;
+    while (void* p = a.allocate(1024)) {
+        std::memset(p, 0x33, 1024);
+        ++served;
+    }
+    EXPECT_GE(served, 95u); // 100 KiB less a 48-byte header per block
+    EXPECT_GT(src.used(), std::size_t{96} << 10);
+    // Nothing could be served at 2 MiB blocks from a 1 MiB reservation; the request itself can.
+    strata::virtual_memory_source vm(std::size_t{1} << 20);
+    arena_options big;
+    big.block_size = std::size_t{2} << 20;
+    arena b(vm, big);
+    EXPECT_NE(b.allocate(64), nullptr);
 }
 
 TEST(arena_heap, max_capacity_is_never_exceeded) {
