@@ -23,6 +23,18 @@ expect() {
     fi
 }
 
+# check WHAT COMMAND...: runs a shell check (status 0 = holds) and reports it.
+check() {
+    local what=$1
+    shift
+    if "$@"; then
+        echo "ok   $what"
+    else
+        echo "FAIL: $what"
+        failures=$((failures + 1))
+    fi
+}
+
 quick=(race --quick --workload w1 --only tlsf --latency-passes 0)
 expect 2 "whole number" -- "${quick[@]}" --seed -1
 expect 2 "whole number" -- "${quick[@]}" --seed 99999999999999999999999
@@ -45,6 +57,49 @@ expect 2 "cannot read" -- report --from "$work/missing.json" -o "$work/r.html"
 "$lab" "${quick[@]}" --json "$work/race.json" >/dev/null 2>&1
 expect 0 "" -- report --from "$work/race.json" -o "$work/r.html"
 
+# replay --max-ops 0 replayed nothing and printed a result for it (0 ops, ns/op 0.0, frag 0%).
+expect 2 "must be at least 1" -- replay no-such.st --max-ops 0
+
+# Every --workload is checked before anything races (w1 raced, then 'nosuch' threw its results away).
+expect 2 "unknown workload 'nosuch'" -- race --quick --workload bimodal --workload nosuch --only malloc
+nothing_raced() { ! grep -q "== bimodal" "$work/out"; }
+check "an unknown workload stops the race before the first one runs" nothing_raced
+# A repeated --workload is raced once.
+"$lab" race --quick --workload bimodal --workload w3 --workload bimodal --only malloc --json - >"$work/dup.json" 2>/dev/null
+raced_once() {
+    [[ $(grep -o '"name":"bimodal"' "$work/dup.json" | wc -l) -eq 1 ]] &&
+        grep -q '"name":"bimodal".*"name":"w3"' "$work/dup.json"
+}
+check "a repeated --workload is raced once, in the order first given" raced_once
+
+# --quick lowers only the defaults: given values win (race overrode them with 1, 1, 0.05).
+knobs=(--workload bimodal --only malloc --scale 0.01 --seed 7 --repeats 2 --latency-passes 2)
+# ran_with TITLE PASSES: the race JSON in $work/knobs.json names these knobs in its title, and its
+# rows ran PASSES latency passes.
+ran_with() { grep -q "$1" "$work/knobs.json" && grep -q "\"passes\":$2," "$work/knobs.json"; }
+"$lab" race --quick "${knobs[@]}" --json - >"$work/knobs.json" 2>/dev/null
+check "race --quick keeps an explicit --scale, --seed, --repeats, --latency-passes" \
+    ran_with "scale 0.01, seed 7, repeats 2, latency passes 2" 2
+"$lab" race --quick --workload bimodal --only malloc --json - >"$work/knobs.json" 2>/dev/null
+check "race --quick alone: scale 0.05, one pass of each kind" \
+    ran_with "scale 0.05, seed 42, repeats 1, latency passes 1" 1
+# report passes them on to its race (it took and ignored them).
+"$lab" report --quick "${knobs[@]}" -o "$work/knobs.html" >/dev/null 2>&1
+check "report passes --scale, --seed, --repeats, --latency-passes to its race" \
+    grep -q "scale 0.01, seed 7, repeats 2, latency passes 2" "$work/knobs.html"
+
+# The plots, checked in node (no browser): the histogram's axis and tooltips, "not measured"
+# without latency data, log-scale bars (tests/lab/report_plots.mjs, tests/lab/report_fixture.json).
+here="$(dirname "${BASH_SOURCE[0]}")"
+if command -v node >/dev/null 2>&1; then
+    "$lab" report --from "$here/report_fixture.json" -o "$work/fixture.html" >/dev/null 2>&1
+    for page in "$work/fixture.html" "$work/r.html" "$work/knobs.html"; do
+        check "report plots: $(basename "$page")" node "$here/report_plots.mjs" "$page"
+    done
+else
+    echo "skip report plot checks (no node)"
+fi
+
 # A streamed replay with no latency pass says so (it claimed "one latency pass").
 trace="$(dirname "${BASH_SOURCE[0]}")/../../tools/lab/data/openttd-server.st"
 if [[ -f $trace ]] && "$lab" replay "$trace" --stream --only tlsf --latency-passes 0 --max-ops 20000 \
@@ -59,6 +114,34 @@ elif [[ -f $trace ]] && ! grep -q "without trace support" "$work/err"; then
     echo "FAIL: strata-lab replay --stream failed:"
     sed 's/^/    /' "$work/err" | head -5
     failures=$((failures + 1))
+fi
+
+# replay --quick lowers only the defaults too (it capped an explicit --latency-passes at 1).
+if [[ -f $trace ]] && "$lab" replay "$trace" --quick --latency-passes 2 --max-ops 2000 --only tlsf --json - \
+    >"$work/knobs.json" 2>"$work/err"; then
+    check "replay --quick keeps an explicit --latency-passes" ran_with "strata-lab replay" 2
+elif [[ -f $trace ]] && ! grep -q "without trace support" "$work/err"; then
+    echo "FAIL: strata-lab replay --quick failed:"
+    sed 's/^/    /' "$work/err" | head -5
+    failures=$((failures + 1))
+fi
+
+# A section header is not cut (a long trace name plus its recorded command line lost the line
+# after it in a 256-byte buffer).
+if [[ -f $trace ]]; then
+    long="$work/$(printf 'openttd_server_recording_%.0s' 1 2 3 4 5 6)x.st"
+    ln -s "$(realpath "$trace")" "$long"
+    if "$lab" replay "$long" --max-ops 20000 --only tlsf --latency-passes 1 >"$work/out" 2>"$work/err"; then
+        whole_header() {
+            grep -q "^== $(basename "$long"): recorded: .*openttd" "$work/out" &&
+                grep -q "^   20,000 memory ops, peak live" "$work/out"
+        }
+        check "a long trace name keeps its whole section header" whole_header
+    elif ! grep -q "without trace support" "$work/err"; then
+        echo "FAIL: strata-lab replay of a long trace name failed:"
+        sed 's/^/    /' "$work/err" | head -5
+        failures=$((failures + 1))
+    fi
 fi
 
 if [[ $failures -ne 0 ]]; then

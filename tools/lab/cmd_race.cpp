@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <vector>
 
 #include "embedded.hpp"
@@ -19,6 +20,7 @@
 #include "race.hpp"
 #include "registry.hpp" // glob_match
 #include "report.hpp"
+#include "report_command.hpp" // apply_race_knobs
 #include "trace_workload.hpp"
 
 #if defined(STRATA_LAB_HAS_TRACE)
@@ -50,11 +52,11 @@ int emit(const std::vector<race_section>& sections, const calibration& cal, cons
 }
 
 void print_header(std::ostream& out, const calibration& cal) {
-    char line[300];
+    char line[400]; // the counter's name is one of ours: bounded
     std::snprintf(
         line, sizeof line,
         "strata-lab: latency in ns net of the timer (%s, %.2f GHz, overhead %.0f ns, step %.0f ns).\n"
-        "  p99.99f, max f: filtered (per-op minimum over the latency passes).\n"
+        "  p99.99f, max f: filtered (per-op minimum over the latency passes); <step: below one step.\n"
         "  footprint: peak held from the OS/source; waste: internal; frag: worst 1 - largest/free.\n",
         cal.counter.c_str(), cal.ghz(), cal.overhead_ns(), cal.resolution_ns());
     out << line;
@@ -82,20 +84,63 @@ bool only_matches(const std::vector<std::string>& only) {
 
 } // namespace
 
+void apply_race_knobs(race_command_options& r, const race_knobs& k, bool quick) {
+    r.quick = quick;
+    r.scale = k.scale.value_or(quick ? 0.05 : 1.0);
+    r.seed = k.seed.value_or(42);
+    r.repeats = k.repeats.value_or(quick ? 1 : 3);
+    r.latency_passes = k.latency_passes.value_or(quick ? 1 : 3);
+}
+
+namespace {
+
+// Returns: `given` without repeats (the first of each kept, in order: racing a workload twice only
+// doubles the wait), or nullopt after saying which name is unknown and what exists. Checked before
+// anything runs: a bad name at the end of the list used to exit 2 after the others had raced,
+// their results thrown away.
+std::optional<std::vector<std::string>> checked_workloads(const std::vector<std::string>& given) {
+    std::vector<std::string> names;
+    for (const std::string& n : given) {
+        if (std::find(names.begin(), names.end(), n) != names.end()) continue;
+        const auto& synthetic = gen::names();
+        const bool known =
+            n == embedded_trace_name || std::find(synthetic.begin(), synthetic.end(), n) != synthetic.end();
+        if (!known) {
+            std::cerr << "strata-lab: unknown workload '" << n << "' (known:";
+            for (auto k : synthetic)
+                std::cerr << ' ' << k;
+            std::cerr << ' ' << embedded_trace_name << ")\n";
+            return std::nullopt;
+        }
+        if (n == embedded_trace_name && embedded_trace().empty()) {
+            std::cerr << "strata-lab: this build has no embedded trace (no trace support)\n";
+            return std::nullopt;
+        }
+        names.push_back(n);
+    }
+    return names;
+}
+
+} // namespace
+
+// o.scale, o.repeats and o.latency_passes are used as given: the caller applied --quick's
+// defaults to the ones the user left out (apply_race_knobs).
 int race_command(const race_command_options& o) {
     if (!only_matches(o.only)) return 2;
-    std::vector<std::string> names = o.workloads;
+    const auto given = checked_workloads(o.workloads);
+    if (!given) return 2;
+    std::vector<std::string> names = *given;
     if (names.empty() && o.view == race_view::fragmentation) names.emplace_back("bimodal");
     if (names.empty()) {
         for (auto n : gen::names())
             names.emplace_back(n);
         if (!embedded_trace().empty()) names.emplace_back(embedded_trace_name);
     }
-    const double scale = o.quick ? std::min(o.scale, 0.05) : o.scale;
+    const double scale = o.scale;
     race_options ro;
     ro.only = o.only;
-    ro.replay.repeats = o.quick ? 1 : o.repeats;
-    ro.replay.latency_passes = o.quick ? 1 : o.latency_passes;
+    ro.replay.repeats = o.repeats;
+    ro.replay.latency_passes = o.latency_passes;
     ro.progress = o.json_path != "-" && isatty(2);
     const calibration cal = calibrate();
     const bool table = o.json_path != "-";
@@ -105,25 +150,13 @@ int race_command(const race_command_options& o) {
         op_workload w;
         if (n == embedded_trace_name) {
             const auto bytes = embedded_trace();
-            if (bytes.empty()) {
-                std::cerr << "strata-lab: this build has no embedded trace (no trace support)\n";
-                return 2;
-            }
             // The recording's own allocation count scales like the synthetic work does.
             const auto max_ops = static_cast<std::uint64_t>(2'000'000.0 * scale);
             w = load_trace(bytes.data(), bytes.size(), embedded_trace_name, max_ops);
             w.description = "recorded: OpenTTD 13 dedicated server, 12 s of a new game (3 threads, replayed "
                             "serially; tools/lab/data)";
         } else {
-            try {
-                w = gen::make(n, scale, o.seed);
-            } catch (const std::invalid_argument& e) {
-                std::cerr << "strata-lab: " << e.what() << " (known:";
-                for (auto k : gen::names())
-                    std::cerr << ' ' << k;
-                std::cerr << ' ' << embedded_trace_name << ")\n";
-                return 2;
-            }
+            w = gen::make(n, scale, o.seed);
         }
         sections.push_back(race_workload(w, ro, cal));
         if (table) {
@@ -134,9 +167,10 @@ int race_command(const race_command_options& o) {
             }
         }
     }
-    return emit(sections, cal,
-                "strata-lab race (scale " + std::to_string(scale) + ", seed " + std::to_string(o.seed) + ")",
-                o.json_path);
+    char title[160];
+    std::snprintf(title, sizeof title, "strata-lab race (scale %g, seed %llu, repeats %d, latency passes %d)",
+                  scale, static_cast<unsigned long long>(o.seed), o.repeats, o.latency_passes);
+    return emit(sections, cal, title, o.json_path);
 }
 
 int replay_command(const replay_command_options& o) {

@@ -65,7 +65,7 @@ int report_command(const report_command_options& o) {
         const std::filesystem::path tmp = std::filesystem::temp_directory_path() /
                                           ("strata-report-" + std::to_string(::getpid()) + ".json");
         race_command_options r;
-        r.quick = o.quick;
+        apply_race_knobs(r, o.race, o.quick); // --scale, --seed, --repeats, --latency-passes as in race
         r.workloads = o.workloads;
         r.only = o.only;
         r.json_path = tmp.string();

@@ -18,6 +18,7 @@
 #include <cstring>
 #include <exception>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -134,20 +135,23 @@ int main(int argc, char** argv) {
                    "levels, openttd")
         ->type_name("NAME")
         ->allow_extra_args(false);
-    app.add_option("--scale", scale, "race: work multiplier (default 1; --quick: 0.05)")
-        ->type_name("X")
-        // CLI::Range lets NaN through (every comparison with it is false).
-        ->check(CLI::Validator(
-            [](std::string& v) {
-                const double x = std::strtod(v.c_str(), nullptr);
-                return std::isfinite(x) && x >= 0.0001 && x <= 100.0 ? std::string()
-                                                                     : "must be a number in [0.0001, 100]";
-            },
-            "X in [0.0001, 100]"));
-    app.add_option("--latency-passes", latency_passes,
-                   "per-op timed passes; the filtered tail is the per-op minimum (default 3; --quick: 1)")
-        ->type_name("N")
-        ->check(CLI::Range(0, 20));
+    auto* scale_opt =
+        app.add_option("--scale", scale, "race, report: work multiplier (default 1; --quick: 0.05)")
+            ->type_name("X")
+            // CLI::Range lets NaN through (every comparison with it is false).
+            ->check(CLI::Validator(
+                [](std::string& v) {
+                    const double x = std::strtod(v.c_str(), nullptr);
+                    return std::isfinite(x) && x >= 0.0001 && x <= 100.0
+                               ? std::string()
+                               : "must be a number in [0.0001, 100]";
+                },
+                "X in [0.0001, 100]"));
+    auto* latency_passes_opt =
+        app.add_option("--latency-passes", latency_passes,
+                       "per-op timed passes; the filtered tail is the per-op minimum (default 3; --quick: 1)")
+            ->type_name("N")
+            ->check(CLI::Range(0, 20));
 
     // replay
     strata::lab::replay_command_options replay;
@@ -157,7 +161,15 @@ int main(int argc, char** argv) {
     replay_cmd
         ->add_option("--max-ops", replay.max_ops, "replay at most N memory operations (default 50,000,000)")
         ->type_name("N")
-        ->check(whole_count);
+        ->check(whole_count)
+        // 0 replayed nothing and printed a result for it (0 ops, 0.0 ns/op, frag 0%).
+        ->check(CLI::Validator(
+            [](std::string& text) {
+                return text.find_first_not_of('0') == std::string::npos
+                           ? std::string("must be at least 1 (0 would replay nothing)")
+                           : std::string();
+            },
+            "N >= 1"));
     replay_cmd
         ->add_option("--hold-ops", replay.hold_ops,
                      "traces with more memory operations than N are streamed in batches instead of "
@@ -195,7 +207,8 @@ int main(int argc, char** argv) {
     strata::lab::report_command_options report;
     auto* report_cmd = app.add_subcommand(
         "report", "race the workloads (or read --from JSON) and write one self-contained HTML report "
-                  "(uses --quick, --only); see docs/lab-report.md");
+                  "(uses --quick, --only, --scale, --seed, --repeats, --latency-passes); see "
+                  "docs/lab-report.md");
     report_cmd
         ->add_option("--from", report.from_json, "render this race/replay --json document instead of racing")
         ->type_name("FILE");
@@ -242,6 +255,13 @@ int main(int argc, char** argv) {
     keep_if_given(allocs_opt, allocs, run.allocs_per_frame);
     keep_if_given(warmup_opt, warmup, run.warmup_frames);
     keep_if_given(repeats_opt, repeats, run.repeats);
+    // The race's knobs, with "not given" kept: --quick lowers only those (race, latency,
+    // fragmentation, report; replay and run treat it the same way).
+    strata::lab::race_knobs knobs;
+    knobs.seed = run.seed;
+    knobs.repeats = run.repeats;
+    keep_if_given(scale_opt, scale, knobs.scale);
+    keep_if_given(latency_passes_opt, latency_passes, knobs.latency_passes);
 
     try {
 #if STRATA_LAB_HAS_SERVE
@@ -268,8 +288,8 @@ int main(int argc, char** argv) {
         if (report_cmd->parsed()) {
             report.quick = run.quick;
             report.only = run.only;
+            report.race = knobs;
             if (!race.workloads.empty()) report.workloads = race.workloads; // either --workload
-
             return strata::lab::report_command(report);
         }
         if (versus_cmd->parsed()) {
@@ -288,7 +308,7 @@ int main(int argc, char** argv) {
         if (replay_cmd->parsed()) {
             replay.only = run.only;
             replay.repeats = run.repeats ? *run.repeats : (run.quick ? 1 : 3);
-            replay.latency_passes = run.quick ? std::min(latency_passes, 1) : latency_passes;
+            replay.latency_passes = knobs.latency_passes.value_or(run.quick ? 1 : 3);
             replay.json_path = run.json_path;
             return strata::lab::replay_command(replay);
         }
@@ -296,12 +316,8 @@ int main(int argc, char** argv) {
         race.view = latency_cmd->parsed() ? strata::lab::race_view::latency
                     : frag_cmd->parsed()  ? strata::lab::race_view::fragmentation
                                           : strata::lab::race_view::summary;
-        race.scale = scale;
-        race.quick = run.quick;
+        strata::lab::apply_race_knobs(race, knobs, run.quick);
         race.only = run.only;
-        race.seed = run.seed ? *run.seed : 42;
-        race.repeats = run.repeats ? *run.repeats : 3;
-        race.latency_passes = latency_passes;
         race.json_path = run.json_path;
         return strata::lab::race_command(race);
     } catch (const std::exception& e) {

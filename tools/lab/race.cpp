@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdarg>
 #include <cstdio>
-#include <cstring>
 #include <exception>
 #include <iostream>
 #include <ostream>
@@ -38,6 +38,34 @@ bool selected(const std::string& name, const std::vector<std::string>& only) {
     return std::any_of(only.begin(), only.end(), [&](const std::string& p) { return glob_match(p, name); });
 }
 
+// printf into a string of whatever length it takes: a fixed line buffer cut the section header
+// (a long trace file name plus its recorded command line) and dropped the line after it.
+#if defined(__GNUC__) || defined(__clang__)
+__attribute__((format(printf, 1, 2)))
+#endif
+std::string
+format(const char* fmt, ...) {
+    std::va_list args;
+    va_start(args, fmt);
+    std::va_list again;
+    va_copy(again, args);
+    const int n = std::vsnprintf(nullptr, 0, fmt, args);
+    va_end(args);
+    std::string s(n > 0 ? static_cast<std::size_t>(n) : 0, '\0');
+    if (n > 0) std::vsnprintf(s.data(), s.size() + 1, fmt, again);
+    va_end(again);
+    return s;
+}
+
+// A latency for the tables: net ns, "<step" below the counter's resolution (a clamped 0 is not a
+// measured 0 ns, as `run` prints it too), "-" when not measured (NaN). The widest, "<10.0", fits
+// the narrowest column (6).
+std::string latency_cell(double ns, double resolution_ns) {
+    if (std::isnan(ns)) return "-";
+    if (ns + 1e-9 < resolution_ns) return format(resolution_ns >= 100 ? "<%.0f" : "<%.1f", resolution_ns);
+    return format("%.0f", ns);
+}
+
 void progress(bool on, const std::string& text) {
     if (!on) return;
     std::fprintf(stderr, "\r\033[K%s", text.c_str());
@@ -56,6 +84,7 @@ race_section race_workload(const op_workload& w, const race_options& o, const ca
     s.peak_live_bytes = w.peak_live_bytes;
     s.peak_live_blocks = w.peak_live_blocks;
     s.threads = w.threads;
+    s.resolution_ns = cal.resolution_ns();
     for (const op_contender& c : op_registry()) {
         if (!selected(c.name, o.only)) continue;
         if (!c.applies(w)) {
@@ -90,15 +119,16 @@ race_section race_workload(const op_workload& w, const race_options& o, const ca
             const std::uint64_t live_at_peak = std::min(row.result.live_at_peak_granted, granted_peak);
             row.waste = static_cast<double>(granted_peak - live_at_peak) / static_cast<double>(granted_peak);
         }
-        if (row.result.has_probe) {
+        // No samples (a trace with no memory operation left): unknown, printed "-" and written null,
+        // not a measured 0%.
+        if (row.result.has_probe && !row.result.series.empty()) {
             row.worst_frag = 0;
             for (const memory_sample& m : row.result.series) {
                 if (m.free_bytes == 0) continue;
                 row.worst_frag = std::max(row.worst_frag, 1.0 - static_cast<double>(m.largest_free) /
                                                                     static_cast<double>(m.free_bytes));
             }
-            if (!row.result.series.empty())
-                row.end_largest_free = static_cast<double>(row.result.series.back().largest_free);
+            row.end_largest_free = static_cast<double>(row.result.series.back().largest_free);
         }
         s.rows.push_back(std::move(row));
     }
@@ -107,51 +137,42 @@ race_section race_workload(const op_workload& w, const race_options& o, const ca
 }
 
 void print_section(std::ostream& out, const race_section& s) {
-    char line[256];
-    std::snprintf(line, sizeof line, "\n== %s: %s\n   %s memory ops, peak live %s in %s blocks%s\n",
-                  s.workload.c_str(), s.description.c_str(), format_count(s.memory_ops).c_str(),
-                  format_bytes(s.peak_live_bytes).c_str(), format_count(s.peak_live_blocks).c_str(),
-                  s.threads > 1 ? (", " + std::to_string(s.threads) + " threads (replayed serially)").c_str()
-                                : "");
-    out << line;
+    out << "\n== " << s.workload << ": " << s.description << "\n   " << format_count(s.memory_ops)
+        << " memory ops, peak live " << format_bytes(s.peak_live_bytes) << " in "
+        << format_count(s.peak_live_blocks) << " blocks";
+    if (s.threads > 1) out << ", " << s.threads << " threads (replayed serially)";
+    out << "\n";
     if (s.streamed && !s.rows.empty() && s.rows.front().result.latency_passes == 0)
         out << "   streamed in batches (too big to hold): no latency pass (--latency-passes 0)\n";
     else if (s.streamed)
         out << "   streamed in batches (too big to hold): one latency pass, percentiles from a sample;\n"
                "   the p99.99f / max f columns show that raw pass (no per-op minimum over passes)\n";
     // 16 + 8 + 6*4 + 8 + 11 + 7 + 7 + 8 = 89 columns
-    std::snprintf(line, sizeof line, "%-16s %7s %6s %6s %6s %7s %8s %10s %6s %6s %6s\n", "allocator", "ns/op",
-                  "p50", "p99", "p99.9", "p99.99f", "max f", "footprint", "waste", "frag", "failed");
-    out << line;
+    out << format("%-16s %7s %6s %6s %6s %7s %8s %10s %6s %6s %6s\n", "allocator", "ns/op", "p50", "p99",
+                  "p99.9", "p99.99f", "max f", "footprint", "waste", "frag", "failed");
     const double base = s.rows.empty() ? 0 : s.rows.front().ns_per_op;
     for (const race_row& r : s.rows) {
         const std::string fp = r.result.has_footprint ? format_bytes(r.result.peak_footprint) : "-";
-        char waste[16] = "-", frag[16] = "-";
-        if (r.waste >= 0) std::snprintf(waste, sizeof waste, "%.0f%%", r.waste * 100);
-        if (r.worst_frag >= 0) std::snprintf(frag, sizeof frag, "%.0f%%", r.worst_frag * 100);
-        const auto ns = [](double v) {
-            char b[16] = "-";
-            if (!std::isnan(v)) std::snprintf(b, sizeof b, "%.0f", v);
-            return std::string(b);
-        };
-        std::snprintf(line, sizeof line, "%-16s %7.1f %6s %6s %6s %7s %8s %10s %6s %6s %6llu\n",
-                      r.result.allocator.c_str(), r.ns_per_op, ns(r.p50).c_str(), ns(r.p99).c_str(),
-                      ns(r.p999).c_str(), ns(r.f_p9999).c_str(), ns(r.f_max).c_str(), fp.c_str(), waste, frag,
+        const std::string waste = r.waste >= 0 ? format("%.0f%%", r.waste * 100) : "-";
+        const std::string frag = r.worst_frag >= 0 ? format("%.0f%%", r.worst_frag * 100) : "-";
+        const auto ns = [&](double v) { return latency_cell(v, s.resolution_ns); };
+        out << format("%-16s %7.1f %6s %6s %6s %7s %8s %10s %6s %6s %6llu\n", r.result.allocator.c_str(),
+                      r.ns_per_op, ns(r.p50).c_str(), ns(r.p99).c_str(), ns(r.p999).c_str(),
+                      ns(r.f_p9999).c_str(), ns(r.f_max).c_str(), fp.c_str(), waste.c_str(), frag.c_str(),
                       static_cast<unsigned long long>(r.result.failed));
-        out << line;
     }
     if (base > 0 && s.rows.size() > 1) {
         std::string text = "   speed vs " + s.rows.front().result.allocator + ":";
         std::size_t col = text.size();
         for (std::size_t i = 1; i < s.rows.size(); ++i) {
-            std::snprintf(line, sizeof line, " %s %.2fx", s.rows[i].result.allocator.c_str(),
-                          s.rows[i].ns_per_op > 0 ? base / s.rows[i].ns_per_op : 0.0);
-            if (col + std::strlen(line) > 99) {
+            const std::string item = format(" %s %.2fx", s.rows[i].result.allocator.c_str(),
+                                            s.rows[i].ns_per_op > 0 ? base / s.rows[i].ns_per_op : 0.0);
+            if (col + item.size() > 99) {
                 text += "\n     ";
                 col = 5;
             }
-            text += line;
-            col += std::strlen(line);
+            text += item;
+            col += item.size();
         }
         out << text << "\n";
     }
@@ -160,13 +181,10 @@ void print_section(std::ostream& out, const race_section& s) {
 }
 
 void print_latency(std::ostream& out, const race_section& s, const calibration& cal) {
-    char line[256];
-    std::snprintf(line, sizeof line, "\n== %s: %s\n   %s memory ops; ns per call, net of the timer\n",
-                  s.workload.c_str(), s.description.c_str(), format_count(s.memory_ops).c_str());
-    out << line;
-    std::snprintf(line, sizeof line, "%-16s %-4s %7s %7s %7s %7s %8s %8s %9s\n", "allocator", "pass", "p50",
-                  "p90", "p99", "p99.9", "p99.99", "p99.999", "max");
-    out << line;
+    out << "\n== " << s.workload << ": " << s.description << "\n   " << format_count(s.memory_ops)
+        << " memory ops; ns per call, net of the timer\n";
+    out << format("%-16s %-4s %7s %7s %7s %7s %8s %8s %9s\n", "allocator", "pass", "p50", "p90", "p99",
+                  "p99.9", "p99.99", "p99.999", "max");
     static constexpr double qs[] = {50, 90, 99, 99.9, 99.99, 99.999};
     for (const race_row& r : s.rows) {
         for (int filtered = 0; filtered < 2; ++filtered) {
@@ -174,13 +192,15 @@ void print_latency(std::ostream& out, const race_section& s, const calibration& 
             if (t.empty()) continue;
             std::sort(t.begin(), t.end());
             const std::span<const std::uint32_t> sorted(t);
-            double v[6];
+            std::string v[6];
             for (int i = 0; i < 6; ++i)
-                v[i] = cal.net_ns(static_cast<double>(percentile_sorted(sorted, qs[i])));
-            std::snprintf(line, sizeof line, "%-16s %-4s %7.0f %7.0f %7.0f %7.0f %8.0f %8.0f %9.0f\n",
-                          filtered ? "" : r.result.allocator.c_str(), filtered ? "filt" : "raw", v[0], v[1],
-                          v[2], v[3], v[4], v[5], cal.net_ns(static_cast<double>(t.back())));
-            out << line;
+                v[i] = latency_cell(cal.net_ns(static_cast<double>(percentile_sorted(sorted, qs[i]))),
+                                    cal.resolution_ns());
+            out << format(
+                "%-16s %-4s %7s %7s %7s %7s %8s %8s %9s\n", filtered ? "" : r.result.allocator.c_str(),
+                filtered ? "filt" : "raw", v[0].c_str(), v[1].c_str(), v[2].c_str(), v[3].c_str(),
+                v[4].c_str(), v[5].c_str(),
+                latency_cell(cal.net_ns(static_cast<double>(t.back())), cal.resolution_ns()).c_str());
         }
     }
     for (const std::string& k : s.skipped)
@@ -188,11 +208,8 @@ void print_latency(std::ostream& out, const race_section& s, const calibration& 
 }
 
 void print_fragmentation(std::ostream& out, const race_section& s) {
-    char line[256];
-    std::snprintf(line, sizeof line,
-                  "\n== %s: %s\n   largest free block (external fragmentation) at ten points of the run\n",
-                  s.workload.c_str(), s.description.c_str());
-    out << line;
+    out << "\n== " << s.workload << ": " << s.description
+        << "\n   largest free block (external fragmentation) at ten points of the run\n";
     bool any = false;
     for (const race_row& r : s.rows) {
         const auto& ser = r.result.series;
@@ -206,12 +223,11 @@ void print_fragmentation(std::ostream& out, const race_section& s) {
             const double frag =
                 m.free_bytes ? 1.0 - static_cast<double>(m.largest_free) / static_cast<double>(m.free_bytes)
                              : 0.0;
-            std::snprintf(line, sizeof line, " %s(%.0f%%)", format_bytes(m.largest_free).c_str(), frag * 100);
-            out << line << (k == 5 ? "\n   " : "");
+            out << format(" %s(%.0f%%)", format_bytes(m.largest_free).c_str(), frag * 100)
+                << (k == 5 ? "\n   " : "");
         }
-        std::snprintf(line, sizeof line, "\n    footprint peak %s, worst fragmentation %.0f%%\n",
+        out << format("\n    footprint peak %s, worst fragmentation %.0f%%\n",
                       format_bytes(r.result.peak_footprint).c_str(), r.worst_frag * 100);
-        out << line;
     }
     if (!any) out << "   (no allocator here reports its free space)\n";
     for (const std::string& k : s.skipped)

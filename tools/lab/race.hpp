@@ -35,6 +35,7 @@ struct race_section {
     std::vector<race_row> rows;       ///< contenders that apply, in registry order
     std::vector<std::string> skipped; ///< contenders that do not apply ("name: why")
     bool streamed = false;            ///< replayed batch by batch (race_workload's `stream`)
+    double resolution_ns = 0;         ///< the counter's step: tables print smaller latencies "<step"
 };
 
 struct race_options {

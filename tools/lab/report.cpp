@@ -219,8 +219,8 @@ void print_report(std::ostream& out, const run_report& r) {
         << "             " << format_count(r.timed_allocs)
         << " samples per allocator, warm-up frames excluded\n";
     out << "  peak used  most bytes handed out at once: malloc = sum of malloc_usable_size, strata =\n"
-        << "             stats().peak (padding, headers; frame_allocator2 sums both frames), pmr: unknown "
-           "(-)\n";
+        << "             largest stats().in_use (padding, headers; frame_allocator2 sums both frames),\n"
+        << "             pmr: unknown (-)\n";
     out << "  peak held  most bytes taken from upstream: strata = largest stats().capacity, pmr = peak\n"
         << "             outstanding in a counting upstream resource";
     if (any_approx) {

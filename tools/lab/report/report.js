@@ -72,7 +72,7 @@ function niceTicks(lo, hi, n = 5) {
     return { ticks: out, lo: Math.min(lo, out[0]), hi: Math.max(hi, out[out.length - 1]) };
 }
 
-// A plot frame: figure.plot with title, legend, svg, caption. Returns {svg, g, x(v), y(v)}.
+// A plot frame: figure.plot with title, legend, svg, caption. Returns {fig, svg}.
 function figure(parent, title, caption, legend) {
     const fig = el('figure', { class: 'plot' }, parent);
     el('h3', {}, fig, title);
@@ -88,6 +88,17 @@ function figure(parent, title, caption, legend) {
     el('figcaption', {}, fig, caption);
     return { fig, svg };
 }
+
+// A plot that has nothing to draw: its title and a note saying why, instead of empty axes (which
+// read as "every bin empty" or as a broken page).
+function notMeasured(parent, title, note) {
+    const fig = el('figure', { class: 'plot not-measured' }, parent);
+    el('h3', {}, fig, title);
+    el('p', { class: 'note' }, fig, note);
+    return fig;
+}
+const NO_LATENCY = 'Not measured: this run timed no single calls (--latency-passes 0), so there is no latency ' +
+    'distribution to draw. ns/op in the table is still measured.';
 
 function axes(svg, xs, ys, xlabel, ylabel) {
     const g = sv('g', {}, svg);
@@ -148,12 +159,14 @@ function linScale(lo, hi, px0, px1, fmt) {
 
 // ---- latency histogram (log x) ---------------------------------------------------------------
 function plotHistogram(parent, wl, binsPerDoubling) {
-    const allocs = wl.allocators.filter(a => (a.histogram_filtered || a.histogram_raw || []).length);
     const hist = a => (a.histogram_filtered && a.histogram_filtered.length ? a.histogram_filtered : a.histogram_raw);
+    const allocs = wl.allocators.filter(a => (hist(a) || []).some(c => c > 0));
+    if (!allocs.length) return notMeasured(parent, `Latency histogram: ${wl.name}`, NO_LATENCY);
     const edge = i => Math.pow(2, i / binsPerDoubling);
     let hiBin = 1, maxFrac = 0;
-    const fracs = allocs.map(a => {
-        const h = hist(a), total = h.reduce((s, c) => s + c, 0) || 1;
+    const totals = allocs.map(a => hist(a).reduce((s, c) => s + c, 0) || 1);
+    const fracs = allocs.map((a, k) => {
+        const h = hist(a), total = totals[k];
         h.forEach((c, i) => { if (c > 0) hiBin = Math.max(hiBin, i + 1); });
         const f = h.map(c => c / total);
         maxFrac = maxOf(f, maxFrac);
@@ -163,20 +176,26 @@ function plotHistogram(parent, wl, binsPerDoubling) {
         'Share of operations (y, log scale) per latency bin (x, log scale; ' + binsPerDoubling +
         ' bins per doubling), from the filtered pass (per-operation minimum over the latency passes; raw when ' +
         'there is one pass). Read it as: the tallest step is the typical cost; anything far to the right is the ' +
-        'tail (page faults, refills, lock waits); the log y axis keeps bins of one op in 10^5 visible. Latencies are net of the timer overhead, so the leftmost ' +
+        'tail (page faults, refills, lock waits); the log y axis keeps a bin of a single operation visible. Latencies are net of the timer overhead, so the leftmost ' +
         'bin collects operations at or below the timer resolution. Hover a step for the allocator and bin.',
         allocs.map(a => [a.name, colour(a.name)]));
     const xs = logScale(1, edge(hiBin), M.l, W - M.r, fmtNs);
-    // y: share of operations on a log axis (100 % down to one op in 10^6), so the tail stays visible.
+    // y: share of operations on a log axis from 100 % down to a power of 10 at least 2x below the
+    // smallest non-zero share, so every non-empty bin stands visibly above the axis. (The floor was the smallest
+    // share's own decade, clamped at 10^-6: a share of exactly 10^-k, or one under 10^-6, lay on the
+    // axis and read as empty; one bin holding every op stretched the axis to 1000 %.)
     let minFrac = 1;
     for (const f of fracs) for (const v of f) if (v > 0) minFrac = Math.min(minFrac, v);
-    const floor = Math.pow(10, Math.max(-6, Math.floor(Math.log10(minFrac))));
-    const ys = logScale(floor, Math.max(maxFrac, floor * 10), H - M.b, M.t,
-                        v => (v >= 0.01 ? (100 * v).toFixed(0) : (100 * v).toPrecision(1)) + ' %');
+    let floorExp = Math.floor(Math.log10(minFrac));
+    if (minFrac < 2 * Math.pow(10, floorExp)) floorExp -= 1; // at least ~0.3 decade above the axis
+    const floor = Math.pow(10, floorExp);
+    // (1 + 1e-9): logScale takes the decade of its bounds, and log10(10^k) may round just below k.
+    const ys = logScale(floor * (1 + 1e-9), Math.min(1, Math.max(maxFrac, floor * 10)), H - M.b, M.t,
+                        v => (v >= 0.01 ? (100 * v).toFixed(0) : String(+(100 * v).toPrecision(1))) + ' %');
     const yOf = v => (v > 0 ? ys.map(Math.max(v, floor)) : H - M.b);
     axes(svg, xs, ys, 'latency per operation (log)', 'share of operations (log)');
     allocs.forEach((a, k) => {
-        const f = fracs[k];
+        const f = fracs[k], h = hist(a);
         let d = '';
         for (let i = 0; i < hiBin; ++i) {
             const x0 = xs.map(Math.max(1, edge(i))), x1 = xs.map(Math.max(1, edge(i + 1)));
@@ -193,15 +212,21 @@ function plotHistogram(parent, wl, binsPerDoubling) {
             const x0 = xs.map(Math.max(1, edge(i))), x1 = xs.map(Math.max(1, edge(i + 1)));
             tip(sv('rect', { x: x0, y: yOf(v) - 2, width: Math.max(1, x1 - x0), height: 4,
                              fill: colour(a.name), 'fill-opacity': 0.25 }, g),
-                `${a.name}: ${(100 * v).toFixed(2)} % of ops in [${fmtNs(edge(i))}, ${fmtNs(edge(i + 1))})`);
+                `${a.name}: ${(100 * v).toPrecision(3)} % of ops (${fmtNum(h[i])} of ${fmtNum(totals[k])}) in ` +
+                `[${fmtNs(edge(i))}, ${fmtNs(edge(i + 1))})`);
         });
     });
 }
 
 // ---- tail CDF on a "nines" axis ----------------------------------------------------------------
 function plotTail(parent, wl) {
-    const allocs = wl.allocators.filter(a => (a.tail_filtered || a.tail_raw || []).length);
     const tail = a => (a.tail_filtered && a.tail_filtered.length ? a.tail_filtered : a.tail_raw);
+    const allocs = wl.allocators.filter(a => (tail(a) || []).length);
+    if (!allocs.length) {
+        const timed = wl.allocators.some(a => [a.histogram_filtered, a.histogram_raw].some(h => (h || []).some(c => c > 0)));
+        return notMeasured(parent, `Tail latency: ${wl.name}`,
+                           timed ? 'Too few timed operations to draw a tail.' : NO_LATENCY);
+    }
     const nines = p => -Math.log10(Math.max(1e-9, 1 - p / 100));
     let maxN = 1, lo = Infinity, hi = 1;
     for (const a of allocs) for (const [p, ns] of tail(a)) {
@@ -272,20 +297,43 @@ function plotBars(parent, b) {
     const groups = b.groups || [];
     const series = [];
     for (const g of groups) for (const k of Object.keys(g.values || {})) if (!series.includes(k)) series.push(k);
-    let maxV = 0;
-    for (const g of groups) for (const v of Object.values(g.values || {})) if (isFinite(v)) maxV = Math.max(maxV, v);
+    // "log_scale": values spanning decades (the seed's 0.64 s beside our 50 µs) on a log x axis;
+    // a value <= 0 has no place on it and is left out (the caption says so).
+    const logX = b.log_scale === true;
+    const drawable = v => typeof v === 'number' && isFinite(v) && (!logX || v > 0);
+    let maxV = 0, minV = Infinity;
+    for (const g of groups) for (const v of Object.values(g.values || {})) if (drawable(v)) {
+        maxV = Math.max(maxV, v);
+        if (v > 0) minV = Math.min(minV, v);
+    }
     const unit = b.unit || '';
     const how = b.lower_is_better === false ? 'Longer bars are better.' : 'Shorter bars are better.';
-    const { svg } = figure(parent, b.title || 'bars', (b.caption ? b.caption + ' ' : '') + how +
-        ' Values are labelled at the bar end' + (unit ? ` (${unit})` : '') + '; hover a bar for the exact value.',
+    const caption = b.caption ? b.caption + (/[.!?]$/.test(b.caption) ? ' ' : '. ') : '';
+    const logNote = logX ? ' The x axis is logarithmic (each grid line is 10× the one before) and every bar starts ' +
+        'at its left end, so read the values, not the lengths: a bar twice as long is not twice the value.' +
+        ' Values of 0 or less cannot be drawn on it and are left out.' : '';
+    const { svg } = figure(parent, b.title || 'bars', caption + how +
+        ' Values are labelled at the bar end' + (unit ? ` (${unit})` : '') + '; hover a bar for the exact value.' + logNote,
         series.map(s => [s, colour(s)]));
     const rowH = Math.max(8, Math.min(18, 200 / Math.max(1, series.length)));
     const groupH = rowH * series.length + 12;
     const left = 150, height = M.t + groups.length * groupH + 34;
     svg.setAttribute('viewBox', `0 0 ${W} ${height}`);
-    const xs = linScale(0, maxV * 1.12 || 1, left, W - M.r - 10, v => fmtUnit(v, unit));
+    // Log: ticks at powers of 10, from the decade of half the smallest value (so the shortest bar is
+    // at least 0.3 decade long, not a sliver at the axis) to one that leaves room for the largest
+    // bar's label (x3, about half a decade).
+    const logTick = v => (unit === 'ns' || unit === 'bytes' || unit === 'B' ? fmtUnit(v, unit)
+                                                                           : String(+v.toPrecision(3)) + (unit ? ' ' + unit : ''));
+    const xs = logX && isFinite(minV)
+        ? logScale(minV / 2, maxV * 3, left, W - M.r - 10, logTick)
+        : linScale(0, maxV * 1.12 || 1, left, W - M.r - 10, v => fmtUnit(v, unit));
+    // Many decades (then every tick is a power of 10): label every other one, or the labels run
+    // into each other.
+    const thin = logX && xs.ticks.length > 1 &&
+        Math.round(Math.log10(xs.ticks[xs.ticks.length - 1].v / xs.ticks[0].v)) > 5;
+    xs.ticks.forEach((t, i) => { if (thin && i % 2) t.label = ''; });
     for (const t of xs.ticks) {
-        const tg = sv('g', { class: 'tick' }, svg);
+        const tg = sv('g', { class: 'tick', 'data-value': t.v }, svg);
         sv('line', { class: 'gridline', x1: xs.map(t.v), x2: xs.map(t.v), y1: M.t, y2: height - 30 }, tg);
         sv('text', { x: xs.map(t.v), y: height - 16, 'text-anchor': 'middle' }, tg, t.label);
     }
@@ -295,12 +343,13 @@ function plotBars(parent, b) {
         sv('text', { x: left - 8, y: y0 + (rowH * series.length) / 2 + 4, 'text-anchor': 'end' }, svg, g.label);
         series.forEach((s, si) => {
             const v = (g.values || {})[s];
-            if (v === undefined || v === null || !isFinite(v)) return;
+            if (!drawable(v)) return;
             const y = y0 + si * rowH;
             const gg = sv('g', { class: 'series', 'data-name': s }, svg);
-            tip(sv('rect', { x: left, y: y + 1, width: Math.max(1, xs.map(v) - left), height: rowH - 2, fill: colour(s) }, gg),
+            tip(sv('rect', { x: left, y: y + 1, width: Math.max(1, xs.map(v) - left), height: rowH - 2, fill: colour(s),
+                             'data-value': v }, gg),
                 `${g.label} / ${s}: ${fmtUnit(v, unit)}`);
-            if (rowH >= 10) sv('text', { x: xs.map(v) + 4, y: y + rowH / 2 + 3.5, 'font-size': 10 }, gg, fmtUnit(v, unit));
+            if (rowH >= 10) sv('text', { x: Math.max(left, xs.map(v)) + 4, y: y + rowH / 2 + 3.5, 'font-size': 10 }, gg, fmtUnit(v, unit));
         });
     });
 }
@@ -401,6 +450,8 @@ function render(data) {
         `Timer: ${tm.counter}, ${(1 / tm.ns_per_tick).toFixed(2)} GHz, overhead ${fmtNs(tm.overhead_ns)} (subtracted), ` +
         `resolution ${fmtNs(tm.resolution_ns)}. Colours are fixed per allocator across all plots.`);
     const workloads = data.workloads || [];
+    // A hand-written or cut-down document may leave a workload's allocators out: draw it empty.
+    for (const w of workloads) if (!Array.isArray(w.allocators)) w.allocators = [];
     const bpd = data.histogram_bins_per_doubling || 8;
     // Assign colours in a stable order first, so an allocator has the same colour everywhere.
     for (const w of workloads) for (const a of w.allocators) colour(a.name);
