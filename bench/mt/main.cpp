@@ -1,7 +1,7 @@
 // strata-mt: multi-threaded malloc workloads on plain malloc/free, for comparing mallocs swapped in
 // with LD_PRELOAD (bench/mt/peers.sh runs every Debian malloc and libstrata_malloc.so).
 //
-//   strata-mt [--workload local,prodcons,larson] [--ops N] [--threads T] [--repeats R] [--rounds K]
+//   strata-mt [--workload local,prodcons,larson,big] [--ops N] [--threads T] [--repeats R] [--rounds K]
 //             [--label NAME] [--jsonl FILE] [--seed S]
 //
 // Workloads (block sizes: 60% 8-128 B, 30% 128 B-1 KiB, 9% 1-8 KiB, 1% 8-64 KiB; every block is
@@ -13,6 +13,9 @@
 //   larson    K rounds of T threads (default 4) that replace random slots of ONE shared 8,192-slot
 //             array (atomic exchange): most blocks are freed by a thread other than the one that
 //             allocated them, often after that thread has exited (larson's server pattern).
+//   big       T threads (default 2), each replacing random slots of its own 8-slot array with
+//             blocks of 1-8 MiB, every page written (streaming buffers, big scratch: what a malloc
+//             that gives freed pages back at once pays for in page faults). Not in the default set.
 // Each repeat warms up first (slots filled, a quarter of the operations untimed), then times N
 // operations per thread (an operation is one malloc + one free; in prodcons one block passed on).
 // Reported: ns/op = wall time / N, the time one thread spends per operation (median over repeats);
@@ -148,6 +151,50 @@ sample run_local(unsigned threads, std::uint64_t ops, std::uint64_t seed) {
     return s;
 }
 
+// A 1-8 MiB block with a byte written on every page.
+void* make_big_block(rng& r) {
+    const std::size_t size = (std::size_t{1} << 20) + r.below(std::size_t{7} << 20);
+    auto* p = static_cast<unsigned char*>(std::malloc(size));
+    if (p == nullptr) {
+        std::fprintf(stderr, "strata-mt: malloc(%zu) returned null\n", size);
+        std::abort();
+    }
+    for (std::size_t at = 0; at < size; at += 4096)
+        p[at] = static_cast<unsigned char>(at >> 12);
+    p[size - 1] = 1;
+    return p;
+}
+
+sample run_big(unsigned threads, std::uint64_t ops, std::uint64_t seed) {
+    constexpr std::size_t slots = 8;
+    window w(threads);
+    std::vector<std::thread> pool;
+    for (unsigned t = 0; t < threads; ++t)
+        pool.emplace_back([&, t] {
+            rng r(seed * 131 + t);
+            void* mine[slots];
+            for (auto& p : mine)
+                p = make_big_block(r);
+            auto churn = [&](std::uint64_t n) {
+                for (std::uint64_t i = 0; i < n; ++i) {
+                    const std::size_t k = r.below(slots);
+                    std::free(mine[k]);
+                    mine[k] = make_big_block(r);
+                }
+            };
+            churn(ops / 4);
+            w.start.arrive_and_wait();
+            churn(ops);
+            w.stop.arrive_and_wait();
+            for (void* p : mine)
+                std::free(p);
+        });
+    const sample s = w.measure();
+    for (auto& th : pool)
+        th.join();
+    return s;
+}
+
 // A single-producer single-consumer ring of block pointers. Waiting yields: on a machine with fewer
 // free cores than threads a spinning waiter would steal the other side's time slice.
 class ring {
@@ -250,9 +297,10 @@ std::vector<std::string> split(const std::string& s) {
 }
 
 int usage() {
-    std::fputs("usage: strata-mt [--workload local,prodcons,larson] [--ops N] [--threads T] [--repeats R]\n"
-               "                 [--rounds K] [--label NAME] [--jsonl FILE] [--seed S]\n",
-               stderr);
+    std::fputs(
+        "usage: strata-mt [--workload local,prodcons,larson,big] [--ops N] [--threads T] [--repeats R]\n"
+        "                 [--rounds K] [--label NAME] [--jsonl FILE] [--seed S]\n",
+        stderr);
     return 2;
 }
 
@@ -306,8 +354,12 @@ int main(int argc, char** argv) {
             threads = o.threads ? o.threads : 4;
             ops = o.ops ? o.ops : 1'000'000;
             body = [&] { return run_larson(threads, ops, o.rounds, o.seed); };
+        } else if (name == "big") {
+            threads = o.threads ? o.threads : 2;
+            ops = o.ops ? o.ops : 2'000;
+            body = [&] { return run_big(threads, ops, o.seed); };
         } else {
-            std::fprintf(stderr, "strata-mt: unknown workload '%s' (local, prodcons, larson)\n",
+            std::fprintf(stderr, "strata-mt: unknown workload '%s' (local, prodcons, larson, big)\n",
                          name.c_str());
             return 2;
         }

@@ -69,6 +69,15 @@ struct lock_guard {
     spinlock& l_;
 };
 
+/// Releases a held lock for a scope (a lock_guard's scope, which takes it back at its end).
+struct unlock_guard {
+    explicit unlock_guard(spinlock& l) noexcept : l_(l) { l_.unlock(); }
+    ~unlock_guard() { l_.lock(); }
+    unlock_guard(const unlock_guard&) = delete;
+    unlock_guard& operator=(const unlock_guard&) = delete;
+    spinlock& l_;
+};
+
 /// Every live engine_heap, by TLS slot. The epoch tells a thread's slot from a stale one left by a
 /// destroyed heap whose slot was reused.
 struct registry_type {
@@ -771,18 +780,72 @@ void* engine_heap::medium_allocate(std::size_t size, std::size_t align) noexcept
     return p;
 }
 
-// A freed medium block of purge_medium_bytes or more gives its whole pages back to the OS at once
-// (the range stays mapped and reads as zero): TLSF never reads a free block's interior, only its
-// header and the two list links at the start of its payload, which stay resident. Without this a
-// program that grows a vector through the medium sizes keeps every abandoned copy resident in the
-// arena. Smaller blocks stay resident, so churn of small medium blocks never faults.
+// Free medium blocks of purge_medium_bytes or more give their whole pages back to the OS (the
+// range stays mapped and reads as zero): TLSF never reads a free block's interior, only its header
+// and the two list links at the start of its payload, which stay resident. Without this a program
+// that grows a vector through the medium sizes keeps every abandoned copy resident in the arena.
+// Smaller blocks stay resident, so churn of small medium blocks never faults.
+//
+// By default each is purged as it is freed. With medium_retain_bytes, up to that many bytes of them
+// stay resident: every half of it freed, a sweep counts them and purges past it, those an earlier
+// sweep saw first. Purged on each free, two threads churning 1-8 MiB blocks faulted every page of
+// every block in again (9x glibc's time). A mark (a tag and the size, after the list links, so it
+// stays resident with them) tells a purged block, and when a block was first seen free.
+namespace {
+constexpr std::size_t purge_mark_offset = 2 * sizeof(void*); // after the tlsf list links
+constexpr std::size_t purge_keep = purge_mark_offset + 2 * sizeof(std::uint64_t);
+constexpr std::uint64_t purge_magic = 0x9E3779B97F4A7C14u; // even: tags below never collide
+constexpr std::uint64_t purged_tag = purge_magic ^ 1u;
+constexpr std::uint64_t seen_tag(std::uint64_t sweep) noexcept { return purge_magic ^ (sweep << 1); }
+} // namespace
+
 void engine_heap::purge_medium(void* p, std::size_t usable) noexcept {
-    if (usable < options_.purge_medium_bytes) return;
     const std::uintptr_t page = virtual_memory::page_size();
     const auto at = reinterpret_cast<std::uintptr_t>(p);
-    const std::uintptr_t lo = (at + 2 * sizeof(void*) + page - 1) & ~(page - 1);
+    const std::uintptr_t lo = (at + purge_keep + page - 1) & ~(page - 1);
     const std::uintptr_t hi = (at + usable) & ~(page - 1);
     if (hi > lo) (void)::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);
+}
+
+// Requires: medium_lock_ held. Counts the resident bytes of free blocks of purge_medium_bytes or
+// more; past medium_retain_bytes, purges blocks an earlier sweep saw free until within it. `all` (trim)
+// purges every one. User data that happens to look like a mark only makes a free block purged early or, one
+// chance in 2^64 with its size too, skipped until it is allocated again.
+void engine_heap::purge_free_medium(bool all) noexcept {
+    medium_dirty_ = 0;
+    const std::uint64_t sweep = ++medium_sweeps_;
+    const std::size_t page = virtual_memory::page_size();
+    const auto each = [&](auto&& visit) {
+        for (unsigned a = 0; a < arena_count_; ++a)
+            tlsf_of(arenas_[a], data_, runs_)
+                ->for_each_free_block(options_.purge_medium_bytes, [&](void* q, std::size_t bytes) noexcept {
+                    if (bytes < purge_keep + page) return; // no whole page past the mark
+                    auto* mark =
+                        reinterpret_cast<std::uint64_t*>(static_cast<std::byte*>(q) + purge_mark_offset);
+                    unpoison(mark, 2 * sizeof(std::uint64_t)); // tlsf poisons free payloads for ASan
+                    if (mark[1] != bytes || mark[0] != purged_tag) visit(q, bytes, mark);
+                    poison(mark, 2 * sizeof(std::uint64_t));
+                });
+    };
+    std::size_t resident = 0;
+    each([&](void*, std::size_t bytes, std::uint64_t* mark) {
+        const std::uint64_t seen = (mark[0] ^ purge_magic) >> 1;
+        if (mark[1] != bytes || (mark[0] & 1) != 0 || seen == 0 || seen > sweep) { // new, or merged
+            mark[0] = seen_tag(sweep);
+            mark[1] = bytes;
+        }
+        resident += bytes;
+    });
+    // A block first seen by this sweep stays: it was freed within the last half budget of frees,
+    // which is what the budget is for. So at most 1.5x the budget stays resident between sweeps.
+    const std::size_t keep = all ? 0 : options_.medium_retain_bytes;
+    if (resident <= keep) return;
+    each([&](void* q, std::size_t bytes, std::uint64_t* mark) {
+        if (resident <= keep || (!all && mark[0] == seen_tag(sweep))) return;
+        purge_medium(q, bytes);
+        mark[0] = purged_tag;
+        resident -= bytes;
+    });
 }
 
 void engine_heap::medium_deallocate(void* p, run* head) noexcept {
@@ -790,10 +853,20 @@ void engine_heap::medium_deallocate(void* p, run* head) noexcept {
     tlsf* t = tlsf_of(head, data_, runs_);
     if (static_cast<std::byte*>(p) < address_of(head) + tlsf_room) return; // the arena's own record
     const std::size_t usable = t->usable_size(p);
+    if (usable >= options_.purge_medium_bytes && options_.medium_retain_bytes == 0) {
+        // Purged before it is freed, outside the lock: p is still the caller's, so no other thread
+        // can be handed its pages meanwhile, and its arena cannot go (p is live in it). Under the
+        // lock, two threads churning 1-8 MiB blocks waited on each other's madvise.
+        unlock_guard u(medium_lock_);
+        purge_medium(p, usable);
+    }
     add_under_lock(medium_in_use_, 0 - usable);
     add_under_lock(medium_count_, 0 - std::size_t{1});
     t->deallocate(p);
-    purge_medium(p, usable);
+    // Half the budget freed since the last sweep: resident free blocks stay within 1.5x of it.
+    if (usable >= options_.purge_medium_bytes && options_.medium_retain_bytes != 0 &&
+        (medium_dirty_ += usable) > options_.medium_retain_bytes / 2)
+        purge_free_medium(false);
     // An empty arena other than the first goes back to the span pool (retention decides whether
     // its pages stay resident). live_allocations() is O(1) and leaves the free in flight; stats()
     // completed it and scanned the top class on every medium free (W4: 0.75x the time).
@@ -877,7 +950,12 @@ void* engine_heap::reallocate(void* p, std::size_t new_size, std::size_t align) 
                     void* q = t->reallocate(p, new_size, align);
                     if (q == p) {
                         unpoison(p, t->usable_size(p));
-                        add_under_lock(medium_in_use_, 0 - (before - t->usable_size(p)));
+                        const std::size_t released = before - t->usable_size(p);
+                        add_under_lock(medium_in_use_, 0 - released);
+                        // The tail went back as a free block: it counts toward the purge like a free.
+                        if (released >= options_.purge_medium_bytes &&
+                            (medium_dirty_ += released) > options_.medium_retain_bytes / 2)
+                            purge_free_medium(false);
                         return p;
                     }
                 }
@@ -1132,6 +1210,10 @@ void engine_heap::sweep_abandoned() noexcept {
 
 void engine_heap::trim() noexcept {
     sweep_abandoned();
+    {
+        lock_guard m(medium_lock_);
+        purge_free_medium(true);
+    }
     lock_guard g(span_lock_);
     for (run* head : bins_) {
         for (run* r = head; r != nullptr; r = r->next) {

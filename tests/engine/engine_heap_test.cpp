@@ -549,6 +549,54 @@ TEST(EngineHeap, LargeMediumFreesReturnTheirPages) {
     }
 }
 
+// medium_retain_bytes: up to that many bytes of big free medium blocks stay resident; every half
+// of it freed, a sweep purges past it, the blocks an earlier sweep saw first; trim() purges every
+// one. Live spacers keep the blocks apart (merged, a free region counts as new).
+TEST(EngineHeap, LateMediumPurgeKeepsRecentFreesWarm) {
+    engine_options o = small_options();
+    o.purge_medium_bytes = std::size_t{1} << 20;
+    o.medium_retain_bytes = std::size_t{4} << 20;
+    engine_heap h(o);
+    // A little under 2 MiB: two frees (with tlsf's rounding) fit the 4 MiB budget, one passes half.
+    const std::size_t big = (std::size_t{2} << 20) - (std::size_t{64} << 10), spacer = std::size_t{128} << 10;
+    std::vector<char*> blocks, spacers;
+    for (int i = 0; i < 6; ++i) {
+        blocks.push_back(static_cast<char*>(h.allocate(big)));
+        spacers.push_back(static_cast<char*>(h.allocate(spacer)));
+        ASSERT_TRUE(blocks.back() && spacers.back());
+        std::memset(blocks.back(), 1, big);
+    }
+    // The whole pages past the block's first one (which keeps tlsf's links and the purge mark).
+    const auto resident = [&](int i) { return resident_pages(blocks[i] + 4096, big - 8192); };
+    const std::size_t all = resident(0);
+    ASSERT_GT(all, big / 4096 - 4);
+    const auto expect = [&](int purged_below, int freed) {
+        for (int i = 0; i < freed; ++i)
+            EXPECT_EQ(resident(i), i < purged_below ? 0u : all) << "block " << i << " of " << freed;
+    };
+    h.deallocate(blocks[0]);
+    h.deallocate(blocks[1]); // a sweep: 3.9 MiB free, within the budget
+    expect(0, 2);
+    h.deallocate(blocks[2]);
+    h.deallocate(blocks[3]); // a sweep: 7.8 MiB; 0 and 1, seen before, go
+    expect(2, 4);
+    h.deallocate(blocks[4]);
+    h.deallocate(blocks[5]); // then 2 and 3
+    expect(4, 6);
+    EXPECT_TRUE(h.check());
+    h.trim();
+    expect(6, 6);
+    // Marked and purged blocks are whole blocks again when reused.
+    char* c = static_cast<char*>(h.allocate_zeroed(big));
+    ASSERT_NE(c, nullptr);
+    EXPECT_TRUE(std::all_of(c, c + big, [](char x) { return x == 0; }));
+    EXPECT_TRUE(h.check());
+    h.deallocate(c);
+    for (char* p : spacers)
+        h.deallocate(p);
+    EXPECT_TRUE(h.check());
+}
+
 #if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
 long minor_faults() {
     rusage u{};

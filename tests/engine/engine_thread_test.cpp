@@ -48,6 +48,46 @@ TEST(EngineHeapThreads, CrossThreadFreesReturnToTheOwner) {
     EXPECT_EQ(h.stats().live_allocations, 0u);
 }
 
+// Big medium blocks churned by two threads: purged before the free outside the medium lock
+// (budget 0), or by sweeps under it (a budget). Contents stay each thread's own throughout.
+TEST(EngineHeapThreads, BigMediumChurnPurgesSafely) {
+    for (const std::size_t budget : {std::size_t{0}, std::size_t{4} << 20}) {
+        strata::engine_options o = options();
+        o.medium_retain_bytes = budget;
+        engine_heap h(o);
+        std::atomic<bool> ok{true};
+        auto churn = [&](unsigned seed) {
+            std::mt19937 r(seed);
+            std::vector<std::pair<unsigned char*, std::size_t>> mine(4, {nullptr, 0});
+            for (int i = 0; i < 200; ++i) {
+                auto& [p, n] = mine[r() % mine.size()];
+                if (p != nullptr) {
+                    ok = ok && p[0] == static_cast<unsigned char>(n) &&
+                         p[n - 1] == static_cast<unsigned char>(seed);
+                    h.deallocate(p);
+                }
+                n = (std::size_t{1} << 20) + r() % (std::size_t{1} << 20);
+                p = static_cast<unsigned char*>(h.allocate(n));
+                if (p == nullptr) {
+                    ok = false;
+                    return;
+                }
+                p[0] = static_cast<unsigned char>(n);
+                p[n - 1] = static_cast<unsigned char>(seed);
+            }
+            for (auto& [p, n] : mine)
+                h.deallocate(p);
+        };
+        std::thread a(churn, 1u), b(churn, 2u);
+        a.join();
+        b.join();
+        EXPECT_TRUE(ok) << "budget " << budget;
+        h.trim();
+        EXPECT_TRUE(h.check());
+        EXPECT_EQ(h.stats().live_allocations, 0u);
+    }
+}
+
 TEST(EngineHeapThreads, ProducerConsumer) {
     engine_heap h(options());
     constexpr int count = 100000;

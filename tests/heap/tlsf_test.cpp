@@ -2,6 +2,7 @@
 // usable_size, the good-fit bound and O(1) behaviour under adversarial frees.
 #include "strata/heap/tlsf.hpp"
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -313,6 +314,48 @@ TEST(Tlsf, UsableSizeAndSlackAccounting) {
     h.deallocate(p);
     h.deallocate(q);
     EXPECT_EQ(h.metrics().requested_bytes, 0u);
+}
+
+// for_each_free_block visits exactly the free blocks at least min_bytes big (what the walk of
+// every block reports free), the free in flight included, each once.
+TEST(Tlsf, ForEachFreeBlockVisitsTheFreeBlocksAtLeastThatBig) {
+    heap_buffer buf(1 << 20);
+    strata::tlsf h(buf.span());
+    std::vector<void*> live;
+    std::uint64_t x = 12345;
+    for (int i = 0; i < 400; ++i) {
+        x = x * 6364136223846793005u + 1442695040888963407u;
+        if (void* p = h.allocate(16 + (x >> 33) % 6000)) live.push_back(p);
+    }
+    for (std::size_t i = 0; i < live.size(); i += 2)
+        h.deallocate(live[i]); // the last one stays in flight
+    for (const std::size_t min : {std::size_t{0}, std::size_t{16}, std::size_t{100}, std::size_t{4096},
+                                  std::size_t{20000}, std::size_t{1} << 19, strata::tlsf::max_request + 1}) {
+        SCOPED_TRACE(min);
+        std::vector<std::size_t> want, got;
+        std::vector<const void*> at;
+        h.for_each_block([&](strata::block_info b) {
+            if (!b.used && b.size >= min) want.push_back(b.size);
+        });
+        h.for_each_free_block(min, [&](void* p, std::size_t bytes) {
+            got.push_back(bytes);
+            at.push_back(p);
+            EXPECT_GE(static_cast<std::byte*>(p), buf.span().data());
+            EXPECT_LE(static_cast<std::byte*>(p) + bytes, buf.span().data() + buf.span().size());
+        });
+        std::sort(want.begin(), want.end());
+        std::sort(got.begin(), got.end());
+        EXPECT_EQ(got, want);
+        std::sort(at.begin(), at.end());
+        EXPECT_EQ(std::adjacent_find(at.begin(), at.end()), at.end()); // each block once
+        if (min <= 4096) {
+            EXPECT_FALSE(got.empty());
+        }
+    }
+    EXPECT_TRUE(h.check());
+    for (std::size_t i = 1; i < live.size(); i += 2)
+        h.deallocate(live[i]);
+    EXPECT_TRUE(h.check());
 }
 
 // deallocate(p) completes the previous call's free and leaves p's in flight. Every query completes

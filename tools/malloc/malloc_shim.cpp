@@ -101,6 +101,7 @@ void fork_child() noexcept { engine_heap::after_fork_child(); }
         o.reserve_bytes = env_size("STRATA_MALLOC_RESERVE_GB", o.reserve_bytes, 30);
         o.retain_bytes = env_size("STRATA_MALLOC_RETAIN_MB", o.retain_bytes, 20);
         o.purge_medium_bytes = env_size("STRATA_MALLOC_PURGE_KB", o.purge_medium_bytes, 10);
+        o.medium_retain_bytes = env_size("STRATA_MALLOC_MEDIUM_RETAIN_MB", o.medium_retain_bytes, 20);
         engine_heap* h = nullptr;
         // Smaller reservations where address space is limited (ulimit -v, 32-bit-ish containers).
         // Whatever the heap cannot hold, glibc serves (see engine_refused).

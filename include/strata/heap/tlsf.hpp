@@ -215,6 +215,28 @@ public:
         pools_.for_each_block(static_cast<Visitor&&>(visit));
     }
 
+    /// Effects: calls `visit(payload, bytes)` for every free block whose payload holds at least
+    /// `min_bytes`, in class order. The first 16 bytes of each payload hold the heap's list links;
+    /// the rest is never read while the block is free, so the visitor may discard it (the engine
+    /// heap gives its pages back to the OS). Requires: `visit` does not call into this heap.
+    /// Complexity: O(free blocks in the classes that can hold `min_bytes`), found by bit scans.
+    template <class Visitor>
+    void for_each_free_block(std::size_t min_bytes, Visitor&& visit) noexcept(noexcept(visit(nullptr, 0))) {
+        settle();
+        if (min_bytes > max_request) return;
+        const unsigned from = class_index(min_bytes < alignment ? alignment : min_bytes);
+        for (unsigned fl = from >> SLI; fl < fl_count; ++fl) {
+            auto bits = sl_bitmap_[fl];
+            if (fl == from >> SLI)
+                bits &= static_cast<decltype(bits)>(~decltype(bits){0} << (from & (sl_count - 1)));
+            for (; bits != 0; bits &= bits - 1) {
+                const unsigned index = (fl << SLI) + static_cast<unsigned>(std::countr_zero(bits));
+                for (block* b = heads_[index]; b != nil(); b = b->next_free())
+                    if (b->size() >= min_bytes) visit(static_cast<void*>(b->payload()), b->size());
+            }
+        }
+    }
+
     /// Returns: true when every invariant holds: the bitmaps match the lists, every listed block is
     /// free and in the class its size maps to, the links are consistent, no two free blocks are
     /// adjacent, boundary tags agree, block sizes sum to each pool, and the counters match.
