@@ -121,8 +121,9 @@ struct window {
     }
 };
 
-sample run_local(unsigned threads, std::uint64_t ops, std::uint64_t seed) {
-    constexpr std::size_t slots = 4096;
+// T threads, each replacing random slots of its own array with blocks from `make` (local, big).
+sample run_own_slots(unsigned threads, std::uint64_t ops, std::uint64_t seed, std::size_t slots,
+                     void* (*make)(rng&)) {
     window w(threads);
     std::vector<std::thread> pool;
     for (unsigned t = 0; t < threads; ++t)
@@ -130,12 +131,12 @@ sample run_local(unsigned threads, std::uint64_t ops, std::uint64_t seed) {
             rng r(seed * 131 + t);
             std::vector<void*> mine(slots);
             for (auto& p : mine)
-                p = make_block(r);
+                p = make(r);
             auto churn = [&](std::uint64_t n) {
                 for (std::uint64_t i = 0; i < n; ++i) {
                     const std::size_t k = r.below(slots);
                     std::free(mine[k]);
-                    mine[k] = make_block(r);
+                    mine[k] = make(r);
                 }
             };
             churn(ops / 4);
@@ -163,36 +164,6 @@ void* make_big_block(rng& r) {
         p[at] = static_cast<unsigned char>(at >> 12);
     p[size - 1] = 1;
     return p;
-}
-
-sample run_big(unsigned threads, std::uint64_t ops, std::uint64_t seed) {
-    constexpr std::size_t slots = 8;
-    window w(threads);
-    std::vector<std::thread> pool;
-    for (unsigned t = 0; t < threads; ++t)
-        pool.emplace_back([&, t] {
-            rng r(seed * 131 + t);
-            void* mine[slots];
-            for (auto& p : mine)
-                p = make_big_block(r);
-            auto churn = [&](std::uint64_t n) {
-                for (std::uint64_t i = 0; i < n; ++i) {
-                    const std::size_t k = r.below(slots);
-                    std::free(mine[k]);
-                    mine[k] = make_big_block(r);
-                }
-            };
-            churn(ops / 4);
-            w.start.arrive_and_wait();
-            churn(ops);
-            w.stop.arrive_and_wait();
-            for (void* p : mine)
-                std::free(p);
-        });
-    const sample s = w.measure();
-    for (auto& th : pool)
-        th.join();
-    return s;
 }
 
 // A single-producer single-consumer ring of block pointers. Waiting yields: on a machine with fewer
@@ -345,7 +316,7 @@ int main(int argc, char** argv) {
         if (name == "local") {
             threads = o.threads ? o.threads : 2;
             ops = o.ops ? o.ops : 2'000'000;
-            body = [&] { return run_local(threads, ops, o.seed); };
+            body = [&] { return run_own_slots(threads, ops, o.seed, 4096, make_block); };
         } else if (name == "prodcons") {
             threads = 2;
             ops = o.ops ? o.ops : 2'000'000;
@@ -357,7 +328,7 @@ int main(int argc, char** argv) {
         } else if (name == "big") {
             threads = o.threads ? o.threads : 2;
             ops = o.ops ? o.ops : 2'000;
-            body = [&] { return run_big(threads, ops, o.seed); };
+            body = [&] { return run_own_slots(threads, ops, o.seed, 8, make_big_block); };
         } else {
             std::fprintf(stderr, "strata-mt: unknown workload '%s' (local, prodcons, larson, big)\n",
                          name.c_str());
