@@ -28,11 +28,25 @@ strata="${STRATA_MALLOC:-$(find "$build" -name 'libstrata_malloc.so*' -type f 2>
 work="$(mktemp -d -t strata-programs.XXXXXX)"
 trap 'rm -rf "$work"' EXIT
 export STRATA_SCALE="${STRATA_SCALE:-2}"
+source "$root/bench/preload.sh"
+
+# A library ld.so cannot preload is ignored with a warning, and the program then runs on glibc
+# under the peer's name: keep only the ones that really bind malloc (a missing one is reported
+# below, by name).
+peers=("glibc=")
+for peer in "mimalloc=$lib/libmimalloc.so.2" "tcmalloc=$lib/libtcmalloc_minimal.so.4" \
+    "jemalloc=$lib/libjemalloc.so.2" "tbbmalloc=$lib/libtbbmalloc_proxy.so.2" "strata=$strata"; do
+    so="${peer#*=}"
+    if [[ -n "$so" && -e "$so" ]] && ! strata_replaces_malloc "$so"; then
+        echo "== ${peer%%=*}: $so does not replace malloc under LD_PRELOAD, skipped"
+        continue
+    fi
+    peers+=("$peer")
+done
 
 /usr/bin/python3 - "$root/tests/programs/gen/workload.sh" "$work" "${RUNS:-5}" \
     "${PROGRAMS:-sqlite3 python3 git gxx}" "${MALLOCS:-glibc mimalloc tcmalloc jemalloc tbbmalloc strata}" \
-    "glibc=" "mimalloc=$lib/libmimalloc.so.2" "tcmalloc=$lib/libtcmalloc_minimal.so.4" \
-    "jemalloc=$lib/libjemalloc.so.2" "tbbmalloc=$lib/libtbbmalloc_proxy.so.2" "strata=$strata" <<'PY'
+    "${peers[@]}" <<'PY'
 import hashlib
 import os
 import statistics
@@ -45,6 +59,8 @@ paths = dict(arg.split("=", 1) for arg in sys.argv[6:])
 mallocs = []
 for name in wanted:
     so = paths.get(name)
+    if so is None and name in ("glibc", "mimalloc", "tcmalloc", "jemalloc", "tbbmalloc", "strata"):
+        continue  # did not bind: said above
     if so is None or (name != "glibc" and (not so or not os.path.exists(so))):
         print(f"== {name}: {so or 'not built'} missing, skipped")
         continue

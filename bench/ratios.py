@@ -105,9 +105,10 @@ def table(rows, errors, args, context):
             vs_pmr = pmr["ns"] / ns if pmr else None
             ok_raw = ok_pmr = ""
             if targets.search(name):
-                ok_raw = "-" if vs_raw is None else ("PASS" if vs_raw <= RAW_LIMIT else "FAIL")
-                ok_pmr = "-" if vs_pmr is None else ("PASS" if vs_pmr >= PMR_SPEEDUP else "FAIL")
-                failed = failed or "FAIL" in (ok_raw, ok_pmr)
+                # A missing comparison row is a failure too (the run lost the row it is judged by).
+                ok_raw = "FAIL (no raw row)" if vs_raw is None else ("PASS" if vs_raw <= RAW_LIMIT else "FAIL")
+                ok_pmr = "FAIL (no pmr row)" if vs_pmr is None else ("PASS" if vs_pmr >= PMR_SPEEDUP else "FAIL")
+                failed = failed or ok_raw.startswith("FAIL") or ok_pmr.startswith("FAIL")
             out.append(
                 f"| {name} | {ns:.3f} | {cv} | "
                 f"{'-' if vs_raw is None else f'{vs_raw:.3f}'} | "
@@ -115,6 +116,8 @@ def table(rows, errors, args, context):
             )
     for name, msg in errors.items():
         out.append(f"| {name} | error: {msg} | | | | | |")
+        # A target that could not run has not met its target: --check must not pass it.
+        failed = failed or bool(targets.search(name))
     return "\n".join(out), failed
 
 

@@ -150,7 +150,8 @@ int main(int argc, char** argv) {
             }
             std::sort(seconds.begin(), seconds.end());
             const double per = 1e9 / static_cast<double>(w.pairs.size());
-            const double median = seconds[seconds.size() / 2] * per, best = seconds.front() * per;
+            const double median = (seconds[(seconds.size() - 1) / 2] + seconds[seconds.size() / 2]) / 2 * per,
+                         best = seconds.front() * per;
             const tail fa = percentiles(at, cal), ff = percentiles(ft, cal);
             const tail ra = percentiles(raw_a, cal), rf = percentiles(raw_f, cal);
             char a_col[64] = "-", f_col[64] = "-"; // --latency-runs 0: no per-call timings were taken

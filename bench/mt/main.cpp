@@ -344,7 +344,8 @@ int main(int argc, char** argv) {
             seconds.push_back(last.seconds);
         }
         std::sort(seconds.begin(), seconds.end());
-        const double median_s = seconds[seconds.size() / 2];
+        const double median_s =
+            (seconds[(seconds.size() - 1) / 2] + seconds[seconds.size() / 2]) / 2; // sorted
         const double median_ns = median_s * 1e9 / static_cast<double>(ops);
         const double ops_per_s = total_ops / median_s;
         const double faults_per_m = static_cast<double>(last.faults) * 1e6 / total_ops;

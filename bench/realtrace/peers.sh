@@ -79,7 +79,6 @@ for t in "${traces[@]}"; do
             echo "== $name: $s does not replace malloc under LD_PRELOAD, skipped" >&2
             continue
         fi
-        LD_PRELOAD="$s" "$bin" "$t" --label "$name" --dry >>"$out"
         for ((i = 0; i < runs; ++i)); do
             LD_PRELOAD="$s" "$bin" "$t" --label "$name" >>"$out"
         done
@@ -89,29 +88,24 @@ done
 python3 - "$out" <<'PY'
 import json, os, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
-by, dry = {}, {}
+by = {}
 for r in rows:
-    t = os.path.basename(r["trace"])
-    if r["dry"]:
-        dry[(t, r["label"])] = r["peak_rss_kib"] / 1024
-    else:
-        by.setdefault(t, {}).setdefault(r["label"], []).append(r)
+    by.setdefault(os.path.basename(r["trace"]), {}).setdefault(r["label"], []).append(r)
 for trace, labels in by.items():
     first = next(iter(labels.values()))[0]
     print("\n### %s: %s ops, peak live %.1f MiB\n" % (trace, format(first["ops"], ","), first["peak_live_bytes"] / 2**20))
-    print("| malloc | ns/op (writes included) | x mimalloc | peak RSS MiB | replayer's own | heap RSS MiB | x mimalloc | page faults |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print("| malloc | ns/op (writes included) | x mimalloc | peak RSS MiB | x mimalloc | page faults |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: |")
     med = {}
     for l, rs in labels.items():
-        rss = statistics.median(r["peak_rss_kib"] for r in rs) / 1024
-        own = dry.get((trace, l), 0.0)
-        med[l] = (statistics.median(r["ns_per_op"] for r in rs), rss, own, rss - own,
+        med[l] = (statistics.median(r["ns_per_op"] for r in rs),
+                  statistics.median(r["peak_rss_kib"] for r in rs) / 1024,
                   statistics.median(r["minor_faults"] for r in rs))
     base = med.get("mimalloc")
-    for l, (ns, rss, own, heap, flt) in med.items():
+    for l, (ns, rss, flt) in med.items():
         xr = "%.2f" % (ns / base[0]) if base else "-"
-        xm = "%.2f" % (heap / base[3]) if base and base[3] > 0 else "-"
-        print("| %s | %.1f | %s | %.1f | %.1f | %.1f | %s | %d |" % (l, ns, xr, rss, own, heap, xm, flt))
-print("\nheap RSS = peak RSS of the replay - peak RSS of a --dry run under the same malloc (the replayer's"
-      "\nown tables and the trace decoder); ns/op includes writing every block once.")
+        xm = "%.2f" % (rss / base[1]) if base else "-"
+        print("| %s | %.1f | %s | %.1f | %s | %d |" % (l, ns, xr, rss, xm, flt))
+print("\npeak RSS is the whole process's (the replayer's tables and the trace decoder included, on the"
+      "\nmalloc under test); ns/op includes writing every block once.")
 PY

@@ -4,10 +4,12 @@
 // in its recorded global order, and prints one JSON line: the malloc's time per operation, page
 // faults and peak RSS during the replay. Blocks are written whole when allocated (and the grown
 // part when reallocated), as the recorded program wrote them, so resident memory is the malloc's
-// real cost. `--dry` decodes and keeps the tables but allocates nothing: its peak RSS is the
-// replayer's own share, which peers.sh subtracts.
+// real cost. `--dry` decodes and keeps the tables but allocates nothing. Its peak RSS is NOT the
+// replayer's share of a real replay's: each malloc keeps the replayer's freed temporaries resident
+// differently and reuses them for heap blocks (glibc's and mimalloc's real peak less their dry peak
+// came out below the live bytes), so peers.sh reports whole-process peaks only.
 // The trace is streamed in small batches (trace_batches), so the replayer's own memory
-// is one batch plus one pointer per live block, the same under every malloc.
+// is one batch plus one pointer per live block.
 #include <malloc.h>
 #include <sys/resource.h>
 
@@ -25,8 +27,8 @@ namespace {
 
 using namespace strata::lab;
 
-/// Peak resident memory of the whole process (the replayer's own share is the same under every
-/// malloc: the zstd reader, one batch of ops, a pointer and a size per slot, the id -> slot map).
+/// Peak resident memory of the whole process (the replayer's own tables included: the zstd reader,
+/// one batch of ops, a pointer and a size per slot, the id -> slot map).
 long max_rss_kib() {
     rusage u{};
     getrusage(RUSAGE_SELF, &u);
