@@ -92,6 +92,7 @@ struct bench_buffer {
 
 struct bench_arena {
     static constexpr const char* name = "arena";
+    static constexpr bool lifo = true;
     bench_buffer buffer;
     strata::arena a{buffer.span()};
     STRATA_ALWAYS_INLINE void* allocate(std::size_t size, std::size_t align) noexcept {
@@ -106,6 +107,7 @@ struct bench_arena {
 
 struct bench_stack {
     static constexpr const char* name = "stack";
+    static constexpr bool lifo = true;
     bench_buffer buffer;
     strata::stack_allocator s{buffer.span()};
     STRATA_ALWAYS_INLINE void* allocate(std::size_t size, std::size_t align) noexcept {
@@ -185,10 +187,20 @@ struct tracked3_of {
     strata::tracked<B>& target() noexcept { return alloc; }
 };
 
+// debug<> holds freed blocks in a quarantine by default, which reorders frees: the LIFO bases
+// (whose wrappers here hide mark(), by which debug<> would tell) run without it, as a user must
+// set it up over them (debug_options::quarantine_bytes).
+template <class B>
+strata::debug_options debug_options_for() {
+    strata::debug_options o;
+    if constexpr (requires { B::lifo; }) o.quarantine_bytes = 0;
+    return o;
+}
+
 template <class B>
 struct debug_of {
     static constexpr const char* name = "debug";
-    strata::debug<B> alloc;
+    strata::debug<B> alloc{debug_options_for<B>()};
     strata::debug<B>& target() noexcept { return alloc; }
 };
 

@@ -3,26 +3,46 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
-#include <deque>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "strata/adapt/free_reports.hpp"
+#include "strata/core/poison.hpp"
+
 namespace strata {
+
+namespace {
+constinit thread_local std::uint64_t t_not_refusing = 0;
+} // namespace
+
+std::uint64_t violations_not_refusing() noexcept { return t_not_refusing; }
+
+void note_violation_not_refusing() noexcept { ++t_not_refusing; }
 
 // One record per address: live, or freed and remembered (for double-free reports) until
 // `freed_history` later frees push it out. An address the wrapped allocator hands out again is
 // overwritten in place, so a steady allocate/free cycle costs two or three hash lookups and no
-// node allocation.
+// node allocation. The freed history and the quarantine are rings sized at construction: a free
+// never allocates (a std::deque here allocated a chunk every 32 frees or so, for good).
 struct debug_registry::state {
     struct record {
         debug_block block;
         bool live;
         strata::source_location freed_at;
     };
+    struct freed_entry {
+        const void* address;
+        std::uint64_t serial; // of the free it records: a newer free or reuse of the address wins
+    };
     std::unordered_map<const void*, record> blocks;
-    std::deque<std::pair<const void*, std::uint64_t>> freed_order; // (address, serial), oldest first
+    std::unique_ptr<freed_entry[]> freed_order; // ring, oldest at freed_head
+    std::size_t freed_cap = 0;
+    std::size_t freed_head = 0;
+    std::size_t freed_count = 0;
+    std::unique_ptr<debug_quarantined[]> quarantine; // ring, oldest at quarantine_head_
     std::size_t live = 0;
 };
 
@@ -45,7 +65,17 @@ void report(violation_kind kind, const char* who, const void* p, const std::stri
 
 } // namespace
 
-debug_registry::debug_registry(const debug_options& o) : opts_(o), state_(std::make_unique<state>()) {}
+debug_registry::debug_registry(const debug_options& o) : opts_(o), state_(std::make_unique<state>()) {
+    if (opts_.quarantine_bytes != 0 && opts_.quarantine_blocks != 0) {
+        quarantine_cap_ = opts_.quarantine_blocks;
+        state_->quarantine = std::make_unique<debug_quarantined[]>(quarantine_cap_);
+    }
+    // Every quarantined block stays in the history: the quarantine holds a suffix of the frees
+    // (oldest out first), at most quarantine_cap_ of them, and the history the last freed_cap.
+    state_->freed_cap = std::max(opts_.freed_history, quarantine_cap_);
+    if (state_->freed_cap != 0)
+        state_->freed_order = std::make_unique<state::freed_entry[]>(state_->freed_cap);
+}
 
 debug_registry::~debug_registry() = default;
 
@@ -80,31 +110,58 @@ void debug_registry::retire(const void* p, const strata::source_location& freed_
     --state_->live;
     live_bytes_ -= r.block.size;
     const std::uint64_t serial = r.block.serial;
-    if (opts_.freed_history == 0) {
-        state_->blocks.erase(it);
+    state& st = *state_;
+    if (st.freed_cap == 0) {
+        st.blocks.erase(it);
         return;
     }
-    try {
-        state_->freed_order.emplace_back(p, serial);
-    } catch (...) {
-        state_->blocks.erase(it); // no room to remember it: forget it now
-        return;
-    }
-    while (state_->freed_order.size() > opts_.freed_history) {
-        const auto [old, old_serial] = state_->freed_order.front();
-        state_->freed_order.pop_front();
+    if (st.freed_count == st.freed_cap) {
+        const state::freed_entry old = st.freed_order[st.freed_head];
+        st.freed_head = st.freed_head + 1 == st.freed_cap ? 0 : st.freed_head + 1;
+        --st.freed_count;
         // The address may be live again, or freed again since (a newer serial): keep those.
-        const auto o = state_->blocks.find(old);
-        if (o != state_->blocks.end() && !o->second.live && o->second.block.serial == old_serial)
-            state_->blocks.erase(o);
+        const auto o = st.blocks.find(old.address);
+        if (o != st.blocks.end() && !o->second.live && o->second.block.serial == old.serial)
+            st.blocks.erase(o);
     }
+    std::size_t tail = st.freed_head + st.freed_count;
+    if (tail >= st.freed_cap) tail -= st.freed_cap;
+    st.freed_order[tail] = state::freed_entry{p, serial};
+    ++st.freed_count;
 }
 
 void debug_registry::clear_live() noexcept {
     state_->blocks.clear();
-    state_->freed_order.clear();
+    state_->freed_head = 0;
+    state_->freed_count = 0;
     state_->live = 0;
     live_bytes_ = 0;
+}
+
+void debug_registry::quarantine_push(const debug_block& b, const strata::source_location& freed_at) noexcept {
+    std::size_t tail = quarantine_head_ + quarantine_count_;
+    if (tail >= quarantine_cap_) tail -= quarantine_cap_;
+    state_->quarantine[tail] = debug_quarantined{b, freed_at};
+    ++quarantine_count_;
+    quarantined_bytes_ += footprint(b);
+}
+
+debug_quarantined debug_registry::quarantine_pop() noexcept {
+    const debug_quarantined q = state_->quarantine[quarantine_head_];
+    quarantine_head_ = quarantine_head_ + 1 == quarantine_cap_ ? 0 : quarantine_head_ + 1;
+    --quarantine_count_;
+    quarantined_bytes_ -= footprint(q.block);
+    return q;
+}
+
+void debug_registry::drop_quarantine(const strata::source_location& where) noexcept {
+    while (quarantine_count_ != 0) {
+        const debug_quarantined q = quarantine_pop();
+        const std::byte* raw = q.block.user - q.block.front;
+        unpoison(raw, footprint(q.block));
+        check_freed(q, where);
+    }
+    quarantine_head_ = 0;
 }
 
 void debug_registry::report_bad_free(const void* p, const strata::source_location& where) const {
@@ -147,6 +204,7 @@ bool debug_registry::check_fences(const debug_block& b, const strata::source_loc
         if (!what.empty()) what += " and ";
         what += std::to_string(bad_back) + " bytes of the fence after the block (overrun)";
     }
+    note_violation_not_refusing(); // the free (or verify) goes on: nothing is refused
     report(violation_kind::corruption, opts_.name, b.user,
            "block of " + std::to_string(b.size) + " bytes at " + pointer_text(b.user) + ": " + what +
                " overwritten; allocated at " + site_text(b.site),
@@ -154,9 +212,53 @@ bool debug_registry::check_fences(const debug_block& b, const strata::source_loc
     return false;
 }
 
+bool debug_registry::check_freed(const debug_quarantined& q, const strata::source_location& where) const {
+    if (!opts_.fill) return true; // nothing to compare with
+    const debug_block& b = q.block;
+    const std::byte* raw = b.user - b.front;
+    const std::size_t total = footprint(b);
+    const auto freed = static_cast<std::byte>(fill_freed);
+    std::size_t changed = 0;
+    std::size_t first = total;
+    for (std::size_t i = 0; i < total; ++i) {
+        if (raw[i] != freed) {
+            ++changed;
+            if (first == total) first = i;
+        }
+    }
+    if (changed == 0) return true;
+    // Where the first changed byte lies, relative to the block the caller had.
+    std::string at;
+    if (first < b.front) {
+        at = std::to_string(b.front - first) + " bytes before the block (front fence)";
+    } else if (first < b.front + b.size) {
+        at = "offset " + std::to_string(first - b.front);
+    } else {
+        at = std::to_string(first - b.front - b.size) + " bytes past the block's end (back fence)";
+    }
+    note_violation_not_refusing(); // found while the call goes through: nothing is refused
+    report(violation_kind::corruption, opts_.name, b.user,
+           "use after free: " + std::to_string(changed) + " bytes of the freed block of " +
+               std::to_string(b.size) + " bytes at " + pointer_text(b.user) +
+               " were written after it was freed (first at " + at + "); freed at " + site_text(q.freed_at) +
+               ", allocated at " + site_text(b.site),
+           where);
+    return false;
+}
+
 std::size_t debug_registry::verify(const strata::source_location& where) const {
     std::size_t broken = 0;
     for_each_live([&](const debug_block& b) { broken += check_fences(b, where) ? 0 : 1; });
+    std::size_t at = quarantine_head_;
+    for (std::size_t i = 0; i < quarantine_count_; ++i) {
+        const debug_quarantined& q = state_->quarantine[at];
+        const std::byte* raw = q.block.user - q.block.front;
+        const std::size_t total = footprint(q.block);
+        unpoison(raw, total); // held blocks are poisoned: read them, then poison them again
+        broken += check_freed(q, where) ? 0 : 1;
+        poison(raw, total);
+        at = at + 1 == quarantine_cap_ ? 0 : at + 1;
+    }
     return broken;
 }
 

@@ -310,3 +310,202 @@ TEST(Compose, ADoubleFreeOfADebugBlockGoesToDebug) {
         EXPECT_EQ(s.large().bad_frees(), 0u);
     }
 }
+
+namespace {
+
+// Two allocators handing out the same 256 bytes in turn, each owning them (owns(): live) only while
+// it holds them: the way two heaps over one page pool can give one address to both, one after the
+// other. Under debug<> with the same fences, both hand the caller the same pointer.
+struct shared_cell {
+    alignas(64) std::byte bytes[256];
+    const void* holder = nullptr;
+};
+
+class cell_allocator {
+public:
+    explicit cell_allocator(shared_cell& c) noexcept : cell_(&c) {}
+    cell_allocator(const cell_allocator&) = delete;
+    cell_allocator& operator=(const cell_allocator&) = delete;
+
+    [[nodiscard]] void* allocate(std::size_t size, std::size_t align = strata::default_alignment) noexcept {
+        if (refuse || cell_->holder != nullptr || size > sizeof cell_->bytes || align > 64) return nullptr;
+        cell_->holder = this;
+        return cell_->bytes;
+    }
+    void deallocate(void* p, std::size_t, std::size_t = strata::default_alignment) noexcept {
+        if (!owns(p)) {
+            ++bad_frees;
+            return;
+        }
+        cell_->holder = nullptr;
+    }
+    [[nodiscard]] bool owns(const void* p) const noexcept {
+        const auto* b = static_cast<const std::byte*>(p);
+        return cell_->holder == this && b >= cell_->bytes && b < cell_->bytes + sizeof cell_->bytes;
+    }
+    [[nodiscard]] strata::stats stats() const noexcept {
+        strata::stats s;
+        s.live_allocations = cell_->holder == this ? 1 : 0;
+        return s;
+    }
+
+    bool refuse = false;
+    std::size_t bad_frees = 0;
+
+private:
+    shared_cell* cell_;
+};
+
+// debug<cell_allocator> without a quarantine (the freed block goes straight back to the cell, so
+// the other side can get it at once), built from the cell alone so fallback and segregator can
+// construct it from one argument.
+struct cell_debug : strata::debug<cell_allocator> {
+    explicit cell_debug(shared_cell& c) : strata::debug<cell_allocator>(options(), c) {}
+    static strata::debug_options options() {
+        strata::debug_options o;
+        o.quarantine_bytes = 0;
+        return o;
+    }
+};
+
+} // namespace
+
+// A valid free of Secondary's live block went to Primary when debug<Primary> remembered freeing a
+// block at that address: a false double_free, and Secondary's block leaked (found by review).
+// Live blocks are asked for first, the freed history only for a pointer no side owns.
+TEST(Compose, FallbackSendsALiveSecondaryBlockToSecondaryThoughPrimaryRemembersTheAddress) {
+    strata::test::recording_handler rec;
+    shared_cell cell;
+    {
+        fallback<cell_debug, cell_debug> f(cell, cell);
+        void* p = f.allocate(32);
+        ASSERT_TRUE(f.primary().owns(p));
+        f.deallocate(p, 32);
+        ASSERT_TRUE(f.primary().claims(p)); // remembered
+        f.primary().inner().refuse = true;  // Primary exhausted
+        void* q = f.allocate(32);
+        ASSERT_EQ(q, p); // Secondary's block, at the address Primary remembers
+        ASSERT_TRUE(f.secondary().owns(q));
+        f.deallocate(q, 32);
+        EXPECT_TRUE(rec.empty()) << rec.last().message;
+        EXPECT_EQ(f.secondary().live_blocks(), 0u);
+        q = f.allocate(32);
+        ASSERT_EQ(q, p);
+        f.deallocate(q); // unsized: the same routing
+        EXPECT_TRUE(rec.empty()) << rec.last().message;
+        EXPECT_EQ(f.secondary().live_blocks(), 0u);
+        // A true double free still reaches a side that remembers it, and is reported as one.
+        f.deallocate(q, 32);
+        EXPECT_TRUE(rec.saw_one(strata::violation_kind::double_free));
+        EXPECT_EQ(f.primary().inner().bad_frees + f.secondary().inner().bad_frees, 0u);
+    }
+    EXPECT_EQ(rec.count(), 1u); // no leak at destruction
+}
+
+TEST(Compose, SegregatorSendsALiveLargeBlockToLargeThoughSmallRemembersTheAddress) {
+    strata::test::recording_handler rec;
+    shared_cell cell;
+    {
+        segregator<64, cell_debug, cell_debug> s(cell, cell);
+        void* p = s.allocate(32); // Small
+        s.deallocate(p);
+        ASSERT_TRUE(s.small().claims(p));
+        void* q = s.allocate(100); // Large, at the address Small remembers
+        ASSERT_EQ(q, p);
+        s.deallocate(q); // unsized: routed to Large, which owns it live
+        EXPECT_TRUE(rec.empty()) << rec.last().message;
+        EXPECT_EQ(s.large().live_blocks(), 0u);
+        q = s.allocate(100);
+        ASSERT_EQ(q, p);
+        s.deallocate(q, 100); // sized: routed by size, judged live first
+        EXPECT_TRUE(rec.empty()) << rec.last().message;
+        EXPECT_EQ(s.large().live_blocks(), 0u);
+        if (strata::test::checks_on) {
+            // A sized free naming Small's side for Large's live block: the wrong side, not a double
+            // free of Small's old block.
+            q = s.allocate(100);
+            s.deallocate(q, 32);
+            EXPECT_TRUE(rec.saw_one(strata::violation_kind::size_mismatch));
+            EXPECT_EQ(s.large().live_blocks(), 1u);
+            s.deallocate(q, 100);
+            EXPECT_EQ(rec.count(), 1u);
+        }
+    }
+    EXPECT_LE(rec.count(), 1u); // no leak at destruction
+}
+
+// fallback and segregator are self-verifying exactly when both sides are, and reporting when either
+// side is (adapt/free_reports.hpp): that is what tracked<> over them goes by.
+static_assert(strata::self_verifying_allocator<fallback<strata::debug<test_heap>, strata::debug<test_heap>>>);
+static_assert(!strata::self_verifying_allocator<fallback<strata::debug<test_heap>, test_heap>>);
+static_assert(strata::reporting_allocator<fallback<strata::debug<test_heap>, test_heap>>);
+static_assert(strata::reporting_allocator<fallback<test_heap, strata::debug<test_heap>>>);
+static_assert(!strata::reporting_allocator<fallback<test_heap, test_heap>>);
+static_assert(
+    strata::self_verifying_allocator<segregator<64, strata::debug<test_heap>, strata::debug<test_heap>>>);
+static_assert(!strata::self_verifying_allocator<segregator<64, strata::debug<test_heap>, test_heap>>);
+static_assert(strata::reporting_allocator<segregator<64, test_heap, strata::debug<test_heap>>>);
+static_assert(strata::reporting_allocator<strata::tracked<fallback<strata::debug<test_heap>, test_heap>>>);
+
+namespace {
+
+// A free where debug<> (inside a fallback or segregator) finds a broken fence: reported, and the
+// block freed all the same. tracked<> took any report as a refusal and never counted the free:
+// in_use and live stayed high for good (found by review). Runs at every checks level.
+template <class Composed, class Debug>
+void expect_broken_fence_free_counted(Debug& (*debug_of)(Composed&)) {
+    strata::test::recording_handler rec;
+    strata::tracker t("composed");
+    strata::tracked<Composed> a(t);
+    auto* p = static_cast<unsigned char*>(a.allocate(24));
+    ASSERT_NE(p, nullptr);
+    ASSERT_TRUE(debug_of(a.inner()).owns(p));
+    p[24] = 0; // one byte past the block: debug's back fence
+    a.deallocate(p, 24);
+    EXPECT_TRUE(rec.saw_one(strata::violation_kind::corruption));
+    EXPECT_EQ(debug_of(a.inner()).live_blocks(), 0u);
+    EXPECT_EQ(t.in_use(), 0u);
+    EXPECT_EQ(t.own().live, 0u);
+}
+
+// A double free of debug's block: debug reports it and ignores it; tracked<> counted it a second time
+// at checks 0 (in_use wrapped below zero) and called it a foreign pointer at checks >= 1 (found by
+// review). Now it is reported as a double free and counted once, at every checks level.
+template <class Composed>
+void expect_double_free_counted_once() {
+    strata::test::recording_handler rec;
+    strata::tracker t("composed");
+    strata::tracked<Composed> a(t);
+    void* keep = a.allocate(40);
+    void* p = a.allocate(24);
+    a.deallocate(p, 24);
+    EXPECT_TRUE(rec.empty());
+    a.deallocate(p, 24);
+    EXPECT_TRUE(rec.saw_one(strata::violation_kind::double_free));
+    EXPECT_EQ(t.in_use(), 40u);
+    EXPECT_EQ(t.own().live, 1u);
+    a.deallocate(keep, 40);
+    EXPECT_EQ(t.in_use(), 0u);
+    EXPECT_EQ(rec.count(), 1u);
+}
+
+using debug_first = fallback<strata::debug<test_heap>, test_heap>;
+using debug_both = fallback<strata::debug<test_heap>, strata::debug<test_heap>>;
+using debug_small = segregator<64, strata::debug<test_heap>, test_heap>;
+using debug_sides = segregator<64, strata::debug<test_heap>, strata::debug<test_heap>>;
+
+} // namespace
+
+TEST(Compose, TrackedCountsAFreeWithABrokenFenceInsideAFallbackOrSegregator) {
+    expect_broken_fence_free_counted<debug_first>(+[](debug_first & f) -> auto& { return f.primary(); });
+    expect_broken_fence_free_counted<debug_both>(+[](debug_both & f) -> auto& { return f.primary(); });
+    expect_broken_fence_free_counted<debug_small>(+[](debug_small & s) -> auto& { return s.small(); });
+    expect_broken_fence_free_counted<debug_sides>(+[](debug_sides & s) -> auto& { return s.small(); });
+}
+
+TEST(Compose, TrackedCountsADoubleFreeInsideAFallbackOrSegregatorOnce) {
+    expect_double_free_counted_once<debug_first>();
+    expect_double_free_counted_once<debug_both>();
+    expect_double_free_counted_once<debug_small>();
+    expect_double_free_counted_once<debug_sides>();
+}

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -64,6 +65,16 @@ bool all_bytes(const void* p, std::size_t n, unsigned char v) {
 
 bool contains(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
 
+// Default options, but no quarantine over test_stack: it is LIFO yet hides stack_allocator's mark(),
+// so debug<> cannot tell, and held-back frees would reach it out of order (debug_options says to
+// turn the quarantine off by hand there).
+template <class A>
+strata::debug_options typed_options() {
+    strata::debug_options o;
+    if constexpr (std::is_same_v<A, test_stack>) o.quarantine_bytes = 0;
+    return o;
+}
+
 template <class A>
 class DebugTyped : public ::testing::Test {};
 using DebugBases = ::testing::Types<test_heap, test_arena, test_stack, test_pool, test_tlsf>;
@@ -71,7 +82,7 @@ TYPED_TEST_SUITE(DebugTyped, DebugBases);
 
 TYPED_TEST(DebugTyped, FreshBlocksAreFilledAndAlignedAndFenced) {
     recorder rec;
-    debug<TypeParam> d;
+    debug<TypeParam> d(typed_options<TypeParam>());
     std::vector<std::pair<void*, std::size_t>> blocks;
     for (std::size_t align : {1u, 8u, 16u, 64u, 256u}) {
         void* p = d.allocate(37, align);
@@ -93,7 +104,7 @@ TYPED_TEST(DebugTyped, FreshBlocksAreFilledAndAlignedAndFenced) {
 
 TYPED_TEST(DebugTyped, OverrunIsReportedOnFreeWithTheAllocationSite) {
     recorder rec;
-    debug<TypeParam> d;
+    debug<TypeParam> d(typed_options<TypeParam>());
     const unsigned line = __LINE__ + 1;
     auto* p = static_cast<char*>(d.allocate(24, 8));
     ASSERT_NE(p, nullptr);
@@ -112,7 +123,7 @@ TYPED_TEST(DebugTyped, OverrunIsReportedOnFreeWithTheAllocationSite) {
 
 TYPED_TEST(DebugTyped, UnderrunIsFoundByVerify) {
     recorder rec;
-    debug<TypeParam> d;
+    debug<TypeParam> d(typed_options<TypeParam>());
     auto* a = static_cast<char*>(d.allocate(16, 16));
     auto* b = static_cast<char*>(d.allocate(16, 16));
     ASSERT_NE(b, nullptr);
@@ -131,7 +142,7 @@ TYPED_TEST(DebugTyped, UnderrunIsFoundByVerify) {
 
 TYPED_TEST(DebugTyped, DoubleFreeNamesBothSites) {
     recorder rec;
-    debug<TypeParam> d;
+    debug<TypeParam> d(typed_options<TypeParam>());
     void* keep = d.allocate(8);
     void* p = d.allocate(40, 8);
     const unsigned free_line = __LINE__ + 1;
@@ -152,7 +163,7 @@ TYPED_TEST(DebugTyped, DoubleFreeNamesBothSites) {
 
 TYPED_TEST(DebugTyped, ForeignPointerIsReportedAndIgnored) {
     recorder rec;
-    debug<TypeParam> d;
+    debug<TypeParam> d(typed_options<TypeParam>());
     void* p = d.allocate(32);
     int local = 0;
     d.deallocate(&local, sizeof local);
@@ -170,7 +181,7 @@ TYPED_TEST(DebugTyped, ForeignPointerIsReportedAndIgnored) {
 
 TYPED_TEST(DebugTyped, SizeMismatchIsReportedAndTheBlockStaysLive) {
     recorder rec;
-    debug<TypeParam> d;
+    debug<TypeParam> d(typed_options<TypeParam>());
     void* p = d.allocate(48, 16);
     d.deallocate(p, 40, 16);
     ASSERT_EQ(rec.count(), 1u);
@@ -193,7 +204,7 @@ TYPED_TEST(DebugTyped, LeakReportListsEachBlockWithItsSite) {
     void* second = nullptr;
     unsigned line1 = 0, line2 = 0;
     {
-        debug<TypeParam> d;
+        debug<TypeParam> d(typed_options<TypeParam>());
         line1 = __LINE__ + 1;
         first = d.allocate(24);
         void* freed = d.allocate(8);
@@ -224,7 +235,7 @@ TYPED_TEST(DebugTyped, LeakReportListsEachBlockWithItsSite) {
 
 TYPED_TEST(DebugTyped, InvalidRequestsAreNullAndDoNotReachTheAllocator) {
     recorder rec;
-    debug<TypeParam> d;
+    debug<TypeParam> d(typed_options<TypeParam>());
     const auto before = d.stats().total_allocations;
     EXPECT_EQ(d.allocate(0), nullptr);
     EXPECT_EQ(d.allocate(8, 3), nullptr);
@@ -239,7 +250,7 @@ TYPED_TEST(DebugTyped, InvalidRequestsAreNullAndDoNotReachTheAllocator) {
 
 TYPED_TEST(DebugTyped, RandomizedLifoAgainstModelStaysClean) {
     recorder rec;
-    debug<TypeParam> d;
+    debug<TypeParam> d(typed_options<TypeParam>());
     strata::test::reference_model model;
     std::vector<std::pair<void*, std::size_t>> stack;
     std::vector<std::size_t> aligns;
@@ -316,7 +327,7 @@ TEST(Debug, ResetForgetsBlocksWithoutLeakReports) {
 
 TEST(Debug, ReusedAddressIsLiveAgainNotADoubleFree) {
     recorder rec;
-    debug<test_stack> d;
+    debug<test_stack> d(typed_options<test_stack>()); // no quarantine: the address comes back at once
     void* p = d.allocate(64);
     d.deallocate(p, 64);
     void* q = d.allocate(64); // the stack hands the same address back

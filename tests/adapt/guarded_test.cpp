@@ -159,6 +159,100 @@ TEST(GuardPage, RandomizedAgainstModel) {
     EXPECT_EQ(g.stats().capacity, 0u);
 }
 
+// Freed ranges were reused only for a request of exactly the same page count (never split or
+// merged), so address space leaked with varying sizes: a buffer growing a page at a time ran the
+// reservation out with two blocks live, and with no quarantine a 16 MiB reservation failed at
+// 360 KiB with nothing live (found by review).
+TEST(GuardPage, AGrowingBufferRunsInBoundedAddressSpace) {
+    guard_options o;
+    o.reserve_bytes = std::size_t{16} << 20;
+    o.quarantine_bytes = std::size_t{1} << 20;
+    guard_page_allocator g(o);
+    void* old = nullptr;
+    const std::size_t max_pages = (std::size_t{4} << 20) / page(); // 4 MiB: 8 MiB of slots ever live
+    for (std::size_t pages = 1; pages <= max_pages; ++pages) {
+        void* p = g.allocate(pages * page(), 16);
+        ASSERT_NE(p, nullptr) << pages << " pages";
+        static_cast<volatile char*>(p)[pages * page() - 1] = 1;
+        g.deallocate(old);
+        old = p;
+    }
+    g.deallocate(old);
+    EXPECT_LE(g.quarantined_bytes(), o.quarantine_bytes);
+    EXPECT_NE(g.allocate(max_pages * 2 * page(), 1), nullptr); // everything merged back
+}
+
+TEST(GuardPage, WithoutQuarantineEverySizeReusesTheSameRange) {
+    guard_options o;
+    o.reserve_bytes = std::size_t{16} << 20;
+    o.quarantine_bytes = 0;
+    guard_page_allocator g(o);
+    void* first = nullptr;
+    for (std::size_t pages = 1; pages < 1000; ++pages) {
+        void* p = g.allocate(pages * page(), 1);
+        ASSERT_NE(p, nullptr) << pages << " pages";
+        if (first == nullptr) first = p;
+        EXPECT_EQ(p, first); // the freed range, merged back into the unused tail, serves again
+        g.deallocate(p);
+    }
+}
+
+// Ranges out of quarantine merge with their neighbours whatever the order they are freed in, a
+// request takes the smallest range that fits and leaves the rest, and a range still in quarantine
+// is neither merged nor reused.
+TEST(GuardPage, FreedRangesMergeSplitAndRespectTheQuarantine) {
+    guard_options o;
+    o.reserve_bytes = 10 * page();
+    o.quarantine_bytes = 0;
+    guard_page_allocator g(o);
+    // Four one-page slots (data + guard: 2 pages each) and a fifth at the top keep the range
+    // below it from merging into the unused tail.
+    std::vector<char*> s;
+    for (int i = 0; i < 5; ++i)
+        s.push_back(static_cast<char*>(g.allocate(page(), 1)));
+    for (char* p : s)
+        ASSERT_NE(p, nullptr);
+    EXPECT_EQ(g.allocate(1, 1), nullptr); // full
+    g.deallocate(s[1]);
+    g.deallocate(s[3]);
+    g.deallocate(s[0]);
+    g.deallocate(s[2]);
+    // 8 pages free below s[4]: one slot of 7 data pages fits, flush against its own guard page.
+    auto* big = static_cast<char*>(g.allocate(7 * page(), 1));
+    ASSERT_EQ(big, s[0]);
+    g.deallocate(big);
+    // Split: the smallest range that fits, the rest still free.
+    auto* a = static_cast<char*>(g.allocate(page(), 1));
+    auto* b = static_cast<char*>(g.allocate(3 * page(), 1));
+    auto* c = static_cast<char*>(g.allocate(2 * page(), 1));
+    EXPECT_EQ(a, s[0]);
+    EXPECT_EQ(b, s[0] + 2 * page());
+    EXPECT_EQ(c, nullptr); // 2 pages left, a 2-page block needs 3
+    c = static_cast<char*>(g.allocate(page(), 1));
+    EXPECT_EQ(c, s[0] + 6 * page());
+    g.deallocate(a);
+    g.deallocate(b);
+    g.deallocate(c);
+    g.deallocate(s[4]); // everything free, merged into the tail
+    EXPECT_NE(g.allocate(9 * page(), 1), nullptr);
+}
+
+TEST(GuardPage, QuarantinedRangesAreNotMergedOrReused) {
+    guard_options o;
+    o.reserve_bytes = 12 * page();
+    o.quarantine_bytes = 2 * page(); // one one-page slot
+    guard_page_allocator g(o);
+    std::vector<char*> s;
+    for (int i = 0; i < 4; ++i)
+        s.push_back(static_cast<char*>(g.allocate(page(), 1)));
+    g.deallocate(s[0]); // quarantined
+    g.deallocate(s[1]); // quarantined, pushes s[0] out: free
+    EXPECT_EQ(g.quarantined_bytes(), 2 * page());
+    // s[0]'s range alone holds a one-page slot; a two-page slot would need s[1]'s, still held.
+    EXPECT_EQ(g.allocate(2 * page(), 1), static_cast<void*>(s[3] + 2 * page())); // from the tail
+    EXPECT_EQ(g.allocate(page(), 1), static_cast<void*>(s[0]));
+}
+
 // Death tests: each statement runs in a forked child that must die. Under ASan the SIGSEGV is
 // reported by ASan's handler, which then exits non-zero: still a death, and ".*" matches it.
 TEST(GuardPageDeathTest, OverrunFaults) {
@@ -195,6 +289,27 @@ TEST(GuardPageDeathTest, UseAfterFreeFaults) {
     for (int i = 0; i < 10; ++i)
         g.deallocate(g.allocate(64, 1));
     EXPECT_DEATH(poke(p, 0), ".*");
+}
+
+// A slot carved out of merged free ranges commits only its data pages: its guard page (which was a
+// data page of an older block) still faults.
+TEST(GuardPageDeathTest, ASlotFromMergedRangesKeepsItsGuardPage) {
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    guard_options o = small_reservation();
+    o.quarantine_bytes = 0;
+    guard_page_allocator g(o);
+    auto* wide = static_cast<char*>(g.allocate(3 * page(), 1)); // data pages 0-2, guard 3
+    auto* wall = g.allocate(1, 1);                              // keeps the range off the tail
+    ASSERT_NE(wall, nullptr);
+    std::memset(wide, 1, 3 * page());
+    g.deallocate(wide);
+    auto* p = static_cast<char*>(g.allocate(page(), 1)); // data page 0, guard page 1 (was data)
+    ASSERT_EQ(p, wide);
+    poke(p, static_cast<std::ptrdiff_t>(page()) - 1);
+    EXPECT_DEATH(poke(p, static_cast<std::ptrdiff_t>(page())), ".*");
+    EXPECT_DEATH((void)peek(p, 2 * static_cast<std::ptrdiff_t>(page())), ".*"); // free: decommitted
+    g.deallocate(p);
+    g.deallocate(wall);
 }
 
 TEST(GuardedDeathTest, GuardedOverAnotherAllocatorFaultsOnOverrun) {

@@ -158,4 +158,54 @@ TEST(LockedThread, TrackedBehindTheLockCountsExactly) {
     EXPECT_LE(t.peak(), std::size_t{threads} * 32);
 }
 
+// locked<tracked<A>>: the tracker's budget callback runs inside tracked<A>::allocate, so under the
+// lock of the locked<> that made the call. Allocating through that same locked<> from the callback
+// would lock a std::mutex this thread already holds (a deadlock: not tested, it would hang). What
+// docs/adapters.md documents instead, and these tests hold it to:
+//  - with std::mutex, the callback allocates through unsafe_inner(), the lock being held already;
+//  - with std::recursive_mutex, it may allocate through the locked<> itself.
+template <class Locked>
+void expect_callback_allocates(Locked& heap, strata::tracker& t, bool through_unsafe_inner) {
+    std::size_t fired = 0;
+    std::size_t seen_in_use = 0;
+    t.set_budget(100, [&](strata::tracker& crossed, std::size_t bytes) {
+        EXPECT_EQ(bytes, 200u);
+        ++fired;
+        void* extra = through_unsafe_inner ? heap.unsafe_inner().allocate(32) : heap.allocate(32);
+        EXPECT_NE(extra, nullptr);
+        seen_in_use = crossed.in_use();
+        if (through_unsafe_inner) {
+            heap.unsafe_inner().deallocate(extra, 32);
+        } else {
+            heap.deallocate(extra, 32);
+        }
+    });
+    void* p = heap.allocate(200);
+    ASSERT_NE(p, nullptr);
+    EXPECT_EQ(fired, 1u);
+    EXPECT_EQ(seen_in_use, 232u); // the callback's block was counted on the same tracker
+    EXPECT_EQ(t.in_use(), 200u);
+    heap.deallocate(p, 200);
+    EXPECT_EQ(t.in_use(), 0u);
+    EXPECT_EQ(t.own().live, 0u);
+    // Re-armed by the free: fires again on the next crossing, and the lock was released each time.
+    p = heap.allocate(200);
+    EXPECT_EQ(fired, 2u);
+    heap.deallocate(p, 200);
+}
+
+TEST(Locked, BudgetCallbackAllocatesThroughUnsafeInnerUnderTheHeldLock) {
+    strata::tracker t("textures");
+    locked<strata::tracked<test_heap>> heap(t);
+    expect_callback_allocates(heap, t, true);
+    EXPECT_TRUE(heap.mutex().try_lock()); // released after each call
+    heap.mutex().unlock();
+}
+
+TEST(Locked, BudgetCallbackReentersTheWrapperWithARecursiveMutex) {
+    strata::tracker t("textures");
+    locked<strata::tracked<test_heap>, std::recursive_mutex> heap(t);
+    expect_callback_allocates(heap, t, false);
+}
+
 } // namespace

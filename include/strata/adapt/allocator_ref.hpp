@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <memory>
 
+#include "strata/adapt/free_reports.hpp"
 #include "strata/adapt/fwd.hpp"
 #include "strata/core/align.hpp"
 #include "strata/core/allocator.hpp"
@@ -20,6 +21,8 @@ public:
     using upstream_type = A; ///< the allocator referred to
     /// As `A`'s (core/allocator.hpp, self_verifying_allocator): a reference checks nothing itself.
     static constexpr bool verifies_frees = self_verifying_allocator<A>;
+    /// As `A`'s (adapt/free_reports.hpp, reporting_allocator).
+    static constexpr bool reports_frees = reporting_allocator<A>;
 
     /// Effects: a reference to `a`. Requires: `a` outlives it.
     allocator_ref(A& a) noexcept : a_(std::addressof(a)) {} // NOLINT(google-explicit-constructor)

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <utility>
 
+#include "strata/adapt/free_reports.hpp"
 #include "strata/adapt/fwd.hpp"
 #include "strata/core/align.hpp"
 #include "strata/core/allocator.hpp"
@@ -14,16 +15,30 @@ namespace strata {
 /// Both allocators owned by value (wrap allocator_ref<> to refer to existing ones). A typical use:
 /// fallback<arena, tlsf>: a fixed scratch buffer first, a general heap when it fills up.
 ///
-/// Routing of frees: Primary when Primary claims `p` (its owns(), or for debug<A> also the blocks it
-/// freed, so a double free is reported there: core/allocator.hpp, claims), else Secondary. Cross-allocator
-/// free: at checks >= 1, where Secondary can answer owns(), a pointer neither owns is reported
-/// (foreign_pointer) and ignored; otherwise it goes to Secondary, which answers as it does.
+/// Routing of frees, live blocks first: Primary when Primary owns `p`; else Secondary when it owns
+/// `p` (where it can answer); only then, for a pointer neither owns, Primary when it claims `p`
+/// (debug<A>: a block its freed history remembers, so a double free is reported there as one:
+/// core/allocator.hpp, claims), else Secondary. The order matters where Primary is debug<A>: an
+/// address A took back and Secondary then handed out is a live Secondary block, even while debug
+/// still remembers freeing it. (Where Secondary cannot answer owns(), such a free goes to Primary,
+/// which reports a double free and ignores it: the block leaks. debug's quarantine keeps its freed
+/// blocks from A for a while, which makes that rarer.) Cross-allocator free: at checks >= 1, where
+/// Secondary can answer owns(), a pointer neither claims is reported (foreign_pointer) and ignored;
+/// otherwise it goes to Secondary, which answers as it does.
 /// Bad input to allocate: each allocator answers (an invalid request is nullptr from both).
 template <owning_allocator Primary, allocator Secondary>
 class fallback {
 public:
     using primary_type = Primary;
     using secondary_type = Secondary;
+    /// true when both allocators judge every free themselves (core/allocator.hpp,
+    /// self_verifying_allocator: fallback<debug<A>, debug<B>>): every free is then judged at every
+    /// checks level (routed by what each claims) and owns() means "live", as the concept requires.
+    static constexpr bool verifies_frees =
+        self_verifying_allocator<Primary> && self_verifying_allocator<Secondary>;
+    /// true when either allocator reports bad frees at every checks level (adapt/free_reports.hpp):
+    /// tracked<fallback<debug<A>, B>> then watches the reports across every free, at checks 0 too.
+    static constexpr bool reports_frees = reporting_allocator<Primary> || reporting_allocator<Secondary>;
 
     /// Effects: default-constructs both (where they can be).
     fallback() = default;
@@ -39,18 +54,16 @@ public:
         return secondary_.allocate(size, align);
     }
 
-    /// Effects: frees `p` to the allocator that owns it (see class comment). O(Primary::owns).
+    /// Effects: frees `p` to the allocator that owns it (see class comment). O(Primary::owns), plus
+    /// Secondary's owns() and Primary's claims() for a pointer Primary does not own, where Primary
+    /// claims more than it owns.
     void deallocate(void* p, std::size_t size, std::size_t align = default_alignment) noexcept {
         if (p == nullptr) return;
-        if (strata::claims(primary_, p)) {
+        if (to_primary(p)) {
             primary_.deallocate(p, size, align);
             return;
         }
-        if constexpr (owning_allocator<Secondary>) {
-            if (!STRATA_VERIFY(1, strata::claims(secondary_, p), foreign_pointer, "strata::fallback", p,
-                               "freed a pointer neither allocator owns (cross-allocator free)"))
-                return;
-        }
+        if (!verify_secondary(p)) return;
         secondary_.deallocate(p, size, align);
     }
 
@@ -58,21 +71,22 @@ public:
     void
     deallocate(void* p) noexcept requires unsized_deallocator<Primary> && unsized_deallocator<Secondary> {
         if (p == nullptr) return;
-        if (strata::claims(primary_, p)) {
+        if (to_primary(p)) {
             primary_.deallocate(p);
             return;
         }
-        if constexpr (owning_allocator<Secondary>) {
-            if (!STRATA_VERIFY(1, strata::claims(secondary_, p), foreign_pointer, "strata::fallback", p,
-                               "freed a pointer neither allocator owns (cross-allocator free)"))
-                return;
-        }
+        if (!verify_secondary(p)) return;
         secondary_.deallocate(p);
     }
 
     /// Returns: true when either allocator owns `p`. Only where Secondary can answer too.
     [[nodiscard]] bool owns(const void* p) const noexcept requires owning_allocator<Secondary> {
         return primary_.owns(p) || secondary_.owns(p);
+    }
+    /// Returns: true when either allocator claims `p` (core/allocator.hpp, claims): a free of `p` is
+    /// this fallback's to judge. Only where Secondary can answer owns().
+    [[nodiscard]] bool claims(const void* p) const noexcept requires owning_allocator<Secondary> {
+        return strata::claims(primary_, p) || strata::claims(secondary_, p);
     }
 
     /// Effects: resets both. Only where both reset.
@@ -101,6 +115,31 @@ public:
     [[nodiscard]] const Secondary& secondary() const noexcept { return secondary_; }
 
 private:
+    // True when a free of `p` is Primary's (class comment: live blocks first, then claims).
+    [[nodiscard]] bool to_primary(const void* p) const noexcept {
+        if (primary_.owns(p)) return true;
+        if constexpr (claiming_allocator<Primary>) {
+            // Primary may claim what it does not own (debug<A>: its freed history). A live block
+            // of Secondary at such an address is Secondary's: ask before the history is consulted.
+            if constexpr (owning_allocator<Secondary>) {
+                if (secondary_.owns(p)) return false;
+            }
+            return primary_.claims(p);
+        } else {
+            return false;
+        }
+    }
+
+    // True when Secondary may take `p`: it claims it, or it cannot tell, or checks are off.
+    [[nodiscard]] bool verify_secondary([[maybe_unused]] void* p) const noexcept {
+        if constexpr (owning_allocator<Secondary>) {
+            return STRATA_VERIFY(1, strata::claims(secondary_, p), foreign_pointer, "strata::fallback", p,
+                                 "freed a pointer neither allocator owns (cross-allocator free)");
+        } else {
+            return true;
+        }
+    }
+
     Primary primary_;
     Secondary secondary_;
 };

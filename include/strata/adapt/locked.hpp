@@ -7,6 +7,7 @@
 #include <mutex>
 #include <utility>
 
+#include "strata/adapt/free_reports.hpp"
 #include "strata/adapt/fwd.hpp"
 #include "strata/core/align.hpp"
 #include "strata/core/allocator.hpp"
@@ -25,9 +26,14 @@ struct null_mutex {
 /// `Mutex` (any BasicLockable: std::mutex, a spin lock, null_mutex).
 ///
 /// Every forwarded verb holds the lock for the duration of `A`'s call: allocate, both deallocates,
-/// owns, reset, stats. Bad input: what `A` answers. `Mutex::lock` must not throw (std::mutex's
-/// throws only on system errors, which then terminate: the verbs are noexcept).
+/// owns, claims, reset, stats. Bad input: what `A` answers. `Mutex::lock` must not throw
+/// (std::mutex's throws only on system errors, which then terminate: the verbs are noexcept).
 /// Not copyable or movable (the mutex is not).
+///
+/// Whatever `A` calls back from inside a verb runs under the lock: a tracker's budget callback
+/// behind locked<tracked<B>> may use unsafe_inner() (this thread holds the lock) but must not call
+/// this wrapper again, which with std::mutex relocks a mutex the thread holds (a deadlock); with
+/// Mutex = std::recursive_mutex it may.
 template <allocator A, class Mutex = std::mutex>
 class locked {
 public:
@@ -35,6 +41,8 @@ public:
     using mutex_type = Mutex; ///< the lock
     /// As `A`'s (core/allocator.hpp, self_verifying_allocator): the lock checks nothing itself.
     static constexpr bool verifies_frees = self_verifying_allocator<A>;
+    /// As `A`'s (adapt/free_reports.hpp, reporting_allocator).
+    static constexpr bool reports_frees = reporting_allocator<A>;
 
     /// Effects: constructs `A` from `args`.
     template <class... Args>
@@ -87,7 +95,8 @@ public:
         return std::forward<F>(f)(inner_);
     }
 
-    /// Returns: the wrapped allocator, unlocked: for single-threaded phases (setup, teardown).
+    /// Returns: the wrapped allocator, unlocked: for single-threaded phases (setup, teardown), and
+    /// for code that runs inside a verb of this wrapper (a budget callback), the lock being held.
     [[nodiscard]] A& unsafe_inner() noexcept { return inner_; }
     [[nodiscard]] Mutex& mutex() const noexcept { return mutex_; }
 

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <utility>
 
+#include "strata/adapt/free_reports.hpp"
 #include "strata/adapt/fwd.hpp"
 #include "strata/core/align.hpp"
 #include "strata/core/allocator.hpp"
@@ -15,17 +16,28 @@ namespace strata {
 /// segregator<256, size_class_pool, tlsf>: small objects in pools, the rest in a general heap.
 ///
 /// Cross-allocator free: at checks >= 1, where the allocator the size routes to can answer owns(),
-/// a pointer it disowns is reported and ignored: size_mismatch when the other allocator owns it
-/// (the free named a size on the wrong side of the threshold), foreign_pointer when neither does.
-/// At checks 0 the free goes where its size says. Bad input to allocate: what the chosen allocator
-/// answers. The unsized deallocate(p) (where both free unsized and Small can answer owns) routes by
-/// Small::owns.
+/// a pointer it does not own is judged live blocks first: size_mismatch when the other allocator
+/// owns it (the free named a size on the wrong side of the threshold); otherwise the routed-to
+/// allocator takes it when it claims it (debug<A>: a block its freed history remembers, so a double
+/// free is reported there as one: core/allocator.hpp, claims); size_mismatch when only the other
+/// claims it; foreign_pointer when neither does. At checks 0 the free goes where its size says.
+/// Bad input to allocate: what the chosen allocator answers. The unsized deallocate(p) (where both
+/// free unsized and Small can answer owns) routes the same way, live blocks first: Small when it
+/// owns `p`; Large when it owns `p` (where it can answer); Small when it claims `p`; else Large.
+/// So a live Large block at an address debug<Small> remembers freeing goes to Large.
 template <std::size_t Threshold, allocator Small, allocator Large>
 class segregator {
 public:
     using small_type = Small;
     using large_type = Large;
     static constexpr std::size_t threshold = Threshold; ///< the largest size Small serves
+    /// true when both allocators judge every free themselves (core/allocator.hpp,
+    /// self_verifying_allocator): every free, however routed, is then judged at every checks level,
+    /// and owns() (where both answer) means "live", as the concept requires.
+    static constexpr bool verifies_frees = self_verifying_allocator<Small> && self_verifying_allocator<Large>;
+    /// true when either allocator reports bad frees at every checks level (adapt/free_reports.hpp):
+    /// tracked<segregator<N, debug<A>, B>> then watches the reports across every free, at checks 0 too.
+    static constexpr bool reports_frees = reporting_allocator<Small> || reporting_allocator<Large>;
 
     /// Effects: default-constructs both (where they can be).
     segregator() = default;
@@ -53,11 +65,12 @@ public:
         }
     }
 
-    /// Effects: frees `p` unsized, to Large unless Small owns it.
+    /// Effects: frees `p` unsized, to Small when it owns (or else claims) `p`, otherwise to Large
+    /// (see class comment).
     void deallocate(void* p) noexcept requires owning_allocator<Small> && unsized_deallocator<Small> &&
         unsized_deallocator<Large> {
         if (p == nullptr) return;
-        if (strata::claims(small_, p)) {
+        if (to_small(p)) {
             small_.deallocate(p);
             return;
         }
@@ -69,6 +82,12 @@ public:
     [[nodiscard]] bool
     owns(const void* p) const noexcept requires owning_allocator<Small> && owning_allocator<Large> {
         return small_.owns(p) || large_.owns(p);
+    }
+    /// Returns: true when either allocator claims `p` (core/allocator.hpp, claims). Only where both
+    /// can answer owns().
+    [[nodiscard]] bool
+    claims(const void* p) const noexcept requires owning_allocator<Small> && owning_allocator<Large> {
+        return strata::claims(small_, p) || strata::claims(large_, p);
     }
 
     /// Effects: resets both. Only where both reset.
@@ -97,14 +116,35 @@ public:
     [[nodiscard]] const Large& large() const noexcept { return large_; }
 
 private:
-    // True when `to` may take `p`: it owns it, or it cannot tell, or checks are off.
+    // True when an unsized free of `p` is Small's (class comment: live blocks first, then claims).
+    [[nodiscard]] bool to_small(const void* p) const noexcept {
+        if (small_.owns(p)) return true;
+        if constexpr (claiming_allocator<Small>) {
+            // Small may claim what it does not own (debug<A>: its freed history). A live block of
+            // Large at such an address is Large's: ask before the history is consulted.
+            if constexpr (owning_allocator<Large>) {
+                if (large_.owns(p)) return false;
+            }
+            return small_.claims(p);
+        } else {
+            return false;
+        }
+    }
+
+    // True when `to` may take `p`: it owns it, or claims it while `other` does not own it, or it
+    // cannot tell, or checks are off.
     template <class To, class Other>
     static bool verify_owner([[maybe_unused]] const To& to, [[maybe_unused]] const Other& other,
                              [[maybe_unused]] void* p) noexcept {
         if constexpr (owning_allocator<To> && STRATA_CHECKS >= 1) {
-            if (STRATA_LIKELY(strata::claims(to, p))) return true;
-            bool wrong_side = false;
-            if constexpr (owning_allocator<Other>) wrong_side = strata::claims(other, p);
+            if (STRATA_LIKELY(to.owns(p))) return true;
+            // Live blocks first: a live block of `other` is other's even when `to` claims its
+            // address (debug<A> remembering a block it freed there).
+            bool other_live = false;
+            if constexpr (owning_allocator<Other>) other_live = other.owns(p);
+            if (!other_live && strata::claims(to, p)) return true;
+            bool wrong_side = other_live;
+            if constexpr (owning_allocator<Other>) wrong_side = wrong_side || strata::claims(other, p);
             if (wrong_side) {
                 return STRATA_VERIFY(1, false, size_mismatch, "strata::segregator", p,
                                      "sized free names a size on the wrong side of the threshold "

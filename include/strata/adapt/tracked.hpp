@@ -13,6 +13,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "strata/adapt/free_reports.hpp"
 #include "strata/adapt/fwd.hpp"
 #include "strata/core/align.hpp"
 #include "strata/core/allocator.hpp"
@@ -51,7 +52,11 @@ struct tracker_counters {
 /// once (after the bytes are counted). It does not run again while in_use stays above the budget;
 /// it re-arms when a free brings in_use back to or below the budget, and on set_budget(). So it
 /// fires exactly once per upward crossing. The allocation itself always succeeds: budgets report,
-/// they do not refuse (refuse by wrapping a capped allocator). The callback may allocate.
+/// they do not refuse (refuse by wrapping a capped allocator). The callback may allocate. It runs
+/// inside the allocation that crossed, under any lock held around that call: behind
+/// locked<tracked<A>> it holds the locked<>'s mutex, so it may allocate through unsafe_inner() but
+/// must not call the locked<> itself (with std::mutex that relocks a mutex this thread holds: a
+/// deadlock); use locked<tracked<A>, std::recursive_mutex> to re-enter it (docs/adapters.md).
 ///
 /// Not thread-safe: a tree is updated by one thread at a time (one tree per thread, or put the
 /// allocator behind locked<> and keep the tree private to it). Neither copyable nor movable
@@ -114,7 +119,8 @@ public:
     }
 
     /// Effects: sets the budget (no_budget removes it) and the callback, and arms it. When in_use
-    /// already exceeds `bytes`, the next allocation fires it.
+    /// already exceeds `bytes`, the next allocation fires it. The callback runs inside that
+    /// allocation, under whatever lock its caller holds (see class comment).
     void set_budget(std::size_t bytes, budget_callback on_over = {});
     /// Returns: the budget in bytes, or no_budget.
     [[nodiscard]] std::size_t budget() const noexcept { return budget_; }
@@ -195,11 +201,15 @@ private:
 /// blocks leaked them: they stay counted on the tracker, so its report shows the leak.
 ///
 /// Bad input: what `A` answers (nullptr is not counted). Freeing nullptr: ignored. Cross-allocator
-/// free (a pointer `A::owns` disowns, where `A` can answer): reported at checks >= 1 as
+/// free (a pointer `A` neither owns nor claims, where `A` can answer owns()): reported at checks >= 1 as
 /// foreign_pointer and ignored (nothing counted, `A` not called); at checks 0 undefined as for `A`.
-/// A self-verifying `A` (debug<A>, core/allocator.hpp) judges every free itself, at every checks
-/// level: a double free is then reported as double_free (its owns() means "live", so the check
-/// above would have called it foreign), and nothing `A` refused is counted.
+/// A free `A` reports and refuses (double free, size mismatch...) is not counted, at checks >= 1,
+/// and at every level where `A` is a reporting_allocator (adapt/free_reports.hpp: debug<A>, or a
+/// fallback / segregator with one inside); a report of damage that does not refuse the free (debug:
+/// a broken fence, a write after free) does not stop it being counted. A self-verifying `A`
+/// (debug<A>, core/allocator.hpp) judges every free itself, at every checks level: a double free is
+/// then reported as double_free (its owns() means "live", so the check above would have called it
+/// foreign), and a free is counted when the block was live before the call and is not after it.
 template <allocator A>
 class tracked {
 public:
@@ -210,6 +220,9 @@ public:
     /// As `A`'s (core/allocator.hpp, self_verifying_allocator): tracked<debug<B>> inside another
     /// wrapper is judged like debug<B> itself.
     static constexpr bool verifies_frees = self_verifying_allocator<A>;
+    /// As `A`'s (adapt/free_reports.hpp, reporting_allocator): a wrapper over this adapter watches
+    /// the reports across a free at every checks level, as this adapter does over `A`.
+    static constexpr bool reports_frees = reporting_allocator<A>;
 
     /// A saved position for rewind(): `A`'s marker and the bytes and count at the time.
     template <class M>
@@ -259,19 +272,24 @@ public:
             const bool was_live = inner_.owns(p);
             inner_.deallocate(p, size, align);
             if (!was_live || inner_.owns(p)) return;
-        } else if constexpr (STRATA_CHECKS >= 1 || self_verifying_allocator<A>) {
+        } else if constexpr (STRATA_CHECKS >= 1 || reporting_allocator<A>) {
             if constexpr (owning_allocator<A>) {
+                // claims, not owns: a fallback with debug<> inside claims the blocks debug freed,
+                // so a double free reaches debug and is reported as one.
                 if (!STRATA_VERIFY(
-                        1, inner_.owns(p), foreign_pointer, "strata::tracked", p,
+                        1, strata::claims(inner_, p), foreign_pointer, "strata::tracked", p,
                         "freed a pointer the wrapped allocator does not own (cross-allocator free)"))
                     return;
             }
-            // A free the wrapped allocator reported (double free, size mismatch...) changed nothing
+            // A free the wrapped allocator refused (double free, size mismatch...) changed nothing
             // there, so it changes nothing here either: counted, it would drive in_use below zero.
-            // A self-verifying A (debug<A>) reports at every checks level, so this runs at 0 too.
-            const std::uint64_t reported = violations_reported();
+            // A report that refused nothing (debug<> inside a fallback found a broken fence and
+            // freed the block all the same) is not a refusal: report_watch leaves those out.
+            // A reporting A (debug<> somewhere inside) reports at every checks level, so this runs
+            // at 0 too.
+            const report_watch watch;
             inner_.deallocate(p, size, align);
-            if (violations_reported() != reported) return;
+            if (watch.refused()) return;
         } else {
             inner_.deallocate(p, size, align);
         }

@@ -36,8 +36,8 @@ concept owning_allocator = allocator<A> && requires(const A& a, const void* p) {
 
 /// An allocator that checks every free itself, at every STRATA_CHECKS level, and reports (and
 /// ignores) one it refuses: a double free, a foreign pointer. It says so with
-/// `static constexpr bool verifies_frees = true;` (debug<A> does, and the wrappers that only
-/// forward: locked, allocator_ref, tracked). Its owns(p) means "p is a live block". Wrappers let
+/// `static constexpr bool verifies_frees = true;` (debug<A> does, the wrappers that only
+/// forward: locked, allocator_ref, tracked, and fallback and segregator when both sides do). Its owns(p) means "p is a live block". Wrappers let
 /// it answer rather than judge the pointer first (their own check would call a double free a
 /// foreign pointer), and tracked<A> counts a free by whether the block was live before the call and
 /// is not after it (debug frees a block whose fence it reports broken).
