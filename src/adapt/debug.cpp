@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -218,6 +219,20 @@ bool debug_registry::check_freed(const debug_quarantined& q, const strata::sourc
     const std::byte* raw = b.user - b.front;
     const std::size_t total = footprint(b);
     const auto freed = static_cast<std::byte>(fill_freed);
+    // The common case, an untouched block, a word at a time with no early exit (the loop g++
+    // vectorizes): byte by byte it cost debug<tlsf> 6 us per W2 pair (blocks of up to 64 KiB).
+    std::uint64_t pattern = 0;
+    std::memset(&pattern, fill_freed, sizeof pattern);
+    std::uint64_t diff = 0;
+    std::size_t at = 0;
+    for (; at + sizeof pattern <= total; at += sizeof pattern) {
+        std::uint64_t word;
+        std::memcpy(&word, raw + at, sizeof word);
+        diff |= word ^ pattern;
+    }
+    for (; at < total; ++at)
+        diff |= static_cast<std::uint64_t>(raw[at] ^ freed);
+    if (diff == 0) return true;
     std::size_t changed = 0;
     std::size_t first = total;
     for (std::size_t i = 0; i < total; ++i) {
