@@ -224,14 +224,14 @@ bool debug_registry::check_freed(const debug_quarantined& q, const strata::sourc
     std::uint64_t pattern = 0;
     std::memset(&pattern, fill_freed, sizeof pattern);
     std::uint64_t diff = 0;
-    std::size_t at = 0;
-    for (; at + sizeof pattern <= total; at += sizeof pattern) {
+    std::size_t k = 0;
+    for (; k + sizeof pattern <= total; k += sizeof pattern) {
         std::uint64_t word;
-        std::memcpy(&word, raw + at, sizeof word);
+        std::memcpy(&word, raw + k, sizeof word);
         diff |= word ^ pattern;
     }
-    for (; at < total; ++at)
-        diff |= static_cast<std::uint64_t>(raw[at] ^ freed);
+    for (; k < total; ++k)
+        diff |= static_cast<std::uint64_t>(raw[k] ^ freed);
     if (diff == 0) return true;
     std::size_t changed = 0;
     std::size_t first = total;
