@@ -10,6 +10,8 @@ std::atomic<violation_handler> g_handler{nullptr};
 constinit thread_local std::uint64_t t_reported = 0;
 } // namespace
 
+int library_checks_level() noexcept { return checks_level; }
+
 const char* to_string(violation_kind kind) noexcept {
     switch (kind) {
     case violation_kind::double_free: return "double_free";

@@ -27,6 +27,10 @@ int main() {
     expect(std::strcmp(strata::to_string(strata::violation_kind::double_free), "double_free") == 0,
            "to_string(violation_kind) links");
 
+    // The headers must see the level the library was built with (a Debug consumer of a Release
+    // install compiled them at level 1 against a level-0 library: members differ between levels).
+    expect(strata::library_checks_level() == strata::checks_level, "the headers see the library's checks level");
+
     // An allocator whose growth path is compiled into libstrata.
     {
         strata::heap_source source;

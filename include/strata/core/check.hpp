@@ -29,6 +29,11 @@ enum class violation_kind {
 /// Returns: a stable lower-case name for `kind`, e.g. "double_free".
 [[nodiscard]] const char* to_string(violation_kind kind) noexcept;
 
+/// Returns: the STRATA_CHECKS level libstrata was compiled with. A program must compile the headers
+/// at the same level (checks_level): the levels change members of some allocators, not only their
+/// checks. The CMake target passes the library's level on; this lets a test or a program verify it.
+[[nodiscard]] int library_checks_level() noexcept;
+
 /// Everything a handler is told about one violation.
 struct violation {
     violation_kind kind;
