@@ -33,6 +33,7 @@ struct debug_registry::state {
         debug_block block;
         bool live;
         strata::source_location freed_at;
+        bool held = false; // freed and in the quarantine: the wrapped allocator has not had it back
     };
     struct freed_entry {
         const void* address;
@@ -102,6 +103,11 @@ bool debug_registry::known(const void* p) const noexcept {
     return state_->blocks.find(p) != state_->blocks.end();
 }
 
+bool debug_registry::holds(const void* p) const noexcept {
+    const auto it = state_->blocks.find(p);
+    return it != state_->blocks.end() && (it->second.live || it->second.held);
+}
+
 void debug_registry::retire(const void* p, const strata::source_location& freed_at) noexcept {
     const auto it = state_->blocks.find(p);
     if (it == state_->blocks.end() || !it->second.live) return;
@@ -144,6 +150,8 @@ void debug_registry::quarantine_push(const debug_block& b, const strata::source_
     if (tail >= quarantine_cap_) tail -= quarantine_cap_;
     state_->quarantine[tail] = debug_quarantined{b, freed_at};
     ++quarantine_count_;
+    // Every quarantined block is in the history (freed_cap >= the quarantine's), so its record is.
+    if (const auto it = state_->blocks.find(b.user); it != state_->blocks.end()) it->second.held = true;
     quarantined_bytes_ += footprint(b);
 }
 
@@ -152,6 +160,9 @@ debug_quarantined debug_registry::quarantine_pop() noexcept {
     quarantine_head_ = quarantine_head_ + 1 == quarantine_cap_ ? 0 : quarantine_head_ + 1;
     --quarantine_count_;
     quarantined_bytes_ -= footprint(q.block);
+    if (const auto it = state_->blocks.find(q.block.user);
+        it != state_->blocks.end() && !it->second.live && it->second.block.serial == q.block.serial)
+        it->second.held = false;
     return q;
 }
 
@@ -270,8 +281,12 @@ std::size_t debug_registry::verify(const strata::source_location& where) const {
         const std::byte* raw = q.block.user - q.block.front;
         const std::size_t total = footprint(q.block);
         unpoison(raw, total); // held blocks are poisoned: read them, then poison them again
+        struct repoison {     // even when the violation handler throws out of the report
+            const std::byte* raw;
+            std::size_t total;
+            ~repoison() { poison(raw, total); }
+        } guard{raw, total};
         broken += check_freed(q, where) ? 0 : 1;
-        poison(raw, total);
         at = at + 1 == quarantine_cap_ ? 0 : at + 1;
     }
     return broken;

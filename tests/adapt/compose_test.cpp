@@ -15,6 +15,7 @@
 #include "strata/adapt/segregator.hpp"
 #include "strata/adapt/std_allocator.hpp"
 #include "strata/adapt/tracked.hpp"
+#include "strata/heap/tlsf.hpp"
 
 #include "support/adapt_allocators.hpp"
 #include "support/recording_handler.hpp"
@@ -400,6 +401,43 @@ TEST(Compose, FallbackSendsALiveSecondaryBlockToSecondaryThoughPrimaryRemembersT
         EXPECT_EQ(f.primary().inner().bad_frees + f.secondary().inner().bad_frees, 0u);
     }
     EXPECT_EQ(rec.count(), 1u); // no leak at destruction
+}
+
+// debug<> on one side of a heap both sides share: a block debug still holds in its quarantine is
+// inside the heap, so the other side's owns() says yes, yet no one can have handed it out again.
+// A double free of it goes to debug (double_free), not to the heap, which was handed debug's user
+// pointer 16 bytes into a block it had not had back (checks 0: a crash).
+TEST(Compose, ADoubleFreeOfAQuarantinedBlockGoesToDebugThoughTheSharedHeapOwnsTheAddress) {
+    std::vector<std::byte> buf(1 << 20);
+    strata::tlsf heap{std::span<std::byte>(buf)};
+    {
+        strata::test::recording_handler rec;
+        segregator<64, strata::debug<strata::allocator_ref<strata::tlsf>>,
+                   strata::allocator_ref<strata::tlsf>>
+            s(heap, heap);
+        void* p = s.allocate(32);
+        s.deallocate(p);
+        ASSERT_EQ(s.small().quarantined_blocks(), 1u);
+        ASSERT_TRUE(s.large().owns(p));
+        s.deallocate(p);     // unsized
+        s.deallocate(p, 32); // sized
+        ASSERT_EQ(rec.count(), 2u);
+        EXPECT_EQ(rec.all()[0].kind, strata::violation_kind::double_free);
+        EXPECT_EQ(rec.all()[1].kind, strata::violation_kind::double_free);
+        EXPECT_EQ(heap.stats().live_allocations, 1u); // still held by debug
+        EXPECT_TRUE(heap.check());
+    }
+    {
+        strata::test::recording_handler rec;
+        fallback<strata::debug<strata::allocator_ref<strata::tlsf>>, strata::allocator_ref<strata::tlsf>> f(
+            heap, heap);
+        void* p = f.allocate(32);
+        f.deallocate(p, 32);
+        f.deallocate(p, 32);
+        EXPECT_TRUE(rec.saw_one(strata::violation_kind::double_free));
+        EXPECT_TRUE(heap.check());
+    }
+    EXPECT_EQ(heap.stats().live_allocations, 0u);
 }
 
 TEST(Compose, SegregatorSendsALiveLargeBlockToLargeThoughSmallRemembersTheAddress) {

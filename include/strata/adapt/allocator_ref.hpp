@@ -39,6 +39,8 @@ public:
     void deallocate(void* p) noexcept requires unsized_deallocator<A> { a_->deallocate(p); }
     /// Returns: a.owns(p). Only where `A` can answer.
     [[nodiscard]] bool owns(const void* p) const noexcept requires owning_allocator<A> { return a_->owns(p); }
+    /// Returns: strata::holds(a, p) (core/allocator.hpp).
+    [[nodiscard]] bool holds(const void* p) const noexcept { return strata::holds(*a_, p); }
     /// Returns: strata::claims(a, p) (core/allocator.hpp). Only where `A` can answer owns().
     [[nodiscard]] bool claims(const void* p) const noexcept requires owning_allocator<A> {
         return strata::claims(*a_, p);

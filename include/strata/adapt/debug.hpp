@@ -43,8 +43,10 @@ struct debug_options {
     /// free is reported (and, under ASan, any touch faults at once). 0: no quarantine, every free
     /// goes straight to `A`. auto_quarantine: 1 MiB, except over an allocator with mark()/rewind()
     /// (arena, stack_allocator), where holding a free back would reorder frees a LIFO allocator
-    /// needs in order (a stack reports that as out_of_order_free): 0 there. Set 0 by hand over
-    /// another LIFO allocator, or a wrapper that hides mark() (locked<stack_allocator>).
+    /// needs in order (a stack reports that as out_of_order_free), and over a frame_allocator (one
+    /// with next_frame(), which recycles memory without frees): 0 there. Set 0 by hand over
+    /// another LIFO or recycling allocator, or a wrapper that hides mark() (locked<stack_allocator>),
+    /// or call drop_quarantine() before recycling `A`'s memory through inner().
     std::size_t quarantine_bytes = auto_quarantine;
     /// At most this many blocks in the quarantine (its ring, 56-88 bytes per entry, is allocated
     /// once at construction, so holding a block never allocates). 0: no quarantine.
@@ -86,6 +88,8 @@ public:
     [[nodiscard]] const debug_block* find(const void* p) const noexcept;
     /// Returns: true when `p` is a live block or one the freed history still remembers.
     [[nodiscard]] bool known(const void* p) const noexcept;
+    /// Returns: true when `p` is a live block or a freed one still in the quarantine.
+    [[nodiscard]] bool holds(const void* p) const noexcept;
     /// Effects: moves the live block `p` to the freed history (the oldest entry drops out of a full
     /// one). Never allocates: the history is a ring sized at construction.
     void retire(const void* p, const strata::source_location& freed_at) noexcept;
@@ -307,6 +311,10 @@ public:
     /// and by claims() only for a pointer no side owns (core/allocator.hpp, claims), so a double
     /// free is reported here as one instead of going to the other allocator, and a live block of
     /// the other allocator at an address this one remembers still goes there.
+    /// Returns: true when `p` is a live block or a freed one in the quarantine: an address `A` has
+    /// not had back, so no other allocator over the same memory can have handed it out.
+    [[nodiscard]] bool holds(const void* p) const noexcept { return registry_.holds(p); }
+
     [[nodiscard]] bool claims(const void* p) const noexcept {
         if (registry_.known(p)) return true;
         if constexpr (owning_allocator<A>) return inner_.owns(p);
@@ -328,6 +336,14 @@ public:
         registry_.drop_quarantine(site); // before A's reset, which may hand the memory on
         registry_.clear_live();
         inner_.reset();
+    }
+
+    /// Effects: checks the quarantined blocks (a write after free is reported) and forgets them
+    /// without giving them to `A`. Call it before recycling `A`'s memory through inner() (a
+    /// reset, a frame change): a block held across that would be given back later, freeing
+    /// whatever `A` has handed out at its address since.
+    void drop_quarantine(strata::source_location site = strata::source_location::current()) noexcept {
+        registry_.drop_quarantine(site);
     }
 
     /// Returns: `A`'s stats (fences included in its bytes; quarantined blocks are still in use
@@ -359,7 +375,12 @@ private:
     static debug_options resolve(debug_options o) noexcept {
         if (o.quarantine_bytes == debug_options::auto_quarantine) {
             // A LIFO allocator needs its frees in order; held back, they would come out of order.
-            o.quarantine_bytes = marking_allocator<A> ? 0 : debug_options::default_quarantine_bytes;
+            // A frame allocator recycles its memory at next_frame() without any free, so a held
+            // block's memory is handed out again while held, and its late give-back would free
+            // the new block.
+            constexpr bool recycles = requires(A & a) { a.next_frame(); };
+            o.quarantine_bytes =
+                marking_allocator<A> || recycles ? 0 : debug_options::default_quarantine_bytes;
         }
         return o;
     }

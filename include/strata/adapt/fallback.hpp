@@ -15,8 +15,10 @@ namespace strata {
 /// Both allocators owned by value (wrap allocator_ref<> to refer to existing ones). A typical use:
 /// fallback<arena, tlsf>: a fixed scratch buffer first, a general heap when it fills up.
 ///
-/// Routing of frees, live blocks first: Primary when Primary owns `p`; else Secondary when it owns
-/// `p` (where it can answer); only then, for a pointer neither owns, Primary when it claims `p`
+/// Routing of frees, live blocks first: Primary when Primary owns `p` or still holds it back
+/// (debug<A>'s quarantine: A has not had it back, so no allocator over A's memory can have handed
+/// it out, though a plain heap's owns() says "mine"); else Secondary when it owns `p` (where it
+/// can answer); only then, for a pointer neither owns, Primary when it claims `p`
 /// (debug<A>: a block its freed history remembers, so a double free is reported there as one:
 /// core/allocator.hpp, claims), else Secondary. The order matters where Primary is debug<A>: an
 /// address A took back and Secondary then handed out is a live Secondary block, even while debug
@@ -119,8 +121,12 @@ private:
     [[nodiscard]] bool to_primary(const void* p) const noexcept {
         if (primary_.owns(p)) return true;
         if constexpr (claiming_allocator<Primary>) {
-            // Primary may claim what it does not own (debug<A>: its freed history). A live block
-            // of Secondary at such an address is Secondary's: ask before the history is consulted.
+            // Primary may claim what it does not own (debug<A>: its freed history). A block it
+            // still holds back (quarantined) is certainly Primary's: no allocator over the same
+            // memory can have handed that address out, though a plain heap's owns() says "mine".
+            // An address only the history remembers may since be a live block of Secondary:
+            // Secondary's then, asked before the history.
+            if (strata::holds(primary_, p)) return true;
             if constexpr (owning_allocator<Secondary>) {
                 if (secondary_.owns(p)) return false;
             }

@@ -70,6 +70,11 @@ public:
         const std::lock_guard<Mutex> hold(mutex_);
         return inner_.owns(p);
     }
+    /// Returns: strata::holds(inner(), p) under the lock (core/allocator.hpp).
+    [[nodiscard]] bool holds(const void* p) const noexcept {
+        const std::lock_guard<Mutex> hold(mutex_);
+        return strata::holds(inner_, p);
+    }
     /// Returns: strata::claims(inner(), p) under the lock (core/allocator.hpp). Only where `A` can
     /// answer owns().
     [[nodiscard]] bool claims(const void* p) const noexcept requires owning_allocator<A> {

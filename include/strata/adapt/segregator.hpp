@@ -23,7 +23,9 @@ namespace strata {
 /// claims it; foreign_pointer when neither does. At checks 0 the free goes where its size says.
 /// Bad input to allocate: what the chosen allocator answers. The unsized deallocate(p) (where both
 /// free unsized and Small can answer owns) routes the same way, live blocks first: Small when it
-/// owns `p`; Large when it owns `p` (where it can answer); Small when it claims `p`; else Large.
+/// owns `p` or still holds it back (debug<A>'s quarantine); Large when it owns `p` (where it can
+/// answer); Small when it claims `p`; else Large. (A block debug<> holds is the debug side's
+/// whatever a heap under both sides says of its address: `strata::holds`.)
 /// So a live Large block at an address debug<Small> remembers freeing goes to Large.
 template <std::size_t Threshold, allocator Small, allocator Large>
 class segregator {
@@ -120,8 +122,10 @@ private:
     [[nodiscard]] bool to_small(const void* p) const noexcept {
         if (small_.owns(p)) return true;
         if constexpr (claiming_allocator<Small>) {
-            // Small may claim what it does not own (debug<A>: its freed history). A live block of
-            // Large at such an address is Large's: ask before the history is consulted.
+            // Small may claim what it does not own (debug<A>: its freed history). A block it still
+            // holds back (quarantined) is Small's; an address only the history remembers may
+            // since be a live block of Large: Large's then (see fallback::to_primary).
+            if (strata::holds(small_, p)) return true;
             if constexpr (owning_allocator<Large>) {
                 if (large_.owns(p)) return false;
             }
@@ -140,6 +144,9 @@ private:
             if (STRATA_LIKELY(to.owns(p))) return true;
             // Live blocks first: a live block of `other` is other's even when `to` claims its
             // address (debug<A> remembering a block it freed there).
+            // A block `to` still holds back (debug<A>'s quarantine) is to's, whatever a plain heap
+            // under both says of the address; one only its history remembers may be other's now.
+            if (strata::holds(to, p)) return true;
             bool other_live = false;
             if constexpr (owning_allocator<Other>) other_live = other.owns(p);
             if (!other_live && strata::claims(to, p)) return true;

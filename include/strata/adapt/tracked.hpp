@@ -304,6 +304,8 @@ public:
     [[nodiscard]] bool owns(const void* p) const noexcept requires owning_allocator<A> {
         return inner_.owns(p);
     }
+    /// Returns: strata::holds(inner(), p) (core/allocator.hpp).
+    [[nodiscard]] bool holds(const void* p) const noexcept { return strata::holds(inner_, p); }
     /// Returns: strata::claims(inner(), p) (core/allocator.hpp). Only where `A` can answer owns().
     [[nodiscard]] bool claims(const void* p) const noexcept requires owning_allocator<A> {
         return strata::claims(inner_, p);

@@ -59,6 +59,18 @@ template <owning_allocator A>
     }
 }
 
+/// Returns: a.holds(p) where A has it (debug<A> and the wrappers that forward it: `p` is live, or
+/// freed and still held back from the allocator underneath, so no other allocator over the same
+/// memory can have handed it out), else false. fallback and segregator route by it first.
+template <class A>
+[[nodiscard]] bool holds(const A& a, const void* p) noexcept {
+    if constexpr (requires { { a.holds(p) } noexcept -> std::same_as<bool>; }) {
+        return a.holds(p);
+    } else {
+        return false;
+    }
+}
+
 /// An allocator that knows its block sizes and so can free without being told.
 template <class A>
 concept unsized_deallocator = allocator<A> && requires(A& a, void* p) {
