@@ -36,14 +36,18 @@ try {
     page = context.pages()[0] || await context.newPage();
     // The session-loss scenario at the end expects exactly one 404 (the old session) and its console line.
     let sessionLoss = false;
+    // The error-answer checks expect one HTTP status (502) or a failed request, and its console line.
+    let expected = null; // { status, console: RegExp } or { failed: true, console: RegExp }
     page.on('console', (m) => {
-        if (m.type() === 'error' && !(sessionLoss && /404/.test(m.text()))) fail('console error: ' + m.text());
+        if (m.type() === 'error' && !(sessionLoss && /404/.test(m.text())) && !(expected && expected.console.test(m.text())))
+            fail('console error: ' + m.text());
     });
     page.on('pageerror', (e) => fail('page error: ' + e.message));
-    page.on('requestfailed', (r) => fail('request failed: ' + r.url()));
+    page.on('requestfailed', (r) => { if (!(expected && expected.failed)) fail('request failed: ' + r.url()); });
     page.on('request', (r) => { if (!r.url().startsWith(origin)) fail('request leaves the server: ' + r.url()); });
     page.on('response', (r) => {
-        if (r.status() >= 400 && !(sessionLoss && r.status() === 404)) fail(`HTTP ${r.status()} for ${r.url()}`);
+        if (r.status() >= 400 && !(sessionLoss && r.status() === 404) && !(expected && expected.status === r.status()))
+            fail(`HTTP ${r.status()} for ${r.url()}`);
     });
     await page.goto(url, { waitUntil: 'load' });
     await page.waitForFunction(() => document.body.dataset.ready === '1' || document.querySelector('.status.error'), null, { timeout: 30000 });
@@ -66,6 +70,16 @@ try {
         await page.click(`${sec} ${selector}`);
         await page.waitForFunction(([s, r]) => document.querySelector(s).dataset.rev !== r, [sec, rev], { timeout: 60000 });
     };
+    // Presses `key` on the element `selector` inside the demo's section (focused as Tab would) and
+    // waits for the section to redraw.
+    const press = async (demo, selector, key) => {
+        const sec = `section#${demo}`;
+        const rev = await page.getAttribute(sec, 'data-rev');
+        await page.focus(`${sec} ${selector}`);
+        await page.keyboard.press(key);
+        await page.waitForFunction(([s, r]) => document.querySelector(s).dataset.rev !== r, [sec, rev], { timeout: 60000 });
+    };
+    const msg = (demo) => page.textContent(`section#${demo} .msg[role=status]`);
     const fact = (demo, key) => page.textContent(`section#${demo} dd[data-k="${key}"]`);
     const rects = (demo, sel = 'svg.map rect[data-used]') => page.$$eval(`section#${demo} ${sel}`,
         (rs) => rs.map((r) => ({ offset: Number(r.dataset.offset), size: Number(r.dataset.size), used: r.dataset.used === 'true' })));
@@ -208,6 +222,166 @@ try {
         await shot(name).catch((e) => fail(`${name} screenshot: ${e.message}`));
         console.log(`${failures.length === before ? 'ok  ' : 'FAIL'} ${name}`);
     }
+    // Behaviour across demos: ordering of answers, the keyboard, the handles' kept handle, buddy's
+    // merged block, error answers that are not the API's JSON.
+    const checks = {
+        // act() (demos/common.js) against a fake API whose answers the test releases one by one.
+        async 'answer order (unit)'() {
+            const r = await page.evaluate(async () => {
+                const { bind } = await import('/demos/common.js');
+                const mk = (t) => document.createElement(t);
+                const parts = { controls: mk('div'), facts: mk('dl'), msg: mk('div'), view: mk('div') };
+                mk('section').append(parts.controls, parts.facts, parts.msg, parts.view);
+                const pending = [];
+                const ctx = { call: (demo, op, args) => new Promise((resolve, reject) => pending.push({ op, args, resolve, reject })) };
+                const drawn = [];
+                const { act, load } = bind(parts, ctx, 'fake', (st) => drawn.push(st.n));
+                const tick = () => new Promise((res) => setTimeout(res, 0));
+                // Never waits long: a page that sends what it should not fails the checks below, not by hanging.
+                const within = (pr) => Promise.race([pr, new Promise((res) => setTimeout(res, 1000))]);
+                const take = (f) => { const i = pending.findIndex(f); return i < 0 ? { resolve() {}, reject() {} } : pending.splice(i, 1)[0]; };
+                const state = () => take((q) => q.op === 'state');
+                const op = (n) => take((q) => q.op === 'op' && q.args.n === n);
+                const answer = (n) => ({ ok: true, result: {}, state: { n } });
+                const out = {};
+                let l = load(); await tick(); state().resolve(answer(0)); await within(l);
+                // Two clicks: the second is sent only once the first is answered.
+                const a1 = act('op', { n: 1 }); const a2 = act('op', { n: 2 }); await tick();
+                out.inFlightAfterTwoClicks = pending.length;
+                op(1).resolve(answer(1)); await within(a1); await tick();
+                out.secondSentAfterFirst = pending.length === 1 && pending[0].args.n === 2;
+                op(2).resolve(answer(2)); await within(a2);
+                // A reload answered first: the older operation's answer is dropped.
+                const a3 = act('op', { n: 3 }); await tick();
+                l = load(); await tick();
+                state().resolve(answer(10)); await within(l);
+                op(3).resolve(answer(3)); await within(a3);
+                // An error that arrives after a newer picture is still shown.
+                const a4 = act('op', { n: 4 }); await tick();
+                l = load(); await tick();
+                state().resolve(answer(11)); await within(l);
+                op(4).reject(new Error('boom')); await within(a4);
+                out.errorShown = parts.msg.textContent;
+                // A click queued behind the request that ended in a session reset is not sent.
+                const a5 = act('op', { n: 5 }); const a6 = act('op', { n: 6 }); await tick();
+                l = load(); await tick();
+                state().resolve(answer(12)); await within(l);
+                op(5).reject(new Error('expired')); await within(a5); await within(a6); await tick();
+                out.sentAfterReset = pending.length;
+                for (const q of pending.splice(0)) q.resolve(answer(-1));
+                out.drawn = drawn;
+                return out;
+            });
+            same(r.inFlightAfterTwoClicks, 1, 'order: one request of a section in flight at a time');
+            check(r.secondSentAfterFirst, 'order: the second click is sent after the first is answered');
+            same(r.errorShown, 'boom', 'order: an error is shown even after a newer picture');
+            same(r.sentAfterReset, 0, 'order: a click queued before a session reset is not sent');
+            same(r.drawn, [0, 1, 2, 10, 11, 12], 'order: pictures drawn (an answer older than a reload is dropped)');
+        },
+        // Many clicks at once on the real server: the page ends showing the allocator's last state.
+        async 'answer order (server)'() {
+            await page.fill('section#slab input[type=number]', '1');
+            const rev = Number(await page.getAttribute('section#slab', 'data-rev'));
+            await page.evaluate(() => {
+                const b = (a) => document.querySelector(`section#slab button[data-action=${a}]`);
+                for (let i = 0; i < 8; i++) { b('alloc').click(); b('alloc').click(); b('free').click(); }
+            });
+            await page.waitForFunction((r) => Number(document.querySelector('section#slab').dataset.rev) >= r, rev + 24, { timeout: 60000 });
+            const st = (await api('slab')).state;
+            same(Number(await fact('slab', 'yours')), st.yours, 'order: slab objects held after 24 quick clicks');
+            same(Number(await page.getAttribute('section#slab', 'data-rev')), rev + 24, 'order: one redraw per click');
+        },
+        async keyboard() {
+            await click('pool', 'button[data-action=alloc]');
+            const cells = await page.$$eval('section#pool .cell', (cs) => cs.map((c) => ({ live: c.dataset.live === 'true',
+                role: c.getAttribute('role'), tab: c.getAttribute('tabindex'), label: c.getAttribute('aria-label') })));
+            check(cells.filter((c) => c.live).every((c) => c.role === 'button' && c.tab === '0' && c.label),
+                  'keyboard: live pool slots are focusable buttons with a label');
+            check(cells.filter((c) => !c.live).every((c) => c.tab === null), 'keyboard: free pool slots are not in the tab order');
+            // Tab from the Allocate button reaches the first live slot, drawn with a visible focus ring.
+            await page.focus('section#pool button[data-action=alloc]');
+            await page.keyboard.press('Tab');
+            const focused = await page.evaluate(() => {
+                const a = document.activeElement;
+                return { slot: a.dataset.slot, live: a.dataset.live, outline: getComputedStyle(a).outlineStyle };
+            });
+            check(focused.live === 'true' && focused.outline !== 'none', `keyboard: Tab reaches a live pool slot, outlined (${JSON.stringify(focused)})`);
+            const rev = await page.getAttribute('section#pool', 'data-rev');
+            await page.keyboard.press('Enter');
+            await page.waitForFunction((r) => document.querySelector('section#pool').dataset.rev !== r, rev);
+            same((await api('pool')).state.slots[Number(focused.slot)].live, false, 'keyboard: Enter freed the focused pool slot');
+            check(await page.evaluate(() => document.querySelector('section#pool').contains(document.activeElement)),
+                  'keyboard: focus stays in the pool section after the redraw');
+            // Buddy and TLSF blocks (SVG rects) and handle values: Space or Enter frees them.
+            await click('buddy', 'button[data-action=alloc]');
+            let ids = (await api('buddy')).state.blocks.filter((b) => b.used).length;
+            check(await page.$eval('section#buddy rect.used', (r) => r.getAttribute('role') === 'button' && r.getAttribute('tabindex') === '0' &&
+                  !!r.getAttribute('aria-label')), 'keyboard: buddy blocks are focusable buttons');
+            await press('buddy', 'rect.used', ' ');
+            same((await api('buddy')).state.blocks.filter((b) => b.used).length, ids - 1, 'keyboard: Space freed a buddy block');
+            await click('tlsf', 'button[data-action=alloc]');
+            ids = (await api('tlsf')).state.live_allocations;
+            await press('tlsf', 'rect.clickable[role=button]', 'Enter');
+            same((await api('tlsf')).state.live_allocations, ids - 1, 'keyboard: Enter freed a TLSF block');
+            await click('handles', 'button[data-action=spawn]');
+            ids = (await api('handles')).state.size;
+            await press('handles', '[data-k=dense] .cell[role=button][tabindex="0"]', 'Enter');
+            same((await api('handles')).state.size, ids - 1, 'keyboard: Enter freed a handle value');
+        },
+        // "Keep the newest handle" keeps the last spawn's handle, also after a swap-and-pop moved it.
+        async 'handles keep'() {
+            for (let i = 0; i < 3; i++) await click('handles', 'button[data-action=spawn]');
+            let st = (await api('handles')).state;
+            const newest = st.dense[st.dense.length - 1].handle;
+            await click('handles', '[data-k=dense] .cell[data-index="0"]'); // the last value moves to index 0
+            st = (await api('handles')).state;
+            const last = st.dense[st.dense.length - 1].handle;
+            check(last.index !== newest.index || last.generation !== newest.generation, 'handles keep: the last dense value is not the newest');
+            await click('handles', 'button[data-action=keep]');
+            same(await page.textContent('section#handles [data-k=kept]'), `kept handle: (index ${newest.index}, gen ${newest.generation})`,
+                 'handles keep: the newest spawned handle is kept');
+            await click('handles', 'button[data-action=use-kept]');
+            check(/^get: ok/.test(await msg('handles')), 'handles keep: the kept live handle is accepted: ' + await msg('handles'));
+            // No answer from the server: the page says so (no uncaught rejection: pageerror fails the test).
+            expected = { failed: true, console: /ERR_|Failed to load/ };
+            await page.route('**/api/handles/**', (r) => r.abort('connectionrefused'));
+            await click('handles', 'button[data-action=use-kept]');
+            check(/no answer from the server/.test(await msg('handles')), 'handles keep: a network error is shown: ' + await msg('handles'));
+            await page.unroute('**/api/handles/**');
+            expected = null;
+        },
+        // buddy: after a free, only the block it merged into is outlined.
+        async 'buddy merge'() {
+            for (const b of (await api('buddy')).state.blocks) if (b.used) await api('buddy', 'free', { id: b.id });
+            await page.fill('section#buddy input[type=number]', '64');
+            for (let i = 0; i < 3; i++) await click('buddy', 'button[data-action=alloc]'); // @0, @64, @128
+            const hits = () => page.$$eval('section#buddy rect.hit', (rs) => rs.map((r) => [Number(r.dataset.offset), Number(r.dataset.size)]));
+            await click('buddy', 'rect.used[data-offset="64"]');
+            same(await hits(), [[64, 64]], 'buddy merge: the freed block (its buddy is used) alone is outlined');
+            await click('buddy', 'rect.used[data-offset="0"]');
+            same(await hits(), [[0, 128]], 'buddy merge: the merged 128-byte block alone is outlined');
+        },
+        // An error answer that is not the API's JSON (a proxy's HTML page) is shown by its status.
+        async 'error answers'() {
+            expected = { status: 502, console: /502/ };
+            await page.route('**/api/arena/**', (r) => r.fulfill({ status: 502, contentType: 'text/html', body: '<html>Bad Gateway</html>' }));
+            await click('arena', 'button[data-action=alloc]');
+            same(await msg('arena'), '502 Bad Gateway', 'error answers: a 502 HTML page');
+            await page.unroute('**/api/arena/**');
+            expected = null;
+        },
+    };
+    for (const [name, run] of Object.entries(checks)) {
+        const before = failures.length;
+        try {
+            await run();
+        } catch (e) {
+            fail(`${name}: ${e.message}`);
+        }
+        expected = null;
+        await page.unrouteAll().catch(() => {});
+        console.log(`${failures.length === before ? 'ok  ' : 'FAIL'} ${name}`);
+    }
     // The session expires (or is evicted) under the page: the next click starts a new session, every
     // section redraws from it, and the click is not replayed against the new session's blocks.
     {
@@ -216,6 +390,8 @@ try {
             await page.locator('section#pool').scrollIntoViewIfNeeded();
             const old = await page.evaluate(() => document.body.dataset.session);
             check((await api('pool')).state.live > 0, 'session loss: the pool has live slots first');
+            check(!/no kept/.test(await page.textContent('section#handles [data-k=kept]')), 'session loss: a handle is kept first');
+            check(await page.$('section#tlsf [data-k=search]'), 'session loss: a TLSF search is shown first');
             await page.evaluate(async () => {
                 await fetch('/api/session/close', { method: 'POST', body: JSON.stringify({ session: document.body.dataset.session }) });
             });
@@ -232,6 +408,15 @@ try {
                      name === 'pool' ? st.live : name === 'arena' ? st.in_use : st.top, `session loss: ${name} redrawn from the new session`);
             }
             same(await page.$$eval('section#pool .cell.live', (cs) => cs.length), 0, 'session loss: no live pool slots drawn');
+            // What the sections kept from the old session is gone with it.
+            same(await page.textContent('section#handles [data-k=kept]'), 'no kept handle', 'session loss: the kept handle is forgotten');
+            await click('handles', 'button[data-action=use-kept]');
+            check(/no handle kept/.test(await msg('handles')), 'session loss: "Use the kept handle" says none is kept: ' + await msg('handles'));
+            same(!!(await page.$('section#tlsf [data-k=search]')), false, 'session loss: the old heap\'s TLSF search is not shown');
+            for (const name of ['race', 'latency', 'layout']) {
+                same(await page.$$eval(`section#${name} dd`, (dd) => dd.length), 0, `session loss: ${name} shows no numbers`);
+                same(await page.textContent(`section#${name} .view`), 'Not run yet.', `session loss: ${name} is not run yet`);
+            }
         } catch (e) {
             fail(`session loss: ${e.message}`);
         }

@@ -7,45 +7,91 @@ const status = document.getElementById('status');
 
 let session = null;
 
+// answer(r): the JSON body of a response, or null when it has none (an HTML 502 page from a proxy, an
+// empty body). A failed request throws Error(the API's `error`, or "STATUS STATUS-TEXT").
+async function answer(r) {
+    let body = null;
+    if (/json/.test(r.headers.get('Content-Type') || '')) body = await r.json().catch(() => null);
+    if (!r.ok && !(body && body.error)) throw new Error(`${r.status} ${r.statusText || 'error'}`.trim());
+    return body;
+}
+
+// fetch, but a request that got no answer at all (server stopped, network down, nothing in 30 s)
+// says so. The time limit keeps a section's queue of clicks (demos/common.js) from waiting forever.
+async function request(url, init = {}) {
+    try {
+        return await fetch(url, { ...init, signal: AbortSignal.timeout(30000) });
+    } catch (e) {
+        throw new Error(`no answer from the server (${e.message})`);
+    }
+}
+
 async function newSession() {
-    const r = await fetch('/api/session', { method: 'POST' });
-    if (!r.ok) throw new Error((await r.json()).error || r.statusText);
-    session = (await r.json()).session;
+    const r = await request('/api/session', { method: 'POST' });
+    const body = await answer(r);
+    if (!r.ok) throw new Error(body.error);
+    if (!body || !body.session) throw new Error('the server sent no session');
+    session = body.session;
     document.body.dataset.session = session;
 }
 
-// Every section's load(): when the session is replaced, all of them redraw from the new one.
+// Every section's fetchState() (demos/common.js): when the session is replaced, all of them redraw
+// from the new one, together once every state is in (a test, or a reader, never sees half the page reset).
 const reloads = [];
-let resetting = false;
+// The session reset in progress: { from: the session it replaces, done: promise }. Other requests
+// sent with that session wait for it instead of starting another.
+let resetting = null;
 
-// call(demo, op, args): the API's answer {ok, result, state}. Throws Error(message) on 4xx/5xx.
+async function resetSession() {
+    await newSession();
+    // One after the other: the server's few workers each hold a kept-alive connection, so ten
+    // requests at once can wait seconds for a worker.
+    const draws = [];
+    for (const fetchState of reloads) draws.push(await fetchState().catch(() => null));
+    for (const draw of draws) {
+        try {
+            if (draw) draw();
+        } catch (e) {
+            console.error(e); // one section's drawing error leaves the others drawn
+        }
+    }
+    status.textContent = status.textContent.replace(/^session \S+…/, `session ${session.slice(0, 8)}…`);
+}
+
+// call(demo, op, args): the API's answer {ok, result, state}. Throws Error(message) on 4xx/5xx, on a
+// body that is not the API's JSON and when the server does not answer.
 // An expired or evicted session (404 on the session) is replaced and every section redrawn from
 // the new one, so a page left open keeps working. The operation is not replayed: its ids (slots,
-// markers, handles) named the old session's blocks.
+// markers, handles) named the old session's blocks. Requests that were already on their way with the
+// old session get the same message and start no second reset.
 async function call(demo, op, args = {}) {
-    const r = await fetch(`/api/${demo}/${op}`, {
+    const sent = session;
+    const r = await request(`/api/${demo}/${op}`, {
         method: 'POST',
         headers: { 'Content-Type': 'application/json' },
-        body: JSON.stringify({ ...args, session }),
+        body: JSON.stringify({ ...args, session: sent }),
     });
-    const body = await r.json();
-    if (r.status === 404 && !resetting && /session/.test(body.error || '')) {
-        resetting = true;
-        try {
-            await newSession();
-            for (const load of reloads) await load().catch(() => {});
-            status.textContent = status.textContent.replace(/^session \S+…/, `session ${session.slice(0, 8)}…`);
-        } finally {
-            resetting = false;
+    const body = await answer(r);
+    if (r.status === 404 && /session/.test(body.error)) {
+        // A reload's own request (sent with the new session) does not wait for the reset it is part of.
+        if (resetting && resetting.from === sent) await resetting.done.catch(() => {});
+        else if (!resetting && session === sent) {
+            resetting = { from: sent, done: resetSession() };
+            try {
+                await resetting.done;
+            } finally {
+                resetting = null;
+            }
         }
         throw new Error('the session had expired: a new one was started and every demo was reset; try again');
     }
-    if (!r.ok) throw new Error(body.error || r.statusText);
+    if (!r.ok) throw new Error(body.error);
+    if (!body) throw new Error(`the server's answer is not JSON (${r.status} ${r.statusText})`);
     return body;
 }
 
 async function main() {
-    const info = await (await fetch('/api/info')).json();
+    const info = await answer(await request('/api/info'));
     await newSession();
     // Give the session back as the page goes, so reloads do not pile sessions up to the cap.
     window.addEventListener('pagehide', () => {
@@ -63,7 +109,7 @@ async function main() {
         if (!titles[name]) continue;
         nav.append(el('a', { href: `#${name}`, text: titles[name] }));
         const mod = await import(`/demos/${name}.js`);
-        await mod.mount(root, { call, uPlot, title: titles[name], limits: info.limits, onReset: (load) => reloads.push(load) });
+        await mod.mount(root, { call, uPlot, title: titles[name], limits: info.limits, onReset: (fetchState) => reloads.push(fetchState) });
     }
     status.textContent = `session ${session.slice(0, 8)}… · expires after ${Math.round(info.limits.session_ttl_s / 60)} idle minutes` +
         (uPlot ? '' : ' · plots unavailable: this strata-lab was built without uPlot (npm missing)');

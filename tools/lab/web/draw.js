@@ -36,6 +36,24 @@ export function facts(dl, rows) {
         el('div', {}, el('dt', { text: label }), el('dd', { 'data-k': k, text: String(v) }))));
 }
 
+// actionable(e, label, f): makes a drawn element (a div cell or an SVG rect) a keyboard-operable
+// button: focusable in tab order, announced as a button with `label`, run by a click, Enter or Space.
+// data-key names it so a redraw can give focus back to the same thing (common.js).
+export function actionable(e, label, f, key) {
+    e.setAttribute('tabindex', '0');
+    e.setAttribute('role', 'button');
+    e.setAttribute('aria-label', label);
+    if (key !== undefined) e.setAttribute('data-key', key);
+    e.addEventListener('click', f);
+    e.addEventListener('keydown', (ev) => {
+        if ((ev.key === 'Enter' || ev.key === ' ' || ev.key === 'Spacebar') && !ev.repeat) {
+            ev.preventDefault();
+            f(ev);
+        }
+    });
+    return e;
+}
+
 export function message(m, text, refused = false) {
     m.textContent = text || '';
     m.classList.toggle('refused', !!refused);
@@ -52,8 +70,9 @@ export function byteMap(total, blocks, { width = 1000, height = 46, label, onCli
             class: (cls ? cls(b) : (b.used ? 'used' : 'free')) + (onClick && b.used ? ' clickable' : ''),
             'data-offset': b.offset, 'data-size': b.size, 'data-used': b.used,
         });
-        r.append(svg('title', {}, `${b.used ? 'used' : 'free'} @${b.offset}, ${b.size} B`));
-        if (onClick && b.used) r.addEventListener('click', () => onClick(b));
+        const what = `${b.used ? 'used' + (b.id !== undefined ? ' #' + b.id : '') : 'free'} @${b.offset}, ${b.size} B`;
+        r.append(svg('title', {}, what));
+        if (onClick && b.used) actionable(r, `${what}: free it`, () => onClick(b), `block-${b.offset}`);
         s.append(r);
         const text = label ? label(b) : '';
         if (text && w > 8 * text.length) s.append(svg('text', { x: x(b.offset) + 3, y: height / 2 + 4 }, text));

@@ -1,4 +1,4 @@
-import { el, facts, numberInput, section, svg } from '../draw.js';
+import { actionable, el, facts, numberInput, section, svg } from '../draw.js';
 import { bind } from './common.js';
 
 // The buddy tree: one row per order, largest on top. A block is drawn on its order's row and its
@@ -8,6 +8,9 @@ export async function mount(root, ctx) {
         'A request is rounded up to a power of two (64 B at least). Allocation splits a larger free block in halves ' +
         'down to that order; click a used block to free it: it merges with its buddy while the buddy is free, up the levels.');
     const size = numberInput(100, 1, 8192, 'bytes');
+    // Where each freed block was (id -> offset, noted at the click): the free answer says how far the
+    // block merged (merged_size), and the merged block starts at offset & ~(merged_size - 1).
+    const freedAt = new Map();
     const { act, load } = bind(p, ctx, 'buddy', (st, answer) => {
         facts(p.facts, [['live_allocations', 'live', st.live_allocations], ['granted', 'granted', st.granted],
             ['requested', 'requested', st.requested], ['largest_free_block', 'largest free', st.largest_free_block],
@@ -15,8 +18,10 @@ export async function mount(root, ctx) {
         const W = 1000, rowH = 26, orders = st.orders;
         const s = svg('svg', { class: 'map', viewBox: `0 0 ${W} ${orders * rowH + 4}` });
         const x = (o) => (o / st.region) * W;
-        const merged = answer && answer.result && answer.result.merged_size;
-        const freedAt = answer && answer.result && answer.result.id !== undefined && merged ? answer.result : null;
+        const r = answer && answer.ok && answer.result;
+        const merged = r && r.merged_size;
+        const mergedAt = merged && freedAt.has(r.id) ? freedAt.get(r.id) & ~(merged - 1) : null;
+        if (r && r.id !== undefined) freedAt.delete(r.id);
         for (const b of st.blocks) {
             const row = orders - 1 - b.order;
             // Split ancestors: outlines on the rows above.
@@ -28,19 +33,25 @@ export async function mount(root, ctx) {
                         fill: 'none', stroke: '#bbb', 'stroke-dasharray': '2 2' }));
                 }
             }
-            const r = svg('rect', {
+            const rect = svg('rect', {
                 x: x(b.offset), y: row * rowH + 2, width: Math.max(1, x(b.size) - 1), height: rowH - 4,
-                class: (b.used ? 'used clickable' : 'free') + (!b.used && freedAt && b.size === merged ? ' hit' : ''),
+                class: (b.used ? 'used clickable' : 'free') + (!b.used && b.offset === mergedAt && b.size === merged ? ' hit' : ''),
                 'data-offset': b.offset, 'data-size': b.size, 'data-used': b.used, 'data-order': b.order,
             });
-            r.append(svg('title', {}, `${b.used ? 'used #' + b.id : 'free'} @${b.offset}, ${b.size} B (order ${b.order})`));
-            if (b.used && b.id) r.addEventListener('click', () => act('free', { id: b.id }));
-            s.append(r);
+            const what = `${b.used ? 'used #' + b.id : 'free'} @${b.offset}, ${b.size} B (order ${b.order})`;
+            rect.append(svg('title', {}, what));
+            if (b.used && b.id) {
+                actionable(rect, `${what}: free it`, () => {
+                    freedAt.set(b.id, b.offset);
+                    act('free', { id: b.id });
+                }, `block-${b.id}`);
+            }
+            s.append(rect);
             if (x(b.size) > 40) s.append(svg('text', { x: x(b.offset) + 3, y: row * rowH + 17 }, (b.used ? '#' + b.id + ' ' : '') + b.size));
         }
         p.view.replaceChildren(s, el('div', { class: 'legend' },
             el('span', { text: `rows: orders ${orders - 1} (${st.region} B) at the top down to 0 (${st.min_block} B); dashed: split parents` })));
-    });
+    }, { reset: () => freedAt.clear() });
     p.controls.append(el('label', {}, 'size ', size),
         el('button', { 'data-action': 'alloc', on: { click: () => act('alloc', { size: Number(size.value) }) } }, 'Allocate'));
     await load();

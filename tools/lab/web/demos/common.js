@@ -1,33 +1,105 @@
 // What every demo section shares: run an operation, show refusals, redraw from the returned state.
 import { message } from '../draw.js';
 
-// bind(parts, ctx, name, render): returns act(op, args) that calls the API and re-renders.
-// section.dataset.rev counts redraws so tests (and curious users) can tell a fresh picture.
-export function bind(parts, ctx, name, render) {
+// bind(parts, ctx, name, render, { reset }): render(state, answer, op) draws a section; op is 'state'
+// for a load(). Returns
+//   act(op, args): runs the operation through the API, says what happened and redraws;
+//   later(f): runs f in turn with the section's operations;
+//   load(): redraws from the allocator's current state (at mount, and when the session is replaced);
+//   draw(answer): redraws from an answer.
+// A section's operations run one at a time, in the order they were clicked: the server answers on
+// several threads, so two requests in flight could run, and come back, in either order, and the page
+// would end up showing an older state than the allocator's. Every request also gets a sequence
+// number, and an answer older than the one drawn last is dropped (a reload after a session reset
+// overtakes an operation sent before it). Errors are always shown. A click queued behind a request
+// that ended in a session reset is not run: it named the old session's blocks.
+// reset() runs before a load() draws: the section forgets what it kept from the old session.
+// ctx.onReset(fetchState) registers the section with app.js for session resets.
+// section.dataset.rev counts redraws (and errors and local answers shown) so tests (and curious
+// users) can tell a fresh picture.
+export function bind(parts, ctx, name, render, { reset } = {}) {
     const section = parts.view.closest('section');
     let rev = 0;
-    const draw = (answer) => {
-        render(answer.state, answer);
-        section.dataset.rev = String(++rev);
+    let sent = 0; // the last request's sequence number
+    let drawn = 0; // the sequence number of the answer drawn last
+    let loads = 0; // load() calls so far: a click made before the latest one is not run
+    let queue = Promise.resolve();
+    const bump = () => { section.dataset.rev = String(++rev); };
+    const draw = (answer, seq = ++sent, op = 'state') => {
+        if (seq < drawn) return false;
+        drawn = seq;
+        const focus = focusKey(section);
+        render(answer.state, answer, op);
+        refocus(section, parts, focus);
+        bump();
+        return true;
     };
-    const act = async (op, args = {}) => {
+    const run = async (op, args, clickedAt) => {
+        if (clickedAt !== loads) return null; // the session was replaced since the click
+        if (typeof args === 'function') {
+            args = args(); // read when its turn comes; null: nothing to send (f said why, in parts.msg)
+            if (!args) { bump(); return null; }
+        }
+        const seq = ++sent;
         try {
             const a = await ctx.call(name, op, args);
+            if (seq < drawn) return a; // a reload drew a newer state meanwhile
             if (!a.ok) message(parts.msg, a.result.reason || 'refused', true);
             // Partly done (the slab filled after some objects): say what was done and why not all.
             else if (a.result && a.result.reason) message(parts.msg, `${describe(op, a.result)}; ${a.result.reason}`, true);
             else message(parts.msg, describe(op, a.result));
-            draw(a);
+            draw(a, seq, op);
             return a;
         } catch (e) {
             message(parts.msg, e.message, true);
-            section.dataset.rev = String(++rev);
+            bump();
             return null;
         }
     };
-    const load = async () => draw(await ctx.call(name, 'state'));
-    if (ctx.onReset) ctx.onReset(load);
-    return { act, draw, load };
+    // run() never throws, so the queue never holds a rejected promise. args may be a function, called
+    // when the operation's turn comes (after the clicks before it are answered); it returns the
+    // arguments, or null to send nothing.
+    const act = (op, args = {}) => {
+        const clickedAt = loads;
+        const p = queue.then(() => run(op, args, clickedAt));
+        queue = p;
+        return p;
+    };
+    // later(f): runs f (no request; it must not wait for act) after the clicks before it are
+    // answered, unless the session was replaced since.
+    const later = (f) => act(null, () => { f(); return null; });
+    // fetchState(): asks for the state and returns the function that draws it, so that a session
+    // reset can redraw every section at once (app.js), when all their states are in.
+    const fetchState = async () => {
+        const reload = ++loads > 1;
+        const seq = ++sent;
+        const a = await ctx.call(name, 'state');
+        return () => {
+            if (seq < drawn) return;
+            if (reset) reset();
+            if (reload) message(parts.msg, '');
+            draw(a, seq);
+        };
+    };
+    const load = async () => (await fetchState())();
+    if (ctx.onReset) ctx.onReset(fetchState);
+    return { act, draw, later, load };
+}
+
+// Redrawing replaces the section's clickable blocks and cells; a keyboard user's focus goes back to
+// the same one (data-key) when it is still there, else to the first clickable one, else to the
+// first button.
+function focusKey(section) {
+    const a = document.activeElement;
+    if (!a || a === document.body || !section.contains(a)) return null;
+    return { el: a, key: a.getAttribute('data-key') };
+}
+
+function refocus(section, parts, focus) {
+    if (!focus || focus.el.isConnected) return;
+    const same = focus.key !== null ? [...section.querySelectorAll('[data-key]')].find((e) => e.getAttribute('data-key') === focus.key) : null;
+    const next = same || parts.view.querySelector('[tabindex="0"]') || parts.controls.querySelector('button');
+    if (next) next.focus();
 }
 
 function describe(op, r) {

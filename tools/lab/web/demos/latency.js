@@ -7,8 +7,14 @@ export async function mount(root, ctx) {
         'logarithmic: the arena\'s bump is a narrow spike; malloc spreads right, and its rare slow calls (the tail) ' +
         'are what a frame budget feels.');
     const fmt = (ns) => (ns >= 1000 ? (ns / 1000).toFixed(1) + ' µs' : ns.toFixed(1) + ' ns');
+    let plot = null; // the uPlot drawn last: destroyed before the next one (it holds listeners)
     const { act, load } = bind(p, ctx, 'latency', (st) => {
-        if (!st.runs) { p.view.replaceChildren(el('div', { class: 'noplots', text: 'Not run yet.' })); return; }
+        if (plot) { plot.destroy(); plot = null; }
+        if (!st.runs) {
+            p.facts.replaceChildren();
+            p.view.replaceChildren(el('div', { class: 'noplots', text: 'Not run yet.' }));
+            return;
+        }
         const [m, a] = st.runs;
         facts(p.facts, [['samples', 'samples', st.samples], ['malloc_p50', 'malloc p50', fmt(m.p50)], ['malloc_p999', 'malloc p99.9', fmt(m.p999)],
             ['arena_p50', 'arena p50', fmt(a.p50)], ['arena_p999', 'arena p99.9', fmt(a.p999)]]);
@@ -21,7 +27,7 @@ export async function mount(root, ctx) {
         // x: each bin's lower edge in ns (log axis); y: calls in that bin.
         const xs = st.edges_ns.slice(0, m.counts.length);
         const bars = ctx.uPlot.paths.bars ? ctx.uPlot.paths.bars({ size: [0.9, 40], align: 1 }) : undefined;
-        new ctx.uPlot({
+        plot = new ctx.uPlot({
             width: Math.min(1000, p.view.clientWidth || 900), height: 260,
             scales: { x: { time: false, distr: 3 }, y: { distr: 3 } },
             axes: [{ label: 'time per allocation (ns, log)' }, { label: 'calls (log)', size: 60 }],

@@ -6,7 +6,11 @@ export async function mount(root, ctx) {
         'One pass updates a single 4-byte field (health) of every entity. Stored as structs (AoS), each 64-byte cache ' +
         'line brings in 2 entities and the pass uses 8 of its bytes; stored as columns (SoA), every byte loaded is used.');
     const { act, load } = bind(p, ctx, 'layout', (st) => {
-        if (!st.aos) { p.view.replaceChildren(el('div', { class: 'noplots', text: 'Not run yet.' })); return; }
+        if (!st.aos) {
+            p.facts.replaceChildren();
+            p.view.replaceChildren(el('div', { class: 'noplots', text: 'Not run yet.' }));
+            return;
+        }
         facts(p.facts, [['entities', 'entities', st.entities], ['aos_lines', 'AoS lines', st.aos.lines], ['soa_lines', 'SoA lines', st.soa.lines],
             ['aos_ms', 'AoS pass', st.aos.ms.toFixed(2) + ' ms'], ['soa_ms', 'SoA pass', st.soa.ms.toFixed(2) + ' ms']]);
         // Bars: bytes loaded vs bytes used, per layout, on one scale.

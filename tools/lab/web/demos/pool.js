@@ -1,4 +1,4 @@
-import { el, facts, section } from '../draw.js';
+import { actionable, el, facts, section } from '../draw.js';
 import { bind } from './common.js';
 
 export async function mount(root, ctx) {
@@ -12,12 +12,13 @@ export async function mount(root, ctx) {
         const grid = el('div', { class: 'grid' });
         for (const s of st.slots) {
             const pos = st.free_list.indexOf(s.index);
-            grid.append(el('div', {
+            const cell = el('div', {
                 class: 'cell' + (s.live ? ' live' : '') + (s.index === head ? ' head' : ''),
                 'data-slot': s.index, 'data-live': s.live,
                 title: s.live ? `slot ${s.index}: live, click to free` : `slot ${s.index}: free, #${pos + 1} in the free list`,
-                on: { click: () => s.live && act('free', { slot: s.index }) },
-            }, s.live ? String(s.index) : `${s.index}·${pos + 1}`));
+            }, s.live ? String(s.index) : `${s.index}·${pos + 1}`);
+            if (s.live) actionable(cell, `slot ${s.index}: live, free it`, () => act('free', { slot: s.index }), `slot-${s.index}`);
+            grid.append(cell);
         }
         const chain = el('div', { class: 'chain', 'data-k': 'free_list' },
             'free list: head → ' + (st.free_list.length ? st.free_list.join(' → ') + ' → null' : 'null (pool full)'));

@@ -9,9 +9,15 @@ export async function mount(root, ctx) {
         '16 B–1 KiB) in 256 KiB each. The plot is each allocator\'s largest free block over time: where it falls, ' +
         'free memory is shattered. Press Run, then watch it replay.');
     let timer = null;
+    let plot = null; // the uPlot drawn last: destroyed before the next one (it holds listeners)
     const { act, load } = bind(p, ctx, 'race', (st) => {
         if (timer) { clearInterval(timer); timer = null; }
-        if (!st.runs) { p.view.replaceChildren(el('div', { class: 'noplots', text: 'Not run yet.' })); return; }
+        if (plot) { plot.destroy(); plot = null; }
+        if (!st.runs) {
+            p.facts.replaceChildren();
+            p.view.replaceChildren(el('div', { class: 'noplots', text: 'Not run yet.' }));
+            return;
+        }
         facts(p.facts, [['operations', 'operations', st.operations], ['peak_live_bytes', 'peak live', bytes(st.peak_live_bytes)],
             ['heap_bytes', 'heap each', bytes(st.heap_bytes)],
             ...st.runs.map((r, i) => [`failures_${i}`, `${r.name} failures`, r.failures])]);
@@ -36,12 +42,12 @@ export async function mount(root, ctx) {
         };
         // Animated replay: reveal the real series step by step (the data is all from the run).
         const partial = (k) => data.map((s) => s.slice(0, k));
-        const plot = new ctx.uPlot(opts, partial(2), plotBox);
+        const u = plot = new ctx.uPlot(opts, partial(2), plotBox);
         plotBox.dataset.points = String(n);
         let k = 2;
         timer = setInterval(() => {
             k = Math.min(n, k + Math.max(1, Math.round(n / 60)));
-            plot.setData(partial(k));
+            u.setData(partial(k));
             if (k >= n) { clearInterval(timer); timer = null; plotBox.dataset.done = '1'; }
         }, 40);
     });

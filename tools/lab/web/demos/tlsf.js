@@ -63,7 +63,7 @@ export async function mount(root, ctx) {
                 : search.path === 'first-level' ? `second level empty above the start: first-level scan picked level ${chosen.fl}, then its lowest class (${chosen.fl}, ${chosen.sl})`
                     : 'both scans empty: no list guarantees a fit')) : null;
         p.view.replaceChildren(explain || '', bitmaps(st, search), map, el('div', { class: 'cols' }, lists));
-    });
+    }, { reset: () => { lastSearch = null; } }); // a new session's heap: the last search was on the old one
     p.controls.append(el('label', {}, 'size ', size),
         el('button', { 'data-action': 'alloc', on: { click: () => act('alloc', { size: Number(size.value) }) } }, 'Allocate'),
         el('button', { 'data-action': 'probe', on: { click: () => act('probe', { size: Number(size.value) }) } }, 'Show the search only'));
