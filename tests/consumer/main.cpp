@@ -29,7 +29,8 @@ int main() {
 
     // The headers must see the level the library was built with (a Debug consumer of a Release
     // install compiled them at level 1 against a level-0 library: members differ between levels).
-    expect(strata::library_checks_level() == strata::checks_level, "the headers see the library's checks level");
+    expect(strata::library_checks_level() == strata::checks_level,
+           "the headers see the library's checks level");
 
     // An allocator whose growth path is compiled into libstrata.
     {

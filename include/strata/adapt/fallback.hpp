@@ -117,23 +117,9 @@ public:
     [[nodiscard]] const Secondary& secondary() const noexcept { return secondary_; }
 
 private:
-    // True when a free of `p` is Primary's (class comment: live blocks first, then claims).
+    // True when a free of `p` is Primary's (class comment; routes_to_first, adapt/free_reports.hpp).
     [[nodiscard]] bool to_primary(const void* p) const noexcept {
-        if (primary_.owns(p)) return true;
-        if constexpr (claiming_allocator<Primary>) {
-            // Primary may claim what it does not own (debug<A>: its freed history). A block it
-            // still holds back (quarantined) is certainly Primary's: no allocator over the same
-            // memory can have handed that address out, though a plain heap's owns() says "mine".
-            // An address only the history remembers may since be a live block of Secondary:
-            // Secondary's then, asked before the history.
-            if (strata::holds(primary_, p)) return true;
-            if constexpr (owning_allocator<Secondary>) {
-                if (secondary_.owns(p)) return false;
-            }
-            return primary_.claims(p);
-        } else {
-            return false;
-        }
+        return routes_to_first(primary_, secondary_, p);
     }
 
     // True when Secondary may take `p`: it claims it, or it cannot tell, or checks are off.

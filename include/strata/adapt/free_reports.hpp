@@ -33,6 +33,27 @@ concept claiming_allocator = owning_allocator<A> && requires(const A& a, const v
 };
 // clang-format on
 
+/// Returns: whether a free of `p` that could go to either of two allocators is `first`'s, the rule
+/// fallback and segregator route by (live blocks first): `first` owns `p`, or still holds it back
+/// (strata::holds: debug<A>'s quarantine, which A has not had back, so no allocator over A's memory
+/// can have handed it out, though a plain heap under both says the address is its own); else not
+/// where `second` owns `p` (an address only first's freed history remembers may since be a live
+/// block of `second`); else whether `first` claims it (a double free of a block first freed).
+template <owning_allocator First, class Second>
+[[nodiscard]] bool routes_to_first(const First& first, const Second& second, const void* p) noexcept {
+    if (first.owns(p)) return true;
+    if constexpr (claiming_allocator<First>) {
+        if (strata::holds(first, p)) return true;
+        if constexpr (owning_allocator<Second>) {
+            if (second.owns(p)) return false;
+        }
+        return first.claims(p);
+    } else {
+        (void)second;
+        return false;
+    }
+}
+
 /// Returns: how many of this thread's violations_reported() refused nothing: damage found during a
 /// call that went through all the same (debug<A>: a broken fence or a write after free found while
 /// freeing; the free still happens). A wrapper comparing violations_reported() across a call to

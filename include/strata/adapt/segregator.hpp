@@ -118,22 +118,9 @@ public:
     [[nodiscard]] const Large& large() const noexcept { return large_; }
 
 private:
-    // True when an unsized free of `p` is Small's (class comment: live blocks first, then claims).
-    [[nodiscard]] bool to_small(const void* p) const noexcept {
-        if (small_.owns(p)) return true;
-        if constexpr (claiming_allocator<Small>) {
-            // Small may claim what it does not own (debug<A>: its freed history). A block it still
-            // holds back (quarantined) is Small's; an address only the history remembers may
-            // since be a live block of Large: Large's then (see fallback::to_primary).
-            if (strata::holds(small_, p)) return true;
-            if constexpr (owning_allocator<Large>) {
-                if (large_.owns(p)) return false;
-            }
-            return small_.claims(p);
-        } else {
-            return false;
-        }
-    }
+    // True when an unsized free of `p` is Small's (class comment; routes_to_first,
+    // adapt/free_reports.hpp).
+    [[nodiscard]] bool to_small(const void* p) const noexcept { return routes_to_first(small_, large_, p); }
 
     // True when `to` may take `p`: it owns it, or claims it while `other` does not own it, or it
     // cannot tell, or checks are off.
