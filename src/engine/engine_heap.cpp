@@ -853,7 +853,11 @@ void engine_heap::medium_deallocate(void* p, run* head) noexcept {
     tlsf* t = tlsf_of(head, data_, runs_);
     if (static_cast<std::byte*>(p) < address_of(head) + tlsf_room) return; // the arena's own record
     const std::size_t usable = t->usable_size(p);
-    if (usable >= options_.purge_medium_bytes && options_.medium_retain_bytes == 0) {
+    // At checks >= 2 tlsf fills a freed block at the call (core/poison.hpp, release_bytes), which
+    // would fault every purged page back in: purge after the free there, under the lock.
+    constexpr bool fills_on_free = STRATA_CHECKS >= 2;
+    const bool purge_now = usable >= options_.purge_medium_bytes && options_.medium_retain_bytes == 0;
+    if (purge_now && !fills_on_free) {
         // Purged before it is freed, outside the lock: p is still the caller's, so no other thread
         // can be handed its pages meanwhile, and its arena cannot go (p is live in it). Under the
         // lock, two threads churning 1-8 MiB blocks waited on each other's madvise.
@@ -863,6 +867,7 @@ void engine_heap::medium_deallocate(void* p, run* head) noexcept {
     add_under_lock(medium_in_use_, 0 - usable);
     add_under_lock(medium_count_, 0 - std::size_t{1});
     t->deallocate(p);
+    if (purge_now && fills_on_free) purge_medium(p, usable); // in flight: its interior unread
     // Half the budget freed since the last sweep: resident free blocks stay within 1.5x of it.
     if (usable >= options_.purge_medium_bytes && options_.medium_retain_bytes != 0 &&
         (medium_dirty_ += usable) > options_.medium_retain_bytes / 2)
