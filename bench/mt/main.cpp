@@ -350,7 +350,7 @@ int main(int argc, char** argv) {
         const double ops_per_s = total_ops / median_s;
         const double faults_per_m = static_cast<double>(last.faults) * 1e6 / total_ops;
         const long rss = peak_rss_kib();
-        std::printf("%-10s %-9s %7u %10llu %9.1f %10.2f %10ld %12.1f %10.1f\n", o.label.c_str(), name.c_str(),
+        std::printf("%-10s %-9s %7u %10llu %9.1f %10.3g %10ld %12.1f %10.1f\n", o.label.c_str(), name.c_str(),
                     threads, static_cast<unsigned long long>(ops), median_ns, ops_per_s / 1e6, last.faults,
                     faults_per_m, static_cast<double>(rss) / 1024.0);
         if (!o.jsonl.empty()) {

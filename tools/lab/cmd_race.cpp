@@ -85,7 +85,6 @@ bool only_matches(const std::vector<std::string>& only) {
 } // namespace
 
 void apply_race_knobs(race_command_options& r, const race_knobs& k, bool quick) {
-    r.quick = quick;
     r.scale = k.scale.value_or(quick ? 0.05 : 1.0);
     r.seed = k.seed.value_or(42);
     r.repeats = k.repeats.value_or(quick ? 1 : 3);

@@ -25,7 +25,6 @@ struct race_command_options {
     int repeats = 3;
     int latency_passes = 3;
     std::string json_path; ///< "" none, "-" stdout (no table)
-    bool quick = false;
 };
 
 struct replay_command_options {
