@@ -36,16 +36,7 @@
 #include "strata/linear/stack_allocator.hpp"
 #include "strata/pool/pool.hpp"
 
-namespace strata_bench {
-using count_kernel = std::size_t (*)(std::size_t fills);
-bool register_count_kernel(const char* name, count_kernel kernel); // main.cpp
-} // namespace strata_bench
-
-#if defined(__clang__)
-#define BENCH_KERNEL __attribute__((noinline))
-#else
-#define BENCH_KERNEL __attribute__((noinline, noipa))
-#endif
+#include "count_kernel.hpp"
 
 namespace {
 

@@ -39,18 +39,7 @@
 #include "strata/linear/stack_allocator.hpp"
 #include "strata/source/heap_source.hpp"
 
-namespace strata_bench {
-using count_kernel = std::size_t (*)(std::size_t fills);
-bool register_count_kernel(const char* name, count_kernel kernel); // main.cpp
-} // namespace strata_bench
-
-// The measured loops: never inlined into the caller and never specialised by IPA (GCC's noipa), so
-// each contender's loop is one stand-alone function that callgrind and objdump can find by name.
-#if defined(__clang__)
-#define BENCH_KERNEL __attribute__((noinline))
-#else
-#define BENCH_KERNEL __attribute__((noinline, noipa))
-#endif
+#include "count_kernel.hpp"
 
 namespace {
 

@@ -17,10 +17,7 @@
 
 #include "../tools/lab/showdown.hpp"
 
-namespace strata_bench {
-using count_kernel = std::size_t (*)(std::size_t fills);
-bool register_count_kernel(const char* name, count_kernel kernel); // main.cpp
-} // namespace strata_bench
+#include "count_kernel.hpp"
 
 namespace {
 

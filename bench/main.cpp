@@ -10,9 +10,8 @@
 //                                                 instructions of exactly that loop (bench/callgrind.py).
 //   strata_bench --strata_list                    names usable with --strata_count.
 //
-// Bench files register count kernels with strata_bench::register_count_kernel (declare it in the
-// file, as arena_bench.cpp does). Only this file defines main(): other bench files must not use
-// BENCHMARK_MAIN().
+// Bench files register count kernels with strata_bench::register_count_kernel (count_kernel.hpp).
+// Only this file defines main(): other bench files must not use BENCHMARK_MAIN().
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
@@ -22,10 +21,9 @@
 
 #include <benchmark/benchmark.h>
 
-namespace strata_bench {
+#include "count_kernel.hpp"
 
-/// Runs `fills` buffer fills of one benchmark's loop; returns the number of allocations made.
-using count_kernel = std::size_t (*)(std::size_t fills);
+namespace strata_bench {
 
 namespace {
 std::map<std::string, count_kernel>& count_registry() {

@@ -27,16 +27,7 @@
 #include "strata/slab/slab_cache.hpp"
 #include "strata/source/heap_source.hpp"
 
-namespace strata_bench {
-using count_kernel = std::size_t (*)(std::size_t fills);
-bool register_count_kernel(const char* name, count_kernel kernel); // main.cpp
-} // namespace strata_bench
-
-#if defined(__clang__)
-#define BENCH_KERNEL __attribute__((noinline))
-#else
-#define BENCH_KERNEL __attribute__((noinline, noipa))
-#endif
+#include "count_kernel.hpp"
 
 namespace {
 
