@@ -16,7 +16,6 @@
 #include <benchmark/benchmark.h>
 
 #include "../tools/lab/showdown.hpp"
-
 #include "count_kernel.hpp"
 
 namespace {

@@ -25,7 +25,6 @@
 #include "strata/heap/tlsf.hpp"
 
 #include "churn.hpp"
-
 #include "count_kernel.hpp"
 
 namespace {
