@@ -116,11 +116,7 @@ strata::stats size_class_pool::stats() const noexcept {
     strata::stats s;
     for (const pool& c : pools_) {
         const strata::stats cs = c.stats();
-        s.in_use += cs.in_use;
-        s.peak += cs.peak;
-        s.capacity += cs.capacity;
-        s.live_allocations += cs.live_allocations;
-        s.total_allocations += cs.total_allocations;
+        add_counts(s, cs);
         s.largest_free_block = std::max(s.largest_free_block, cs.largest_free_block);
     }
     return s;

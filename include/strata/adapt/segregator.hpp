@@ -103,11 +103,7 @@ public:
     [[nodiscard]] strata::stats stats() const noexcept {
         strata::stats a = small_.stats();
         const strata::stats b = large_.stats();
-        a.in_use += b.in_use;
-        a.peak += b.peak;
-        a.capacity += b.capacity;
-        a.live_allocations += b.live_allocations;
-        a.total_allocations += b.total_allocations;
+        add_counts(a, b);
         a.largest_free_block = b.largest_free_block;
         return a;
     }

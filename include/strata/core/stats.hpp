@@ -16,4 +16,16 @@ struct stats {
     friend constexpr bool operator==(const stats&, const stats&) noexcept = default;
 };
 
+/// Effects: adds `b`'s in_use, peak, capacity, live_allocations and total_allocations to `a`'s, as
+/// a composite allocator sums its parts. The summed peak is an upper bound: the parts need not have
+/// peaked together. largest_free_block is left alone: what it means for a composite (the larger of
+/// two, the part that serves large requests, the current frame's) is the composite's to say.
+constexpr void add_counts(stats& a, const stats& b) noexcept {
+    a.in_use += b.in_use;
+    a.peak += b.peak;
+    a.capacity += b.capacity;
+    a.live_allocations += b.live_allocations;
+    a.total_allocations += b.total_allocations;
+}
+
 } // namespace strata

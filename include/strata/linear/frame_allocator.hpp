@@ -66,11 +66,7 @@ public:
         strata::stats s;
         for (const arena& a : arenas_) {
             const strata::stats t = a.stats();
-            s.in_use += t.in_use;
-            s.peak += t.peak;
-            s.capacity += t.capacity;
-            s.live_allocations += t.live_allocations;
-            s.total_allocations += t.total_allocations;
+            add_counts(s, t);
         }
         s.largest_free_block = arenas_[index_].remaining();
         return s;
