@@ -157,7 +157,7 @@ template <class H>
 class heap_replay {
 public:
     static bool applies(const op_workload& w) noexcept { return w.max_align <= 4096; }
-    explicit heap_replay(const op_workload& w) : region_(heap_bytes(w)), heap_(region_.bytes()) {}
+    explicit heap_replay(const op_workload& w) : heap_replay(heap_bytes(w)) {}
     void* allocate(std::size_t size, std::size_t align) noexcept {
         void* p = heap_.allocate(size, align);
         if (p != nullptr) region_.touched(p, size);
@@ -174,6 +174,9 @@ public:
     [[nodiscard]] std::size_t usable_size(const void* p) const noexcept { return heap_.usable_size(p); }
 
 protected:
+    /// A region of `bytes` (a heap that sizes its region otherwise, as buddy_replay).
+    explicit heap_replay(std::size_t bytes) : region_(bytes), heap_(region_.bytes()) {}
+
     region region_;
     H heap_;
 };
@@ -204,7 +207,7 @@ public:
 
 /// Binary buddy over a power-of-two region: four times the peak live bytes rounded up (a buddy
 /// rounds every block to a power of two, so it needs more room than the other heaps).
-class buddy_replay {
+class buddy_replay : public heap_replay<buddy> {
 public:
     /// The region's bookkeeping is ~12 bytes per 16-byte min_block, outside it: a region above
     /// max_region would cost more memory than the replay is worth (and above 32 GiB buddy refuses it).
@@ -213,26 +216,8 @@ public:
         return w.max_align <= 4096 && w.peak_live_bytes <= max_region / 4;
     }
     explicit buddy_replay(const op_workload& w)
-        : region_(next_pow2(std::max<std::size_t>(std::size_t{64} << 10, 4 * w.peak_live_bytes))),
-          heap_(region_.bytes()) {}
-    void* allocate(std::size_t size, std::size_t align) noexcept {
-        void* p = heap_.allocate(size, align);
-        if (p != nullptr) region_.touched(p, size);
-        return p;
+        : heap_replay<buddy>(next_pow2(std::max<std::size_t>(std::size_t{64} << 10, 4 * w.peak_live_bytes))) {
     }
-    void deallocate(void* p, std::size_t size, std::size_t align) noexcept {
-        heap_.deallocate(p, size, align);
-    }
-    [[nodiscard]] std::size_t footprint() const noexcept { return region_.footprint(); }
-    [[nodiscard]] heap_probe probe() const noexcept {
-        const heap_metrics m = heap_.metrics();
-        return {m.free_bytes, m.largest_free_block};
-    }
-    [[nodiscard]] std::size_t usable_size(const void* p) const noexcept { return heap_.usable_size(p); }
-
-private:
-    region region_;
-    buddy heap_;
 };
 
 /// strata::pool of the workload's one size, growing by chunks from a counting heap source (fixed-size
