@@ -195,10 +195,12 @@ private:
 };
 
 /// strata::arena growing from a strata::heap_source (default arena_options, keep_blocks); reset()
-/// each frame.
-class arena_heap_adapter {
+/// each frame. Arena is strata::arena or an adapter over one that is constructible from the source
+/// (debug<arena>, locked<arena>: contestants_adapt.hpp).
+template <class Arena>
+class heap_arena_adapter {
 public:
-    explicit arena_heap_adapter(const workload&) noexcept {}
+    explicit heap_arena_adapter(const workload&) noexcept {}
     void* allocate(std::size_t size, std::size_t align) noexcept { return arena_.allocate(size, align); }
     void end_frame(std::span<void* const>) noexcept { arena_.reset(); }
     void sample(std::span<void* const>) noexcept { peaks_.observe(arena_.stats()); }
@@ -206,9 +208,10 @@ public:
 
 private:
     counting_source<heap_source> source_;
-    arena arena_{source_};
+    Arena arena_{source_};
     strata_peaks peaks_;
 };
+using arena_heap_adapter = heap_arena_adapter<arena>;
 
 /// strata::arena over one fixed buffer sized for the workload's worst frame; reset() each frame.
 class arena_buffer_adapter {

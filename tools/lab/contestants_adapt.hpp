@@ -41,34 +41,10 @@ private:
 
 /// debug<arena> growing from a heap_source: fences, fills and a block record per allocation;
 /// reset() each frame (forgets the records, no leak report).
-class debug_arena_adapter {
-public:
-    explicit debug_arena_adapter(const workload&) {}
-    void* allocate(std::size_t size, std::size_t align) noexcept { return arena_.allocate(size, align); }
-    void end_frame(std::span<void* const>) noexcept { arena_.reset(); }
-    void sample(std::span<void* const>) noexcept { peaks_.observe(arena_.stats()); }
-    [[nodiscard]] memory_figures memory() const noexcept { return peaks_.figures(source_.calls()); }
-
-private:
-    counting_source<heap_source> source_;
-    debug<arena> arena_{source_};
-    strata_peaks peaks_;
-};
+using debug_arena_adapter = heap_arena_adapter<debug<arena>>;
 
 /// locked<arena> (std::mutex, uncontended) growing from a heap_source; reset() each frame.
-class locked_arena_adapter {
-public:
-    explicit locked_arena_adapter(const workload&) {}
-    void* allocate(std::size_t size, std::size_t align) noexcept { return arena_.allocate(size, align); }
-    void end_frame(std::span<void* const>) noexcept { arena_.reset(); }
-    void sample(std::span<void* const>) noexcept { peaks_.observe(arena_.stats()); }
-    [[nodiscard]] memory_figures memory() const noexcept { return peaks_.figures(source_.calls()); }
-
-private:
-    counting_source<heap_source> source_;
-    locked<arena> arena_{source_};
-    strata_peaks peaks_;
-};
+using locked_arena_adapter = heap_arena_adapter<locked<arena>>;
 
 /// Effects: adds the adapter contestants to `reg`.
 inline void add_adapt_contestants(registry& reg) {
