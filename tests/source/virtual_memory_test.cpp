@@ -1,15 +1,22 @@
 #include "strata/source/virtual_memory.hpp"
 
+#include <algorithm>
 #include <csetjmp>
 #include <cstring>
 #include <limits>
+#include <random>
 #include <string>
 #include <system_error>
+#include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 
 #include "strata/core/align.hpp"
 #include "strata/core/poison.hpp"
+
+#include "support/recording_handler.hpp"
+#include "support/reference_model.hpp"
 
 namespace {
 
@@ -117,9 +124,11 @@ TEST(virtual_memory, move_transfers_ownership) {
 TEST(virtual_memory, huge_page_hint_is_harmless) {
     strata::virtual_memory vm = strata::virtual_memory::reserve(std::size_t{4} << 20);
     ASSERT_TRUE(vm.commit(0, vm.size()));
+    for (std::size_t i = 0; i < vm.size(); i += page)
+        vm.data()[i] = static_cast<std::byte>(i / page + 1);
     (void)vm.hint_huge_pages(0, vm.size()); // may be unsupported; must not change contents
-    vm.data()[0] = std::byte{7};
-    EXPECT_EQ(vm.data()[0], std::byte{7});
+    for (std::size_t i = 0; i < vm.size(); i += page)
+        ASSERT_EQ(vm.data()[i], static_cast<std::byte>(i / page + 1)) << "page " << i / page;
 }
 
 TEST(virtual_memory_death, uncommitted_and_guard_pages_fault) {
@@ -137,6 +146,14 @@ TEST(virtual_memory_death, uncommitted_and_guard_pages_fault) {
             vm.protect(page, page);
             vm.data()[0] = std::byte{1};                             // still fine
             *reinterpret_cast<volatile char*>(vm.data() + page) = 1; // the guard page
+        },
+        "");
+    EXPECT_DEATH(
+        {
+            strata::virtual_memory vm = strata::virtual_memory::reserve(2 * page);
+            (void)vm.commit(0, page);
+            (void)vm.commit(page + 5, 0); // empty: must not round out to the second page
+            *reinterpret_cast<volatile char*>(vm.data() + page + 5) = 1;
         },
         "");
 }
@@ -218,6 +235,200 @@ TEST(virtual_memory_source, exhaustion_and_bad_requests_give_empty_blocks) {
     EXPECT_FALSE(all.empty());
     EXPECT_TRUE(source.allocate_block(1, 8).empty());
     EXPECT_EQ(source.committed_bytes(), 4 * page);
+}
+
+// The reviewer's case: 34 one-page blocks freed lowest-first under a live one. A 32-entry list
+// dropped the 33rd and 34th, and the top then stopped at them: 63 free pages, no 40-page block.
+TEST(virtual_memory_source, every_freed_range_is_reusable_while_a_block_lives) {
+    strata::virtual_memory_source source(64 * page);
+    const auto keep = source.allocate_block(page, 8);
+    std::vector<strata::memory_block> b;
+    for (int i = 0; i < 34; ++i)
+        b.push_back(source.allocate_block(page, 8));
+    const auto high = source.allocate_block(page, 8);
+    for (const auto& x : b) // lowest first: each becomes a hole, merged with the one below
+        source.deallocate_block(x);
+    EXPECT_EQ(source.holes(), 1u) << "34 adjacent frees are one hole";
+    EXPECT_TRUE(source.check());
+    const auto big = source.allocate_block(34 * page, 8);
+    ASSERT_FALSE(big.empty()) << "the hole is reused below a live block";
+    EXPECT_EQ(big.data, b.front().data);
+    EXPECT_EQ(source.holes(), 0u);
+    source.deallocate_block(big);
+    source.deallocate_block(high);
+    EXPECT_EQ(source.holes(), 0u) << "the top came down through the hole";
+    EXPECT_EQ(source.free_address_space(), 63 * page);
+    EXPECT_FALSE(source.allocate_block(63 * page, 8).empty());
+    EXPECT_TRUE(source.check());
+    EXPECT_EQ(source.committed_bytes(), keep.size + 63 * page);
+}
+
+// Alignment padding in front of a block that is not the most recent used to be lost for good,
+// and everything below it with it: cycles of three blocks ran a reservation dry in 15 rounds.
+TEST(virtual_memory_source, alignment_padding_comes_back_with_its_block) {
+    strata::virtual_memory_source source(64 * page);
+    const auto keep = source.allocate_block(page, 8);
+    const std::size_t free_at_start = source.free_address_space();
+    for (int round = 0; round < 200; ++round) {
+        const auto a = source.allocate_block(page, 8);
+        const auto b = source.allocate_block(page, 4 * page);
+        const auto c = source.allocate_block(page, 8);
+        ASSERT_FALSE(a.empty() || b.empty() || c.empty()) << "round " << round;
+        EXPECT_TRUE(strata::is_aligned(b.data, 4 * page));
+        for (const auto& x : {a, b, c})
+            source.deallocate_block(x);
+        ASSERT_TRUE(source.check()) << "round " << round;
+        ASSERT_EQ(source.free_address_space(), free_at_start) << "round " << round;
+    }
+    EXPECT_EQ(source.holes(), 0u);
+    source.deallocate_block(keep);
+}
+
+// What slab_cache asks for: blocks aligned to their own size, with guard pages, so every block
+// after the first is padded. Freed lowest-first in rounds of three, under a live one.
+TEST(virtual_memory_source, self_aligned_guarded_blocks_do_not_leak_address_space) {
+    const std::size_t slab = 16 * page;
+    strata::virtual_memory_source source(64 * slab, {.guard_pages = true});
+    const auto keep = source.allocate_block(slab, slab);
+    for (int round = 0; round < 300; ++round) {
+        strata::memory_block b[3];
+        for (auto& x : b) {
+            x = source.allocate_block(slab, slab);
+            ASSERT_FALSE(x.empty()) << "round " << round;
+        }
+        for (const auto& x : b)
+            source.deallocate_block(x);
+        ASSERT_TRUE(source.check()) << "round " << round;
+    }
+    EXPECT_EQ(source.committed_bytes(), slab);
+    source.deallocate_block(keep);
+    EXPECT_EQ(source.free_address_space(), source.reserved_bytes());
+}
+
+TEST(virtual_memory_source, the_lowest_hole_that_fits_is_used_first) {
+    strata::virtual_memory_source source(64 * page);
+    const auto a = source.allocate_block(page, 8);
+    const auto b = source.allocate_block(3 * page, 8);
+    const auto c = source.allocate_block(page, 8);
+    const auto d = source.allocate_block(2 * page, 8);
+    const auto e = source.allocate_block(page, 8);
+    source.deallocate_block(b); // hole of 3 pages
+    source.deallocate_block(d); // hole of 2 pages
+    EXPECT_EQ(source.holes(), 2u);
+    const auto two = source.allocate_block(2 * page, 8);
+    EXPECT_EQ(two.data, b.data) << "first fit: the lower hole, its last page stays a hole";
+    const auto one = source.allocate_block(page, 8);
+    EXPECT_EQ(one.data, b.data + 2 * page);
+    const auto aligned = source.allocate_block(page, 2 * page); // d's hole holds one aligned page
+    ASSERT_FALSE(aligned.empty());
+    EXPECT_TRUE(strata::is_aligned(aligned.data, 2 * page));
+    EXPECT_TRUE(aligned.data == d.data || aligned.data == d.data + page);
+    EXPECT_EQ(source.holes(), 1u) << "the other page of d's hole";
+    EXPECT_TRUE(source.check());
+    for (const auto& x : {a, c, e, two, one, aligned})
+        source.deallocate_block(x);
+    EXPECT_EQ(source.free_address_space(), source.reserved_bytes());
+    EXPECT_TRUE(source.check());
+}
+
+TEST(virtual_memory_source, bad_blocks_are_reported_and_change_nothing) {
+    strata::test::recording_handler h;
+    strata::virtual_memory_source source(16 * page);
+    const auto a = source.allocate_block(2 * page, 8);
+    const auto b = source.allocate_block(page, 8);
+    alignas(64) std::byte outside[64];
+    const std::vector<strata::memory_block> foreign = {
+        {outside, sizeof outside, 8}, // not from the reservation
+        {a.data + 1, page, 8},        // not page-aligned
+        {a.data, page + 1, 8},        // not whole pages
+        {a.data, 0, 8},               // no size (not an empty block: data is set)
+        {b.data, 4 * page, 8},        // past the highest block
+        {b.data + page, page, 8},     // above the top
+    };
+    for (const auto& x : foreign) {
+        h.clear();
+        source.deallocate_block(x);
+        if (strata::test::checks_on) {
+            EXPECT_TRUE(h.saw_one(strata::violation_kind::foreign_pointer));
+        }
+        EXPECT_EQ(source.committed_bytes(), 3 * page);
+        EXPECT_TRUE(source.check());
+    }
+    source.deallocate_block(a);
+    h.clear();
+    source.deallocate_block(a); // a is a hole now
+    if (strata::test::checks_on) {
+        EXPECT_TRUE(h.saw_one(strata::violation_kind::double_free));
+    }
+    h.clear();
+    source.deallocate_block({a.data + page, page, 8}); // half of the hole
+    if (strata::test::checks_on) {
+        EXPECT_TRUE(h.saw_one(strata::violation_kind::double_free));
+    }
+    EXPECT_EQ(source.committed_bytes(), page);
+    EXPECT_EQ(source.holes(), 1u);
+    EXPECT_TRUE(source.check());
+    source.deallocate_block(b);
+    EXPECT_EQ(source.free_address_space(), source.reserved_bytes());
+}
+
+TEST(virtual_memory_source, moved_from_source_hands_out_nothing) {
+    strata::virtual_memory_source a(16 * page);
+    const auto x = a.allocate_block(page, 8);
+    strata::virtual_memory_source b(std::move(a));
+    EXPECT_TRUE(a.allocate_block(page, 8).empty()); // NOLINT(bugprone-use-after-move): by contract
+    EXPECT_EQ(b.committed_bytes(), page);
+    EXPECT_TRUE(b.reservation().contains(x.data));
+    a = std::move(b);
+    a.deallocate_block(x);
+    EXPECT_EQ(a.committed_bytes(), 0u);
+    EXPECT_TRUE(a.check());
+}
+
+// Random blocks (1-8 pages, alignments of 1-16 pages, guard pages on and off) against a reference
+// model: no overlap, alignment, contents kept, the books balanced after every call.
+TEST(virtual_memory_source, random_blocks_against_a_reference_model) {
+    for (const bool guard : {false, true}) {
+        strata::virtual_memory_source source(512 * page, {.guard_pages = guard});
+        strata::test::reference_model model;
+        std::vector<strata::memory_block> live;
+        std::mt19937_64 rng(guard ? 7 : 11);
+        std::size_t failures = 0;
+        for (int op = 0; op < 6000; ++op) {
+            if (live.empty() || rng() % 100 < 55) {
+                const std::size_t size = (1 + rng() % 8) * page - rng() % page;
+                const std::size_t align = std::size_t{1} << (rng() % 17); // 1 B .. 16 pages
+                const auto b = source.allocate_block(size, align);
+                if (b.empty()) {
+                    ++failures;
+                    continue;
+                }
+                ASSERT_GE(b.size, size);
+                ASSERT_TRUE(strata::is_aligned(b.data, std::max(align, page)));
+                model.add(b.data, b.size, std::max(align, page));
+                live.push_back(b);
+            } else {
+                const std::size_t k = rng() % live.size();
+                model.remove(live[k].data);
+                source.deallocate_block(live[k]);
+                live[k] = live.back();
+                live.pop_back();
+            }
+            ASSERT_TRUE(source.check()) << "op " << op;
+        }
+        EXPECT_GT(failures, 0u) << "the reservation was filled at times";
+        EXPECT_LT(failures, 1500u);
+        model.verify_all();
+        std::shuffle(live.begin(), live.end(), rng);
+        for (const auto& b : live) {
+            model.remove(b.data);
+            source.deallocate_block(b);
+            ASSERT_TRUE(source.check());
+        }
+        EXPECT_EQ(source.committed_bytes(), 0u);
+        EXPECT_EQ(source.holes(), 0u);
+        EXPECT_EQ(source.free_address_space(), source.reserved_bytes());
+    }
 }
 
 TEST(virtual_memory_source, reserve_failure_throws) {

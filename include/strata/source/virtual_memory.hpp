@@ -72,14 +72,21 @@ private:
     std::size_t committed_high_ = 0;
 };
 
-/// A memory source over one reservation: blocks are committed on demand, front to back, each
-/// optionally followed by an uncommitted guard page; a freed block is decommitted (its pages go
-/// back to the OS). Address ranges are reused from the top down: freeing the highest block lowers
-/// the top past it and past every freed block directly below it (up to 32 freed ranges are
-/// remembered; one freed while the list is full is reused only once every block is freed). Freeing
-/// every block makes the whole reservation reusable. Alignment padding in front of an over-aligned
-/// block is reclaimed with it only when it is the most recent block.
+/// A memory source over one reservation: blocks are committed on demand, each optionally followed
+/// by an uncommitted guard page; a freed block is decommitted (its pages go back to the OS) and its
+/// address range becomes a hole. Holes are kept sorted and merged with their neighbours, so every
+/// freed page of address space is reusable while other blocks live: a request takes the lowest hole
+/// it fits (alignment padding inside it stays a hole), else the range above the highest block, and
+/// a hole that reaches that top lowers it. The hole list lives in a second reservation, committed a
+/// page at a time as it grows (at most one hole per two pages of the main one).
+/// Cost: allocate_block and deallocate_block are O(holes) (a first-fit scan, an insertion), plus the
+/// mprotect/madvise system calls; they are slow-path calls for the allocators that grow on them.
 /// Not thread-safe.
+///
+/// Bad input (reported at STRATA_CHECKS >= 1, then ignored; ignored silently at 0): a block not from
+/// this reservation, or not page-aligned, or reaching past the highest block (foreign_pointer); a
+/// block that overlaps a hole, such as one freed twice (double_free). A block freed twice after its
+/// range was handed out again cannot be told from the new owner's block.
 class virtual_memory_source {
 public:
     struct options {
@@ -87,39 +94,58 @@ public:
         bool huge_pages = false;  ///< hint transparent huge pages on every block
     };
 
-    /// Effects: reserves `reserve_bytes` of address space. Throws: std::system_error on failure.
+    /// Effects: reserves `reserve_bytes` of address space (and a small one for the hole list).
+    /// Throws: std::system_error on failure.
     explicit virtual_memory_source(std::size_t reserve_bytes)
         : virtual_memory_source(reserve_bytes, options{}) {}
     virtual_memory_source(std::size_t reserve_bytes, options opts);
 
+    /// Effects: takes over `other`'s reservation and blocks; `other` is left with none.
+    virtual_memory_source(virtual_memory_source&& other) noexcept;
+    virtual_memory_source& operator=(virtual_memory_source&& other) noexcept;
+
     /// Returns: a committed block of `size` rounded up to whole pages, aligned to max(align, page),
-    /// or an empty block when the reservation is exhausted or the request is invalid.
+    /// or an empty block when no hole and not the top has room, or the request is invalid (size 0,
+    /// alignment not a power of two, size too large).
     [[nodiscard]] memory_block allocate_block(std::size_t size, std::size_t align) noexcept;
 
-    /// Effects: decommits `b`; reclaims its address range, and any freed ranges directly below it,
-    /// when it is the highest block (see the class comment).
+    /// Requires: `b` exactly as allocate_block returned it. Effects: decommits `b` and makes its
+    /// range (and its guard page) a hole, merged with the holes beside it.
     void deallocate_block(memory_block b) noexcept;
 
     [[nodiscard]] std::size_t committed_bytes() const noexcept { return committed_; }
     [[nodiscard]] std::size_t reserved_bytes() const noexcept { return vm_.size(); }
     [[nodiscard]] const virtual_memory& reservation() const noexcept { return vm_; }
+    /// Returns: how many holes (free ranges below the highest block) there are now.
+    [[nodiscard]] std::size_t holes() const noexcept { return holes_; }
+    /// Returns: bytes of address space above the highest block plus all holes: what could be
+    /// handed out if alignment and fragmentation allowed.
+    [[nodiscard]] std::size_t free_address_space() const noexcept;
+
+    /// Returns: true when the holes are sorted, page-aligned, apart (never adjacent) and below the
+    /// top, and the address space adds up: holes + blocks + guard pages == top. Walks every hole.
+    [[nodiscard]] bool check() const noexcept;
 
 private:
-    virtual_memory vm_;
-    options opts_;
-    std::size_t top_ = 0;       // offset of the first never-used byte
-    std::size_t last_from_ = 0; // top_ before the most recent block, for LIFO reuse
-    std::size_t last_end_ = 0;  // end offset of the most recent block's pages (guard included)
-    std::size_t committed_ = 0;
-    // Freed blocks below the top, [from, end), waiting for the blocks above them to go: a pool frees
-    // its chunks in address order, so one level of undo reclaimed only the highest.
     struct range {
         std::size_t from;
         std::size_t end;
     };
-    static constexpr std::size_t max_freed = 32;
-    range freed_[max_freed] = {};
-    std::size_t freed_count_ = 0;
+    [[nodiscard]] range* hole_data() const noexcept { return reinterpret_cast<range*>(list_.data()); }
+    [[nodiscard]] bool reserve_holes(std::size_t n) noexcept;
+    void insert_hole(std::size_t at, range r) noexcept;
+    void erase_hole(std::size_t at) noexcept;
+    [[nodiscard]] memory_block commit_block(std::size_t start, std::size_t bytes, std::size_t align) noexcept;
+
+    virtual_memory vm_;
+    virtual_memory list_; // holes, sorted by address, committed up to hole_capacity_ entries
+    options opts_;
+    std::size_t top_ = 0;   // offset of the first byte above the highest block (its guard included)
+    std::size_t holes_ = 0; // entries in list_
+    std::size_t hole_capacity_ = 0;
+    std::size_t committed_ = 0;
+    std::size_t live_ = 0; // blocks handed out and not freed
+    std::size_t lost_ = 0; // freed ranges the list had no room for (see deallocate_block)
 };
 
 } // namespace strata
