@@ -49,6 +49,59 @@ expect 2 "a count is a whole number" -- run --warmup -1
 expect 2 "no allocator matches" -- race --quick --workload w1 --only no-such-allocator
 expect 2 "needs a file name" -- showdown --quick --json -
 
+# A shared option a command does not use is refused, naming both (they were accepted and ignored:
+# layout --repeats 100 ran 5 times, run --latency-passes 0 still timed every call, layout --list
+# and showdown --list ran the benchmark). Found by review.
+for opt in "--seed 5" "--only malloc" "--workload w1" "--scale 2" "--latency-passes 1" --list; do
+    expect 2 "layout does not use ${opt%% *}" -- layout --entities 1000 $opt
+done
+for opt in "--only malloc" "--workload w1" "--scale 2" "--latency-passes 1" --list; do
+    expect 2 "showdown does not use ${opt%% *}" -- showdown --quick --set 1 $opt
+done
+for opt in "--workload w1" "--scale 2" "--latency-passes 0"; do
+    expect 2 "run does not use ${opt%% *}" -- run --quick --only arena $opt
+done
+expect 2 "replay does not use --seed" -- replay no-such.st --seed 3
+expect 2 "versus-malloc does not use --only" -- versus-malloc --only malloc
+expect 2 "report does not use --json" -- report --quick --json "$work/x.json" -o "$work/x.html"
+expect 2 "report --from does not use --only" -- report --from "$work/missing.json" --only malloc
+expect 2 "report --from does not use --workload" -- report --from "$work/missing.json" --workload w1
+# ... and one that applies is used: layout --repeats sets its runs (best of N).
+"$lab" layout --entities 1000 --repeats 7 >"$work/out" 2>/dev/null
+check "layout --repeats 7 runs each loop 7 times" grep -q "best of 7 runs" "$work/out"
+"$lab" layout --quick --entities 1000 >"$work/out" 2>/dev/null
+check "layout --quick alone: best of 2 runs" grep -q "best of 2 runs" "$work/out"
+
+# The layout verdict and caption are computed: one entity loads one line either way (it said
+# "SoA loads 1x fewer bytes"; the caption always said "SoA 1").
+"$lab" layout --entities 1 >"$work/out" 2>/dev/null
+check "layout --entities 1: SoA loads as many bytes as AoS" \
+    grep -q "touch-one-field: SoA loads as many bytes as AoS and runs" "$work/out"
+"$lab" layout --entities 1 --json - >"$work/out" 2>/dev/null
+check "layout --entities 1: caption says SoA 16 loaded bytes per used byte" \
+    grep -q "touch-one-field: AoS 16, SoA 16\." "$work/out"
+"$lab" layout --entities 16 --json - >"$work/out" 2>/dev/null
+check "layout --entities 16: caption says SoA 1 loaded byte per used byte" \
+    grep -q "touch-one-field: AoS 16, SoA 1\." "$work/out"
+"$lab" layout --entities 17 >"$work/out" 2>/dev/null
+check "layout --entities 17: SoA loads 8.50x fewer bytes" grep -q "SoA loads 8.50x fewer bytes than AoS" "$work/out"
+
+# run's loop is generated up front: frames x allocs-per-frame past 2^26 is refused, not bad_alloc.
+expect 2 "above the cap of 67108864" -- run --frames 16777216 --allocs-per-frame 16777216
+expect 2 "above the cap of 67108864" -- run --frames 1024 --allocs-per-frame 65537
+
+# showdown: the 32-byte particle has no seed columns (the seed measured only the 24-byte one), and
+# the header names the AoS-vs-SoA pass's own run count (at least 3).
+"$lab" showdown --quick --set 1 >"$work/sd.txt" 2>/dev/null
+no_seed_for_padded() {
+    awk '/particle 32 B/ { p = 1 } p && /^\| design/ { print; exit }' "$work/sd.txt" >"$work/head32"
+    [[ -s $work/head32 ]] && ! grep -q seed "$work/head32" &&
+        awk '/particle 24 B/ { p = 1 } p && /^\| design/ { print; exit }' "$work/sd.txt" | grep -q "seed churn"
+}
+check "showdown: no seed columns beside the 32-byte particle" no_seed_for_padded
+check "showdown --quick: the header says AoS vs SoA is best of 3" \
+    grep -q "best of 1 run (AoS vs SoA: best of 3)" "$work/sd.txt"
+
 : >"$work/empty.json"
 echo '{"other": 1}' >"$work/other.json"
 expect 2 "not a race or replay --json document" -- report --from "$work/empty.json" -o "$work/r.html"

@@ -11,6 +11,7 @@
 //   strata-lab layout            AoS vs SoA: cache lines loaded vs bytes used
 //   strata-lab report            one self-contained HTML report with plots
 //   strata-lab run               the v1 game-loop benchmark (frame contestants)
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
@@ -20,7 +21,9 @@
 #include <iostream>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <system_error>
+#include <utility>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -38,6 +41,47 @@ namespace {
 template <class T>
 void keep_if_given(const CLI::Option* opt, const T& value, std::optional<T>& out) {
     if (opt->count() > 0) out = value;
+}
+
+/// The shared options (declared on the app, so they may come before or after the subcommand name)
+/// that each command uses; a command not listed (race, latency, fragmentation, none) uses them all.
+/// Any other shared option given to a command is refused with status 2: they were accepted and
+/// silently ignored (layout --repeats 100 still ran 5 times, run --latency-passes 0 still timed
+/// every call, layout --list and showdown --list ran the benchmark).
+struct shared_use {
+    std::string_view command;
+    std::vector<std::string_view> options;
+};
+const std::vector<shared_use>& shared_uses() {
+    static const std::vector<shared_use> uses = {
+        {"replay", {"--only", "--repeats", "--latency-passes", "--quick", "--json", "--list"}},
+        {"versus-malloc", {"--repeats", "--quick", "--json"}},
+        {"layout", {"--repeats", "--quick", "--json"}},
+        {"showdown", {"--seed", "--repeats", "--quick", "--json"}},
+        {"report", {"--workload", "--only", "--scale", "--seed", "--repeats", "--latency-passes", "--quick"}},
+        {"run", {"--seed", "--repeats", "--only", "--quick", "--json", "--list"}},
+        {"serve", {}},
+    };
+    return uses;
+}
+
+/// Returns: the shared options `command` uses, or nullptr when it uses them all.
+const std::vector<std::string_view>* shared_options_of(std::string_view command) {
+    for (const shared_use& u : shared_uses()) {
+        if (u.command == command) return &u.options;
+    }
+    return nullptr;
+}
+
+/// Returns: " (uses --a, --b)" for `command`'s help line; " (uses no shared option)" for none.
+std::string uses_note(std::string_view command) {
+    const std::vector<std::string_view>* used = shared_options_of(command);
+    if (used == nullptr) return {};
+    if (used->empty()) return " (uses no shared option)";
+    std::string s = " (uses ";
+    for (std::size_t i = 0; i < used->size(); ++i)
+        s += (i ? ", " : "") + std::string((*used)[i]);
+    return s + ")";
 }
 
 /// `record` takes the program's own arguments verbatim after `--`, so it is parsed by hand:
@@ -104,21 +148,25 @@ int main(int argc, char** argv) {
     const CLI::Validator whole_count = whole_number("a count", "N");
     auto* seed_opt =
         app.add_option("--seed", seed, "workload seed (default 42)")->type_name("S")->check(whole_seed);
-    auto* repeats_opt = app.add_option("--repeats", repeats,
-                                       "timed passes per allocator, median reported "
-                                       "(default 3, run: 5; 1 with --quick)")
-                            ->type_name("N")
-                            ->check(CLI::Range(1, 100));
-    app.add_option("--only", run.only,
-                   "only these allocators (repeatable or comma-separated; '*' and '?' wildcards)")
-        ->delimiter(',')
-        ->type_name("NAME")
-        ->allow_extra_args(false);
-    app.add_flag("--list", run.list, "list the allocators and exit");
-    app.add_option("--json", run.json_path,
-                   "also write the results as JSON to FILE ('-': JSON on stdout, no table)")
-        ->type_name("FILE");
-    app.add_flag("--quick", run.quick, "small workloads for tests and CI (a few seconds)");
+    auto* repeats_opt =
+        app.add_option("--repeats", repeats,
+                       "timed passes: race, replay, run and versus-malloc report the median, showdown and "
+                       "layout keep the best (default 3; run, layout: 5; --quick: 1, layout 2)")
+            ->type_name("N")
+            ->check(CLI::Range(1, 100));
+    auto* only_opt = app.add_option("--only", run.only,
+                                    "only these allocators (repeatable or comma-separated; '*' and '?' "
+                                    "wildcards)")
+                         ->delimiter(',')
+                         ->type_name("NAME")
+                         ->allow_extra_args(false);
+    auto* list_opt = app.add_flag("--list", run.list, "list the allocators and exit");
+    auto* json_opt = app.add_option("--json", run.json_path,
+                                    "also write the results as JSON to FILE ('-': JSON on stdout, no table)")
+                         ->type_name("FILE");
+    auto* quick_opt = app.add_flag("--quick", run.quick,
+                                   "smaller defaults for tests and CI (the default race still takes tens of "
+                                   "seconds)");
 
     // race / latency / fragmentation (and the default).
     strata::lab::race_command_options race;
@@ -130,13 +178,14 @@ int main(int argc, char** argv) {
         app.add_subcommand("latency", "the race, printed as latency percentiles p50..p99.999");
     auto* frag_cmd =
         app.add_subcommand("fragmentation", "largest free block over a workload (default: bimodal)");
-    app.add_option("--workload", race.workloads,
-                   "race only this workload (repeatable): frame_scratch, particles, bimodal, w1, w2, w3, "
-                   "levels, openttd")
-        ->type_name("NAME")
-        ->allow_extra_args(false);
+    auto* workload_opt = app.add_option("--workload", race.workloads,
+                                        "race only this workload (repeatable): frame_scratch, particles, "
+                                        "bimodal, w1, w2, w3, levels, openttd")
+                             ->type_name("NAME")
+                             ->allow_extra_args(false);
     auto* scale_opt =
-        app.add_option("--scale", scale, "race, report: work multiplier (default 1; --quick: 0.05)")
+        app.add_option("--scale", scale,
+                       "race, latency, fragmentation, report: work multiplier (default 1; --quick: 0.05)")
             ->type_name("X")
             // CLI::Range lets NaN through (every comparison with it is false).
             ->check(CLI::Validator(
@@ -149,14 +198,16 @@ int main(int argc, char** argv) {
                 "X in [0.0001, 100]"));
     auto* latency_passes_opt =
         app.add_option("--latency-passes", latency_passes,
-                       "per-op timed passes; the filtered tail is the per-op minimum (default 3; --quick: 1)")
+                       "per-op timed passes; the filtered tail is the per-op minimum (default 3; --quick: "
+                       "1; 0: none)")
             ->type_name("N")
             ->check(CLI::Range(0, 20));
 
     // replay
     strata::lab::replay_command_options replay;
     auto* replay_cmd =
-        app.add_subcommand("replay", "replay a recorded trace (strata-lab record) through every allocator");
+        app.add_subcommand("replay", "replay a recorded trace (strata-lab record) through every allocator" +
+                                         uses_note("replay"));
     replay_cmd->add_option("trace", replay.trace, "the trace file")->required();
     replay_cmd
         ->add_option("--max-ops", replay.max_ops, "replay at most N memory operations (default 50,000,000)")
@@ -185,9 +236,12 @@ int main(int argc, char** argv) {
 
     // versus-malloc, layout
     auto* versus_cmd =
-        app.add_subcommand("versus-malloc", "seed 004's malloc-vs-allocator tables beside its figures");
+        app.add_subcommand("versus-malloc", "seed 004's malloc-vs-allocator tables beside its figures" +
+                                                uses_note("versus-malloc"));
     strata::lab::layout_options layout;
-    auto* layout_cmd = app.add_subcommand("layout", "AoS vs SoA: cache lines loaded vs bytes used, measured");
+    auto* layout_cmd = app.add_subcommand(
+        "layout", "AoS vs SoA: cache lines loaded vs bytes used, measured; best of --repeats runs" +
+                      uses_note("layout"));
     layout_cmd->add_option("--entities", layout.entities, "entities (default 10,000,000; --quick: 1,000,000)")
         ->type_name("N")
         ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 28));
@@ -197,7 +251,8 @@ int main(int argc, char** argv) {
     bool showdown_no_padded = false;
     auto* showdown_cmd = app.add_subcommand(
         "showdown", "seed 001's particle sets: pools, packed_array, slot_map, handle_table, plf::colony; "
-                    "handle lookup; AoS vs SoA (uses --seed, --repeats, --quick)");
+                    "handle lookup; AoS vs SoA; best of --repeats runs" +
+                        uses_note("showdown"));
     showdown_cmd->add_option("--set", showdown.set, "run only set N (1-4; default all)")
         ->type_name("N")
         ->check(CLI::Range(1, 4));
@@ -206,22 +261,25 @@ int main(int argc, char** argv) {
     // report
     strata::lab::report_command_options report;
     auto* report_cmd = app.add_subcommand(
-        "report", "race the workloads (or read --from JSON) and write one self-contained HTML report "
-                  "(uses --quick, --only, --scale, --seed, --repeats, --latency-passes); see "
-                  "docs/lab-report.md");
+        "report", "race the workloads (or read --from JSON) and write one self-contained HTML report" +
+                      uses_note("report") + ", all for its race, none with --from; see docs/lab-report.md");
     report_cmd
         ->add_option("--from", report.from_json, "render this race/replay --json document instead of racing")
         ->type_name("FILE");
     report_cmd->add_option("--out,-o", report.out, "the HTML file to write (default strata-report.html)")
         ->type_name("FILE");
-    report_cmd->add_option("--workload", report.workloads, "race only this workload (repeatable)")
-        ->type_name("NAME");
+    auto* report_workload_opt =
+        report_cmd->add_option("--workload", report.workloads, "race only this workload (repeatable)")
+            ->type_name("NAME");
 
     // run: the v1 game loop
-    auto* run_cmd =
-        app.add_subcommand("run", "the v1 game-loop benchmark: frames of allocations released at frame end");
+    auto* run_cmd = app.add_subcommand(
+        "run", "the v1 game-loop benchmark: frames of allocations released at frame end" + uses_note("run"));
     auto* frames_opt =
-        run_cmd->add_option("--frames", frames, "frames in the loop, warm-up included (default 600)")
+        run_cmd
+            ->add_option("--frames", frames,
+                         "frames in the loop, warm-up included (default 600; frames x allocs-per-frame "
+                         "at most 2^26)")
             ->type_name("N")
             ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 24));
     auto* allocs_opt =
@@ -229,15 +287,18 @@ int main(int argc, char** argv) {
             ->type_name("N")
             ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 24));
     auto* warmup_opt =
-        run_cmd->add_option("--warmup", warmup, "leading frames excluded from all statistics (default 2)")
+        run_cmd
+            ->add_option("--warmup", warmup,
+                         "leading frames run but not measured (default 2; two lifetime peaks still see "
+                         "them: docs/lab.md)")
             ->type_name("N")
             ->check(whole_count);
 
 #if STRATA_LAB_HAS_SERVE
     // serve: the live lab (docs/live-lab.md)
     strata::lab::serve::serve_options serve;
-    auto* serve_cmd =
-        app.add_subcommand("serve", "the live lab: a page and JSON API driving the real allocators");
+    auto* serve_cmd = app.add_subcommand(
+        "serve", "the live lab: a page and JSON API driving the real allocators" + uses_note("serve"));
     serve_cmd->add_option("--port", serve.port, "port (default 8080; 0: any free port)")
         ->check(CLI::Range(0, 65535));
     serve_cmd->add_option("--bind", serve.bind, "address to listen on (default 127.0.0.1)")
@@ -249,6 +310,34 @@ int main(int argc, char** argv) {
     } catch (const CLI::ParseError& e) {
         const int rc = app.exit(e); // prints help or the error
         return rc == 0 ? 0 : 2;
+    }
+    if (record_cmd->parsed()) {
+        std::cerr << "strata-lab: record must come first: strata-lab record -o FILE -- PROGRAM [ARGS...]\n";
+        return 2;
+    }
+    // A shared option the command does not use is refused, naming both (see shared_uses).
+    const std::vector<std::pair<std::string_view, const CLI::Option*>> shared = {
+        {"--seed", seed_opt},         {"--repeats", repeats_opt}, {"--only", only_opt},
+        {"--list", list_opt},         {"--json", json_opt},       {"--quick", quick_opt},
+        {"--workload", workload_opt}, {"--scale", scale_opt},     {"--latency-passes", latency_passes_opt},
+    };
+    const std::vector<CLI::App*> chosen = app.get_subcommands();
+    const std::string command = chosen.empty() ? "race" : chosen.front()->get_name();
+    if (const auto* used = shared_options_of(command)) {
+        for (const auto& [name, opt] : shared) {
+            if (opt->count() == 0 || std::find(used->begin(), used->end(), name) != used->end()) continue;
+            std::cerr << "strata-lab: " << command << " does not use " << name << uses_note(command) << "\n";
+            return 2;
+        }
+    }
+    // report --from renders a saved document: the race's options would be ignored.
+    if (report_cmd->parsed() && !report.from_json.empty()) {
+        for (const auto& [name, opt] : shared) {
+            if (opt->count() == 0 && !(name == "--workload" && report_workload_opt->count() > 0)) continue;
+            std::cerr << "strata-lab: report --from does not use " << name
+                      << " (it renders the saved document; the race's options apply without --from)\n";
+            return 2;
+        }
     }
     keep_if_given(seed_opt, seed, run.seed);
     keep_if_given(frames_opt, frames, run.frames);
@@ -268,11 +357,6 @@ int main(int argc, char** argv) {
         if (serve_cmd->parsed()) return strata::lab::serve::serve_command(serve);
 #endif
         if (run_cmd->parsed()) return strata::lab::run_command(run);
-        if (record_cmd->parsed()) {
-            std::cerr
-                << "strata-lab: record must come first: strata-lab record -o FILE -- PROGRAM [ARGS...]\n";
-            return 2;
-        }
         if (showdown_cmd->parsed()) {
             showdown.quick = run.quick;
             showdown.padded = !showdown_no_padded;
@@ -294,13 +378,13 @@ int main(int argc, char** argv) {
         }
         if (versus_cmd->parsed()) {
             strata::lab::versus_malloc_options v;
-            v.repeats = run.repeats ? *run.repeats : 3;
+            v.repeats = run.repeats ? *run.repeats : (run.quick ? 1 : 3); // as report's versus-malloc
             v.json_path = run.json_path;
             return strata::lab::versus_malloc_command(v);
         }
         if (layout_cmd->parsed()) {
             if (run.quick && layout_cmd->count("--entities") == 0) layout.entities = 1'000'000;
-            if (run.quick) layout.runs = 2;
+            layout.runs = run.repeats ? *run.repeats : (run.quick ? 2 : 5); // best of
             layout.json_path = run.json_path;
             return strata::lab::layout_command(layout);
         }

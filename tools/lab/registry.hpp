@@ -10,8 +10,11 @@
 //   void* allocate(std::size_t size, std::size_t align) noexcept;   // the call that is timed
 //   void end_frame(std::span<void* const> frame) noexcept;          // release this frame's memory
 //   void sample(std::span<void* const> frame) noexcept;  // untimed, latency pass only: observe memory
-//                                                        // at the frame's fullest point
-//   memory_figures memory() const noexcept;              // peaks seen by sample()
+//                                                        // at the fullest point of each frame after
+//                                                        // warm-up (warm-up frames are not sampled)
+//   memory_figures memory() const noexcept;              // peaks seen by sample(); a figure read
+//                                                        // from a running counter instead (a lifetime
+//                                                        // peak) includes the warm-up frames
 //
 // Header-only so tests/lab/lab_test.cpp can run every contestant without the lab's .cpp files.
 #include <algorithm>
@@ -54,7 +57,7 @@ struct pass_result {
     std::size_t timed_allocs = 0;             ///< allocations in the frames after warm-up
     std::size_t failed_allocs = 0;            ///< nullptr answers over all frames (not touched)
     std::vector<std::uint32_t> latency_ticks; ///< latency: raw ticks per allocate, overhead included
-    memory_figures memory;                    ///< latency: peaks seen
+    memory_figures memory;                    ///< latency: peaks sampled after warm-up
 };
 
 namespace detail {
@@ -117,7 +120,9 @@ pass_result run_frames(const workload& w) {
             *out++ = p;
         }
         const std::span<void* const> frame(ptrs.data(), end - begin);
-        if constexpr (Latency) a.sample(frame);
+        if constexpr (Latency) {
+            if (timed) a.sample(frame); // memory statistics exclude warm-up frames, as timing does
+        }
         a.end_frame(frame);
     }
     if constexpr (!Latency) {

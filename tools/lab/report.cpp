@@ -131,7 +131,7 @@ void print_report(std::ostream& out, const run_report& r) {
         << format_count(r.max_frame_allocs) << " per frame), " << format_count(r.total_allocs)
         << " allocations, seed " << c.seed << "\n";
     out << "  sizes      " << size_mix() << "\n";
-    out << "  requested  " << format_bytes(r.max_frame_bytes) << " live at the fullest frame ("
+    out << "  requested  " << format_bytes(r.max_frame_bytes) << " live at the fullest frame after warm-up ("
         << format_count(r.max_frame_bytes) << " B)\n";
     out << "  timer      " << t.counter;
     if (t.counter == "rdtsc") {
@@ -220,7 +220,8 @@ void print_report(std::ostream& out, const run_report& r) {
         << " samples per allocator, warm-up frames excluded\n";
     out << "  peak used  most bytes handed out at once: malloc = sum of malloc_usable_size, strata =\n"
         << "             largest stats().in_use (padding, headers; frame_allocator2 sums both frames),\n"
-        << "             pmr: unknown (-)\n";
+        << "             pmr: unknown (-); both peaks are read at the fullest point of each frame after\n"
+        << "             warm-up (except lifetime counters: tracked_arena used, pmr_monotonic held)\n";
     out << "  peak held  most bytes taken from upstream: strata = largest stats().capacity, pmr = peak\n"
         << "             outstanding in a counting upstream resource";
     if (any_approx) {

@@ -96,13 +96,16 @@ struct workload {
     std::vector<alloc_op> ops;
     std::vector<std::size_t> frame_begin; ///< frames + 1 offsets into ops
 
-    // Summary figures, computed by generate_workload().
-    std::size_t max_frame_allocs = 0;     ///< most allocations in one frame
-    std::size_t min_frame_allocs = 0;     ///< fewest allocations in one frame
-    std::size_t max_frame_bytes = 0;      ///< most requested bytes live in one frame (the requested peak)
-    std::size_t max_frame_worst_case = 0; ///< max over frames of sum(size + align - 1): a bump
-                                          ///< allocator never needs more for one frame
-    std::size_t timed_allocs = 0;         ///< allocations in the frames after warm-up
+    // Summary figures, computed by summarize_frames() (generate_workload() calls it). The sizing
+    // figures cover every frame, warm-up included (an allocator must serve them all); the
+    // statistics cover only the frames after warm-up, as every measured figure does.
+    std::size_t max_frame_allocs = 0;     ///< sizing: most allocations in one frame
+    std::size_t min_frame_allocs = 0;     ///< fewest allocations in one frame (all frames)
+    std::size_t max_frame_worst_case = 0; ///< sizing: max over frames of sum(size + align - 1): a
+                                          ///< bump allocator never needs more for one frame
+    std::size_t max_frame_bytes = 0;      ///< statistic: most requested bytes live in one frame after
+                                          ///< warm-up (the requested peak)
+    std::size_t timed_allocs = 0;         ///< statistic: allocations in the frames after warm-up
 
     [[nodiscard]] std::size_t frames() const noexcept {
         return frame_begin.empty() ? 0 : frame_begin.size() - 1;
@@ -113,6 +116,12 @@ struct workload {
     }
     [[nodiscard]] std::size_t total_allocs() const noexcept { return ops.size(); }
 };
+
+/// The most allocations a game loop may hold, frames x allocs-per-frame: the loop is generated up
+/// front (8 B per request, plus 4 B per latency sample), so 2^26 requests (up to 1.25 x that with
+/// the jitter) cost about 1 GiB before anything runs. Above it the lab refuses the loop rather
+/// than fail on std::bad_alloc.
+inline constexpr std::size_t max_loop_allocs = std::size_t{1} << 26;
 
 /// Throws std::invalid_argument when `c` cannot produce a meaningful loop.
 inline void validate(const workload_config& c) {
@@ -126,6 +135,12 @@ inline void validate(const workload_config& c) {
     if (c.allocs_per_frame > (std::size_t{1} << 24))
         throw std::invalid_argument("allocs-per-frame above 16M");
     if (c.frames > (std::size_t{1} << 24)) throw std::invalid_argument("frames above 16M");
+    if (c.allocs_per_frame > max_loop_allocs / c.frames) {
+        throw std::invalid_argument("frames x allocs-per-frame (" + std::to_string(c.frames) + " x " +
+                                    std::to_string(c.allocs_per_frame) + ") is above the cap of " +
+                                    std::to_string(max_loop_allocs) +
+                                    " allocations (2^26: the loop is generated in memory before it runs)");
+    }
 }
 
 /// Returns: one request drawn from the default mix.
@@ -152,6 +167,34 @@ inline alloc_op draw_op(splitmix64& rng) noexcept {
     return {size, align};
 }
 
+/// Effects: computes the summary figures of `w` from its ops, frame_begin and
+/// config.warmup_frames (the sizing ones over every frame, the statistics over the frames after
+/// warm-up). Requires: frame_begin holds frames + 1 ascending offsets into ops.
+inline void summarize_frames(workload& w) noexcept {
+    w.max_frame_allocs = 0;
+    w.min_frame_allocs = w.frames() == 0 ? 0 : static_cast<std::size_t>(-1);
+    w.max_frame_bytes = 0;
+    w.max_frame_worst_case = 0;
+    w.timed_allocs = 0;
+    const std::size_t warmup = w.warmup();
+    for (std::size_t f = 0; f < w.frames(); ++f) {
+        std::size_t bytes = 0;
+        std::size_t worst = 0;
+        for (const alloc_op& op : w.frame(f)) {
+            bytes += op.size;
+            worst += op.size + op.align - 1;
+        }
+        const std::size_t count = w.frame(f).size();
+        w.max_frame_allocs = std::max(w.max_frame_allocs, count);
+        w.min_frame_allocs = std::min(w.min_frame_allocs, count);
+        w.max_frame_worst_case = std::max(w.max_frame_worst_case, worst);
+        if (f >= warmup) {
+            w.max_frame_bytes = std::max(w.max_frame_bytes, bytes);
+            w.timed_allocs += count;
+        }
+    }
+}
+
 /// Returns: the workload for `config` (deterministic: same config, same ops).
 /// Throws: std::invalid_argument (see validate), std::bad_alloc.
 inline workload generate_workload(const workload_config& config) {
@@ -163,25 +206,14 @@ inline workload generate_workload(const workload_config& config) {
     const std::size_t spread = mean * config.jitter_percent / 100;
     w.ops.reserve((mean + spread) * config.frames);
     w.frame_begin.reserve(config.frames + 1);
-    w.min_frame_allocs = static_cast<std::size_t>(-1);
     for (std::size_t f = 0; f < config.frames; ++f) {
         w.frame_begin.push_back(w.ops.size());
         const auto count = static_cast<std::size_t>(rng.between(mean - spread, mean + spread));
-        std::size_t bytes = 0;
-        std::size_t worst = 0;
-        for (std::size_t i = 0; i < count; ++i) {
-            const alloc_op op = draw_op(rng);
-            bytes += op.size;
-            worst += op.size + op.align - 1;
-            w.ops.push_back(op);
-        }
-        w.max_frame_allocs = std::max(w.max_frame_allocs, count);
-        w.min_frame_allocs = std::min(w.min_frame_allocs, count);
-        w.max_frame_bytes = std::max(w.max_frame_bytes, bytes);
-        w.max_frame_worst_case = std::max(w.max_frame_worst_case, worst);
-        if (f >= config.warmup_frames) w.timed_allocs += count;
+        for (std::size_t i = 0; i < count; ++i)
+            w.ops.push_back(draw_op(rng));
     }
     w.frame_begin.push_back(w.ops.size());
+    summarize_frames(w);
     return w;
 }
 
