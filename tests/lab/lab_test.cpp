@@ -376,10 +376,8 @@ TEST(LabWarmup, OnlyFramesAfterWarmupAreSampled) {
     EXPECT_EQ(r.latency_ticks.size(), w.timed_allocs);
 }
 
-// Every contestant's peak used is the timed frames', not the 128 KiB warm-up frame's. The
-// documented exceptions (docs/lab.md, "The game-loop table") read lifetime counters, not sample():
-// tracked_arena's peak used (its tracker's peak) and pmr_monotonic's peak held (its counting
-// upstream's peak) include the warm-up frames. When that changes, change the doc.
+// Every contestant's peak used and held are the timed frames', not the 128 KiB warm-up frame's
+// (tracked_arena and pmr_monotonic used to read lifetime counters, which include it).
 class LabWarmupContestant : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(LabWarmupContestant, PeakUsedExcludesWarmupFrames) {
@@ -390,17 +388,13 @@ TEST_P(LabWarmupContestant, PeakUsedExcludesWarmupFrames) {
     EXPECT_EQ(r.failed_allocs, 0u);
     if (GetParam() == "pmr_monotonic") {
         ASSERT_TRUE(r.memory.held_peak);
-        EXPECT_GE(*r.memory.held_peak, warmup_frame_bytes) << "the documented exception no longer holds";
+        EXPECT_LT(*r.memory.held_peak, warmup_frame_bytes / 8) << "its upstream held for the timed frames";
     }
     if (!r.memory.used_peak) return; // pmr: not observable
     EXPECT_GE(*r.memory.used_peak, timed_peak_bytes);
-    if (GetParam() == "tracked_arena") {
-        EXPECT_GE(*r.memory.used_peak, warmup_frame_bytes) << "the documented exception no longer holds";
-    } else {
-        // Padding, headers, size classes and frame_allocator2's previous frame (a small warm-up
-        // one) stay far below the 128 KiB warm-up frame.
-        EXPECT_LT(*r.memory.used_peak, warmup_frame_bytes / 8);
-    }
+    // Padding, headers, size classes and frame_allocator2's previous frame (a small warm-up one)
+    // stay far below the 128 KiB warm-up frame.
+    EXPECT_LT(*r.memory.used_peak, warmup_frame_bytes / 8);
 }
 
 // ---- every contestant on the --quick workload ---------------------------------------------------

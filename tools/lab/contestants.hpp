@@ -184,14 +184,17 @@ public:
         }
     }
     void end_frame(std::span<void* const>) noexcept { resource_.release(); }
-    void sample(std::span<void* const>) noexcept {}
+    // A monotonic resource only grows until release(): at the frame's fullest point its upstream
+    // holds the most it will this frame. (upstream_.peak() would include warm-up frames.)
+    void sample(std::span<void* const>) noexcept { held_ = std::max(held_, upstream_.outstanding()); }
     [[nodiscard]] memory_figures memory() const noexcept {
-        return {std::nullopt, upstream_.peak(), upstream_.calls(), false};
+        return {std::nullopt, held_, upstream_.calls(), false};
     }
 
 private:
     counting_resource upstream_;
     std::pmr::monotonic_buffer_resource resource_{&upstream_};
+    std::size_t held_ = 0;
 };
 
 /// strata::arena growing from a strata::heap_source (default arena_options, keep_blocks); reset()

@@ -18,7 +18,8 @@
 namespace strata::lab {
 
 /// tracked<arena> growing from a heap_source, counting on a tracker; reset() and reset_frame() each
-/// frame. used_peak is the tracker's peak (bytes requested), held_peak the arena's capacity.
+/// frame. used_peak is the tracker's in_use (bytes requested) at the fullest point of each sampled
+/// frame, held_peak the arena's capacity. (The tracker's own peak() would include warm-up frames.)
 class tracked_arena_adapter {
 public:
     explicit tracked_arena_adapter(const workload&) {}
@@ -27,15 +28,17 @@ public:
         arena_.reset();
         frame_.reset_frame();
     }
-    void sample(std::span<void* const>) noexcept { held_ = std::max(held_, arena_.stats().capacity); }
-    [[nodiscard]] memory_figures memory() const noexcept {
-        return {frame_.peak(), held_, source_.calls(), false};
+    void sample(std::span<void* const>) noexcept {
+        used_ = std::max(used_, frame_.in_use());
+        held_ = std::max(held_, arena_.stats().capacity);
     }
+    [[nodiscard]] memory_figures memory() const noexcept { return {used_, held_, source_.calls(), false}; }
 
 private:
     counting_source<heap_source> source_;
     tracker frame_{"frame"};
     tracked<arena> arena_{frame_, source_};
+    std::size_t used_ = 0;
     std::size_t held_ = 0;
 };
 

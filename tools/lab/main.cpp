@@ -289,8 +289,7 @@ int main(int argc, char** argv) {
     auto* warmup_opt =
         run_cmd
             ->add_option("--warmup", warmup,
-                         "leading frames run but not measured (default 2; two lifetime peaks still see "
-                         "them: docs/lab.md)")
+                         "leading frames run but left out of every measured figure (default 2)")
             ->type_name("N")
             ->check(whole_count);
 

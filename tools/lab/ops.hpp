@@ -209,6 +209,14 @@ inline std::uint64_t log_uniform_16_64k(splitmix64& r) {
     return std::clamp<std::uint64_t>(static_cast<std::uint64_t>(16.0 * std::exp2(12.0 * u)), 16, 65536);
 }
 
+/// Returns: `n` with thousands separators ("1,500"), for descriptions that give a scaled count.
+inline std::string thousands(std::size_t n) {
+    std::string digits = std::to_string(n);
+    for (std::size_t i = digits.size(); i > 3; i -= 3)
+        digits.insert(i - 3, ",");
+    return digits;
+}
+
 /// Churn: `live` blocks, then `pairs` times free a random victim and allocate a new block in its
 /// place (the shape of W1/W2/W3; the victim sequence is the one bench/churn uses for the same seed).
 template <class Draw>
@@ -251,10 +259,10 @@ inline op_workload w3(double scale = 1.0, std::uint64_t seed = default_seed) {
 /// Frame scratch: each frame allocates 16-4096 B blocks (alignment 8/16/64) and frees all of them
 /// at its end, newest first: what a per-frame arena serves.
 inline op_workload frame_scratch(double scale = 1.0, std::uint64_t seed = default_seed) {
-    op_builder b("frame_scratch",
-                 "per-frame scratch: 300 frames x ~2,000 blocks of 16-4096 B, all die at frame end");
-    splitmix64 rng(seed);
     const std::size_t frames = scaled(300, scale);
+    op_builder b("frame_scratch", "per-frame scratch: " + thousands(frames) +
+                                      " frames x ~2,000 blocks of 16-4096 B, all die at frame end");
+    splitmix64 rng(seed);
     std::vector<std::uint32_t> frame_slots;
     for (std::size_t f = 0; f < frames; ++f) {
         const std::size_t n = 1500 + rng.next() % 1001;
@@ -302,9 +310,10 @@ inline op_workload particle_churn(double scale = 1.0, std::uint64_t seed = defau
 /// Bimodal lifetimes (seed 000's fragmentation race): random sizes 16-1024 B; 90 % of blocks die
 /// within a few dozen operations, 10 % live for thousands; ~10,000 operations at scale 1.
 inline op_workload bimodal(double scale = 1.0, std::uint64_t seed = default_seed) {
-    op_builder b("bimodal", "bimodal lifetimes: 90% die young, 10% live long; sizes 16-1024 B; ~10,000 ops");
+    const std::size_t steps = scaled(5'000, scale); // an allocation and (nearly always) its free each
+    op_builder b("bimodal", "bimodal lifetimes: 90% die young, 10% live long; sizes 16-1024 B; ~" +
+                                thousands(2 * steps) + " ops");
     splitmix64 rng(seed);
-    const std::size_t steps = scaled(5'000, scale);
     // death_at[t] lists the slots that die at step t.
     std::vector<std::vector<std::uint32_t>> death_at(steps + 1);
     for (std::size_t t = 0; t < steps; ++t) {
@@ -324,10 +333,11 @@ inline op_workload bimodal(double scale = 1.0, std::uint64_t seed = default_seed
 /// Level load/unload: three levels; each loads ~3,000 assets (log-uniform 64 B-1 MiB), plays 100
 /// frames of scratch, then unloads in random order.
 inline op_workload level_cycle(double scale = 1.0, std::uint64_t seed = default_seed) {
-    op_builder b("levels",
-                 "level load/unload: 3 levels x ~3,000 assets of 64 B-1 MiB, play, unload in random order");
-    splitmix64 rng(seed);
     const std::size_t assets = scaled(3'000, scale), frames = scaled(100, scale);
+    op_builder b("levels", "level load/unload: 3 levels x ~" + thousands(assets) +
+                               " assets of 64 B-1 MiB, play " + thousands(frames) +
+                               " frames, unload in random order");
+    splitmix64 rng(seed);
     std::vector<std::uint32_t> level, scratch;
     for (int l = 0; l < 3; ++l) {
         const std::size_t n = assets + rng.next() % (assets / 4 + 1);

@@ -12,9 +12,9 @@
 //   void sample(std::span<void* const> frame) noexcept;  // untimed, latency pass only: observe memory
 //                                                        // at the fullest point of each frame after
 //                                                        // warm-up (warm-up frames are not sampled)
-//   memory_figures memory() const noexcept;              // peaks seen by sample(); a figure read
-//                                                        // from a running counter instead (a lifetime
-//                                                        // peak) includes the warm-up frames
+//   memory_figures memory() const noexcept;              // peaks seen by sample() (never a running
+//                                                        // counter's lifetime peak: it would include
+//                                                        // the warm-up frames)
 //
 // Header-only so tests/lab/lab_test.cpp can run every contestant without the lab's .cpp files.
 #include <algorithm>

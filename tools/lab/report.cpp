@@ -221,7 +221,7 @@ void print_report(std::ostream& out, const run_report& r) {
     out << "  peak used  most bytes handed out at once: malloc = sum of malloc_usable_size, strata =\n"
         << "             largest stats().in_use (padding, headers; frame_allocator2 sums both frames),\n"
         << "             pmr: unknown (-); both peaks are read at the fullest point of each frame after\n"
-        << "             warm-up (except lifetime counters: tracked_arena used, pmr_monotonic held)\n";
+        << "             warm-up\n";
     out << "  peak held  most bytes taken from upstream: strata = largest stats().capacity, pmr = peak\n"
         << "             outstanding in a counting upstream resource";
     if (any_approx) {
