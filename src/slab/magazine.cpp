@@ -309,6 +309,20 @@ void magazine_depot::flush() noexcept {
     }
 }
 
+bool magazine_depot::in_thread_magazines(const void* p) noexcept {
+    // The thread's own magazines: only this thread changes them (the depot's destructor too, but no
+    // thread may be inside the depot then), so no lock. find_record() never attaches.
+    const thread_record* r = tls_hint.id == id_ ? tls_hint.record : find_record();
+    if (r == nullptr) return false;
+    for (magazine* m : {r->loaded, r->previous}) {
+        if (m == nullptr) continue;
+        void* const* rounds = m->rounds();
+        for (std::uint32_t i = 0; i < m->count; ++i)
+            if (rounds[i] == p) return true;
+    }
+    return false;
+}
+
 std::size_t magazine_depot::depot_rounds() const noexcept {
     const std::lock_guard<std::mutex> lock(mutex_);
     std::size_t n = 0;

@@ -58,28 +58,54 @@ TEST(SizeClassPool, WorstCaseInternalWasteHoldsForEverySize) {
     }
 }
 
+// Every size 1..max_size + 1 with every alignment 1..8192 (over 310,000 requests), for the default
+// classes and other spacings and limits: served exactly when the size is at most max_size, the
+// alignment at most 4096 and the size rounded up to the alignment fits the last class; then
+// aligned, from the smallest class that fits. One alignment's blocks are live at once, each
+// stamped at both ends, so two blocks sharing bytes would show.
 TEST(SizeClassPool, ServesEverySizeAndAlignmentAligned) {
     strata::heap_source src;
-    size_class_pool a(src);
-    std::vector<std::pair<void*, std::pair<std::size_t, std::size_t>>> v;
-    for (std::size_t align = 1; align <= 4096; align *= 2) {
-        for (std::size_t s = 1; s <= 4096; s += 37) {
-            void* p = a.allocate(s, align);
-            if (strata::align_up(s, align).value() > 4096) {
-                EXPECT_EQ(p, nullptr);
-                continue;
+    const std::pair<std::size_t, std::size_t> configs[] = {{4096, 4}, {4096, 1}, {4096, 8}, {4096, 16},
+                                                           {1000, 4}, {5000, 2}, {17, 4}};
+    for (const auto& [max_size, per] : configs) {
+        SCOPED_TRACE(testing::Message() << "max_size " << max_size << ", classes_per_doubling " << per);
+        size_class_pool a(src, size_class_options{max_size, per, std::size_t{64} << 10});
+        ASSERT_TRUE(a.valid());
+        const std::size_t last = a.class_size(a.class_count() - 1);
+        std::vector<std::pair<unsigned char*, std::size_t>> v;
+        v.reserve(a.max_size());
+        for (std::size_t align = 1; align <= 2 * size_class_pool::max_alignment; align *= 2) {
+            for (std::size_t s = 1; s <= a.max_size() + 1; ++s) {
+                void* p = a.allocate(s, align);
+                const std::size_t rounded = strata::align_up(s, align).value();
+                if (s > a.max_size() || align > size_class_pool::max_alignment || rounded > last) {
+                    ASSERT_EQ(p, nullptr) << s << " " << align;
+                    continue;
+                }
+                ASSERT_NE(p, nullptr) << s << " " << align;
+                ASSERT_TRUE(strata::is_aligned(p, align)) << s << " " << align;
+                const std::size_t k = a.class_of(s, align);
+                ASSERT_LT(k, a.class_count());
+                ASSERT_GE(a.class_size(k), rounded) << s << " " << align;
+                if (k > 0) {
+                    ASSERT_LT(a.class_size(k - 1), rounded)
+                        << "not the smallest class: " << s << " " << align;
+                }
+                auto* b = static_cast<unsigned char*>(p);
+                b[0] = static_cast<unsigned char>(s);
+                b[s - 1] = static_cast<unsigned char>(s >> 4);
+                v.emplace_back(b, s);
             }
-            ASSERT_NE(p, nullptr) << s << " " << align;
-            ASSERT_TRUE(strata::is_aligned(p, align)) << s << " " << align;
-            std::memset(p, 0x5A, s);
-            v.push_back({p, {s, align}});
+            for (const auto& [b, s] : v) {
+                ASSERT_EQ(b[0], s == 1 ? static_cast<unsigned char>(s >> 4) : static_cast<unsigned char>(s));
+                ASSERT_EQ(b[s - 1], static_cast<unsigned char>(s >> 4));
+                a.deallocate(b, s, align);
+            }
+            v.clear();
+            ASSERT_EQ(a.stats().live_allocations, 0u) << align;
         }
+        EXPECT_TRUE(a.check());
     }
-    EXPECT_TRUE(a.check());
-    for (auto& [p, sa] : v)
-        a.deallocate(p, sa.first, sa.second);
-    EXPECT_EQ(a.stats().live_allocations, 0u);
-    EXPECT_TRUE(a.check());
 }
 
 TEST(SizeClassPool, BadRequestsReturnNull) {
@@ -165,6 +191,32 @@ TEST(SizeClassPool, StatsSumTheClasses) {
     EXPECT_FALSE(a.owns(&x));
     a.deallocate(p, 20, 16);
     a.deallocate(q, 200, 16);
+}
+
+// stats().peak sums the classes' peaks. With counters (checks >= 1 or ASan) each is exact and the
+// sum bounds the true peak from above; at checks 0 each is a lower bound and the sum bounds
+// nothing (documented): a burst that fit the first chunk leaves it at 0.
+TEST(SizeClassPool, StatsPeakIsAnUpperBoundWithCountersOnly) {
+    strata::heap_source src;
+    size_class_pool a(src);
+    std::vector<void*> small, large;
+    for (int i = 0; i < 100; ++i)
+        small.push_back(a.allocate(16));
+    for (int i = 0; i < 50; ++i)
+        large.push_back(a.allocate(200)); // class 224
+    for (void* p : small)
+        a.deallocate(p, 16);
+    for (void* p : large)
+        a.deallocate(p, 200);
+    const std::size_t true_peak = 100 * 16 + 50 * 224;
+    const strata::stats s = a.stats();
+    EXPECT_EQ(s.in_use, 0u);
+#if STRATA_POOL_CHECKED_PATH
+    EXPECT_GE(s.peak, true_peak);
+#else
+    EXPECT_LT(s.peak, true_peak) << "at checks 0 the classes' peaks are lower bounds";
+#endif
+    EXPECT_TRUE(a.check());
 }
 
 TEST(SizeClassPoolChecks, WrongSizeNamingAnotherClassIsReported) {

@@ -23,9 +23,9 @@
 #include <vector>
 
 #include "strata/core/check.hpp"
+#include "strata/core/iteration_guard.hpp"
 #include "strata/handle/fwd.hpp"
 #include "strata/handle/handle.hpp"
-#include "strata/handle/iteration_guard.hpp"
 #include "strata/handle/policy.hpp"
 #include "strata/handle/sparse_slots.hpp"
 

@@ -119,8 +119,13 @@ public:
 
     /// Returns: true when some class owns `p`. Complexity: O(classes * log chunks).
     [[nodiscard]] bool owns(const void* p) const noexcept;
-    /// Returns: the sum over classes (in_use and capacity count class-rounded bytes); peak is the
-    /// sum of per-class peaks (an upper bound of the true peak).
+    /// Returns: the sum over classes (in_use and capacity count class-rounded bytes). peak is the
+    /// sum of the classes' pool::stats().peak, and what that is depends on the level: with counters
+    /// (checks >= 1 or ASan) each class's peak is exact, so the sum is an upper bound of the true
+    /// peak (classes peak at different times); at checks 0 each class's peak is only a lower bound
+    /// (pool::stats()), so the sum bounds nothing: it can lie below the true peak (0 after a burst
+    /// that fit the first chunks) or above it. For a dependable peak at checks 0, wrap the
+    /// allocator in tracked<> (an exact peak of the requested bytes).
     [[nodiscard]] strata::stats stats() const noexcept;
     /// Returns: true when every class pool passes check().
     [[nodiscard]] bool check() const noexcept;

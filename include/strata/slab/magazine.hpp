@@ -37,9 +37,11 @@ struct magazine_options {
 /// thread frees its dead records later (on its next attach or at exit). Depot ids are never reused,
 /// so a new depot at the same address never sees a dead record.
 ///
-/// Checks: the magazine layer itself does not check pointers (a hit touches only the thread's own
-/// magazine); the backend checks each object when a magazine is flushed into it, so a double free or
-/// a foreign pointer is reported then (at checks >= 1), not at the deallocate call.
+/// Checks: the depot does not check the pointers it is given (a hit touches only the thread's own
+/// magazine): a bad pointer that deallocate() puts in a magazine is handed out again by a later
+/// allocate(), unless the magazine reaches the backend first. magazine_cache<T> checks each free
+/// before it reaches the depot (at checks >= 1; see there); a depot over another backend relies on
+/// its own callers. in_thread_magazines() serves such checks.
 class magazine_depot {
 public:
     /// The layer underneath, always called with the depot lock held.
@@ -127,6 +129,11 @@ public:
     /// backend. Other threads' magazines are untouched (they are theirs; they return at thread exit).
     void flush() noexcept;
 
+    /// Returns: true when `p` sits in the calling thread's loaded or previous magazine of this
+    /// depot (another thread's magazines and the depot's full ones are not searched: they are not
+    /// this thread's to read without the lock). For double-free checks. Complexity: O(2 * rounds),
+    /// no lock.
+    [[nodiscard]] bool in_thread_magazines(const void* p) noexcept;
     /// Returns: objects now sitting in the depot's full magazines (under the lock).
     [[nodiscard]] std::size_t depot_rounds() const noexcept;
     /// Returns: threads attached to this depot now (under the registry lock).
@@ -166,6 +173,19 @@ private:
 /// stats() and check() lock the depot and describe the slab layer: objects held in magazines count
 /// as live there. Destruction: the magazines empty into the slabs, then the slab_cache reports a
 /// leak at checks >= 1 if objects are still out.
+///
+/// Checks (deallocate, destroy): at checks 0 nothing is checked; a bad free goes into the magazine
+/// and a later allocate() hands it out (undefined). At checks >= 1 every free is checked at the
+/// call, before it reaches a magazine, and a bad one is reported and ignored (never handed out):
+/// - a pointer not in this cache's slabs, or into the middle of an object: foreign_pointer;
+/// - an object already back in the slabs (freed and flushed, not handed out since): double_free;
+/// - an object in the calling thread's own magazines (freed by this thread, still cached there):
+///   double_free.
+/// Not detected: a second free of an object whose first free sits in another thread's magazines or
+/// in the depot's full magazines. Both copies then circulate: the object can be handed out twice,
+/// and if both copies reach the slabs the second is reported (double_free) and dropped then. The
+/// check takes the depot lock (O(log slabs)) and scans the thread's two magazines (O(rounds)), so
+/// at checks >= 1 a free is no longer lock-free.
 template <class T>
 class magazine_cache {
 public:
@@ -183,8 +203,16 @@ public:
 
     /// Returns: storage for a T (a constructed T when caching objects), or nullptr on exhaustion.
     [[nodiscard]] STRATA_ALWAYS_INLINE T* allocate() noexcept { return static_cast<T*>(depot_.allocate()); }
-    /// Effects: takes back `p`, from any thread. nullptr is a no-op.
-    STRATA_ALWAYS_INLINE void deallocate(T* p) noexcept { depot_.deallocate(p); }
+    /// Effects: takes back `p`, from any thread. nullptr is a no-op. At checks >= 1 a foreign
+    /// pointer or a detectable double free is reported and ignored (see Checks in the class
+    /// comment). Complexity: O(1) at checks 0, no lock on a magazine hit; at checks >= 1 one lock
+    /// and O(log slabs + rounds).
+    STRATA_ALWAYS_INLINE void deallocate(T* p) noexcept {
+#if STRATA_CHECKS >= 1
+        if (!verify_free(p)) return;
+#endif
+        depot_.deallocate(p);
+    }
 
     /// Returns: a T built from args, or nullptr on exhaustion. Not for caching mode (the objects are
     /// constructed already): nullptr there, reported as invalid_argument at checks >= 1.
@@ -205,18 +233,21 @@ public:
             throw;
         }
     }
-    /// Effects: ~T() then deallocate(p); nullptr is a no-op. In caching mode the slabs destroy their
-    /// objects when released, so there destroy(p) is deallocate(p), reported as invalid_argument at
-    /// checks >= 1.
+    /// Effects: ~T() then deallocate(p); nullptr is a no-op. A free that deallocate() would refuse is
+    /// refused before ~T() runs. In caching mode the slabs destroy their objects when released, so
+    /// there destroy(p) is deallocate(p), reported as invalid_argument at checks >= 1.
     void destroy(T* p) noexcept {
         if (p == nullptr) return;
+#if STRATA_CHECKS >= 1
+        if (!verify_free(p)) return;
+#endif
         if (STRATA_UNLIKELY(slab_.caches_objects())) {
             (void)STRATA_VERIFY(1, false, invalid_argument, "strata::magazine_cache", p,
                                 "destroy() on an object-caching magazine_cache; use deallocate()");
         } else {
             p->~T();
         }
-        deallocate(p);
+        depot_.deallocate(p); // checked above
     }
 
     /// Allocator contract: allocate() when 0 < size <= sizeof(T) and align is a power of two <=
@@ -233,7 +264,12 @@ public:
 
     /// Effects: see magazine_depot::flush().
     void flush() noexcept { depot_.flush(); }
-    /// Returns: the slab layer's stats (objects in magazines count as live).
+    /// Returns: the slab layer's stats, under the lock: objects in magazines (the threads' and the
+    /// depot's) count as live, so in_use = (objects in use + in magazines) * stride and
+    /// live_allocations is that object count; total_allocations counts objects the slabs handed
+    /// out (to magazines, in batches), not allocate() calls; peak is the slab layer's exact peak;
+    /// capacity = slabs * slab_bytes. After flush() on every thread that used the cache, in_use and
+    /// live_allocations describe the objects in use.
     [[nodiscard]] strata::stats stats() const noexcept {
         const std::lock_guard<std::mutex> lock(depot_.backend_mutex());
         return slab_.stats();
@@ -257,6 +293,19 @@ public:
     [[nodiscard]] const magazine_depot& depot() const noexcept { return depot_; }
 
 private:
+    // The checks of deallocate() at checks >= 1 (see the class comment). The slab layer's live bits
+    // and directory change under the depot lock, so they are read under it; the thread's own
+    // magazines are only ever changed by this thread, so they are scanned without it.
+    STRATA_NOINLINE bool verify_free(const T* p) noexcept {
+        if (p == nullptr) return true;
+        {
+            const std::lock_guard<std::mutex> lock(depot_.backend_mutex());
+            if (!slab_.verify_live(p)) return false; // foreign, mid-object, or already in the slabs
+        }
+        return STRATA_VERIFY(1, !depot_.in_thread_magazines(p), double_free, "strata::magazine_cache", p,
+                             "object freed twice (it is still in this thread's magazine)");
+    }
+
     static std::size_t allocate_batch(void* context, void** out, std::size_t n) noexcept {
         auto* slab = static_cast<slab_cache<T>*>(context);
         std::size_t got = 0;

@@ -18,6 +18,7 @@
 #include "strata/core/bit.hpp"
 #include "strata/core/check.hpp"
 #include "strata/core/config.hpp"
+#include "strata/core/iteration_guard.hpp"
 #include "strata/core/poison.hpp"
 #include "strata/core/stats.hpp"
 #include "strata/source/memory_source.hpp"
@@ -26,10 +27,14 @@ namespace strata {
 
 /// Settings of a slab_cache.
 struct slab_options {
-    /// Bytes per slab, a power of two (the slab header is found by masking an object's address);
-    /// 0 = the smallest power of two >= 16 KiB that holds at least `min_objects` objects.
+    /// Bytes per slab, a power of two in [the header plus one object, 1 GiB] (the slab header is
+    /// found by masking an object's address; slab_cache<T>::max_slab_bytes is the cap); outside
+    /// that range the cache is invalid. 0 = the smallest power of two in [16 KiB, 1 GiB] that holds
+    /// at least `min_objects` objects.
     std::size_t slab_bytes = 0;
-    std::size_t min_objects = 8;     ///< only used to choose slab_bytes when it is 0
+    /// Only used when slab_bytes is 0 (0 counts as 1). When not even a 1 GiB slab holds this many
+    /// objects the cache is invalid, rather than quietly holding fewer per slab than asked for.
+    std::size_t min_objects = 8;
     std::size_t max_empty_slabs = 1; ///< empty slabs kept for reuse; the rest go back to the source
     /// Bonwick's object caching: T() runs once per object when its slab is created, allocate() hands
     /// out constructed objects, deallocate() takes them back constructed (the caller restores the
@@ -59,18 +64,29 @@ struct slab_header {
 /// doubly linked, the owning slab is found by masking. Not thread-safe: magazine_cache<T> adds
 /// per-thread magazines in front of it.
 ///
+/// Walks: for_each_slab / for_each_live visit the live objects and may allocate, but may not free:
+/// a free could release the slab being walked or move it to another list. deallocate()/destroy()
+/// inside a walk are refused at every checks level (nothing freed; reported as invalid_argument at
+/// checks >= 1). To free while walking, use destroy_if / deallocate_if, which free in place and fix
+/// each slab's list once the walk has left it. The const walks count themselves in a mutable
+/// depth counter, so two walks of one cache on different threads need synchronizing like any
+/// other pair of calls (the cache is not thread-safe).
+///
 /// Bad input: deallocate(nullptr) is a no-op; a foreign pointer (O(log slabs) lookup), a pointer into
 /// the middle of an object, or an object already free: reported at checks >= 1 (foreign_pointer /
 /// foreign_pointer / double_free) and ignored; undefined at checks 0. Invalid options (slab_bytes
-/// not a power of two or too small for one object, caching without a nothrow default constructor)
-/// make the cache invalid: valid() false, allocate() nullptr. Destroying the cache with live objects
-/// reports `leak` at checks >= 1; the slabs go back to the source anyway.
+/// not a power of two, too small for one object or above 1 GiB; slab_bytes 0 with min_objects more
+/// than a 1 GiB slab holds; caching without a nothrow default constructor) make the cache invalid:
+/// valid() false, allocate() nullptr. Destroying the cache with live objects reports `leak` at
+/// checks >= 1; the slabs go back to the source anyway.
 template <class T>
 class slab_cache {
 public:
     using value_type = T;
     static constexpr std::size_t object_align = alignof(T) > alignof(void*) ? alignof(T) : alignof(void*);
     static constexpr std::size_t stride = (sizeof(T) + object_align - 1) / object_align * object_align;
+    /// The largest slab: slab_options above it make the cache invalid.
+    static constexpr std::size_t max_slab_bytes = std::size_t{1} << 30;
 
     /// A view of one slab, for iteration over its live objects.
     class slab_view {
@@ -80,8 +96,10 @@ public:
         /// Returns: objects this slab holds.
         [[nodiscard]] std::size_t capacity() const noexcept { return cache_->per_slab_; }
         /// Effects: calls f(T&) for each live object, in address order (cache-friendly updates).
+        /// A walk of the cache: f may not free (see the class comment). Throws: what f throws.
         template <class F>
         void for_each_live(F&& f) const {
+            const detail::iteration_guard guard(cache_->iterating_);
             const std::uint64_t* bits = cache_->bits(s_);
             for (std::size_t w = 0; w < cache_->words_; ++w)
                 for (std::uint64_t m = bits[w]; m != 0; m &= m - 1)
@@ -101,12 +119,13 @@ public:
         if (options.cache_objects && !std::is_nothrow_default_constructible_v<T>) return;
         std::size_t bytes = options.slab_bytes;
         if (bytes == 0) {
+            const std::size_t want = std::max<std::size_t>(options.min_objects, 1);
             bytes = std::size_t{16} << 10;
-            while (layout(bytes) < std::max<std::size_t>(options.min_objects, 1) &&
-                   bytes < (std::size_t{1} << 30))
+            while (layout(bytes) < want && bytes < max_slab_bytes)
                 bytes *= 2;
+            if (layout(bytes) < want) return; // not even the largest slab holds what was asked
         }
-        if (!is_pow2(bytes) || bytes < sizeof(slab_header) || bytes > (std::size_t{1} << 30)) return;
+        if (!is_pow2(bytes) || bytes < sizeof(slab_header) || bytes > max_slab_bytes) return;
         const std::size_t n = layout(bytes);
         if (n == 0) return;
         per_slab_ = n;
@@ -163,9 +182,12 @@ public:
     }
 
     /// Effects: takes back `p` (still constructed when caching objects); nullptr is a no-op. Keeps at
-    /// most max_empty_slabs empty slabs. Complexity: O(1) (O(log slabs) at checks >= 1).
+    /// most max_empty_slabs empty slabs. Inside a walk (for_each_slab, for_each_live, destroy_if,
+    /// deallocate_if) nothing is freed at any checks level, reported as invalid_argument at checks
+    /// >= 1. Complexity: O(1) (O(log slabs) at checks >= 1).
     STRATA_ALWAYS_INLINE void deallocate(T* p) noexcept {
         if (STRATA_UNLIKELY(p == nullptr)) return;
+        if (STRATA_UNLIKELY(iterating_ != 0)) return refuse_free_in_walk(p);
 #if STRATA_CHECKS >= 1
         if (!verify_live(p)) return;
 #endif
@@ -200,12 +222,13 @@ public:
         }
     }
 
-    /// Effects: runs ~T() then deallocate(p); nullptr is a no-op. Violations are reported before the
-    /// destructor would run. Not for caching mode, where the slab destroys its objects itself when
-    /// it is released: there destroy(p) is deallocate(p) (no ~T()), reported as invalid_argument at
-    /// checks >= 1.
+    /// Effects: runs ~T() then deallocate(p); nullptr is a no-op. Violations, and a destroy inside a
+    /// walk (refused as in deallocate), are reported before the destructor would run. Not for
+    /// caching mode, where the slab destroys its objects itself when it is released: there
+    /// destroy(p) is deallocate(p) (no ~T()), reported as invalid_argument at checks >= 1.
     void destroy(T* p) noexcept {
         if (p == nullptr) return;
+        if (STRATA_UNLIKELY(iterating_ != 0)) return refuse_free_in_walk(p);
 #if STRATA_CHECKS >= 1
         if (!verify_live(p)) return;
 #endif
@@ -256,17 +279,57 @@ public:
 #endif
     }
 
-    /// Effects: calls f(slab_view) for every slab holding live objects (partial, then full).
+    /// Effects: calls f(slab_view) for every slab holding live objects, in address order. f may
+    /// allocate (an object allocated during the walk may or may not be visited; every other live
+    /// object is visited once) but not free: deallocate()/destroy() inside f are refused (see the
+    /// class comment); destroy_if / deallocate_if free while walking. Throws: what f throws.
+    /// Complexity: O(slabs * log slabs) plus f.
     template <class F>
     void for_each_slab(F&& f) const {
-        for (slab_header* l : {partial_, full_})
-            for (slab_header* s = l; s != nullptr; s = s->next)
-                f(slab_view(this, s));
+        const detail::iteration_guard guard(iterating_);
+        // By address through the sorted directory rather than along the lists: an allocation in f
+        // can move a slab to another list (a list walk would then skip or revisit slabs) or add a
+        // slab, but it never moves one in the address order.
+        for (slab_header* s = slab_after(0); s != nullptr;) {
+            const std::uintptr_t at = address_of(s);
+            if (s->live != 0) f(slab_view(this, s));
+            s = slab_after(at);
+        }
     }
-    /// Effects: calls f(T&) for every live object, slab by slab in address order within a slab.
+    /// Effects: calls f(T&) for every live object, slab by slab, in address order. The rules of
+    /// for_each_slab apply: f may allocate, not free. Throws: what f throws.
     template <class F>
     void for_each_live(F&& f) const {
         for_each_slab([&](const slab_view& v) { v.for_each_live(f); });
+    }
+
+    /// Effects: visits every live object as for_each_live does, calls pred(T&) on it, and for each
+    /// object where pred returns true runs ~T() and frees it. pred may modify the object (update
+    /// and cull in one pass) and may allocate; it and ~T() may not free objects of this cache
+    /// (refused as in a walk), and check() inside pred may fail for the slab being walked (its list
+    /// is fixed once the walk leaves it). Empty slabs beyond max_empty_slabs go back to the source
+    /// as with deallocate(). Inside another walk of this cache nothing is freed at any checks level
+    /// (reported as invalid_argument at checks >= 1). Not for caching mode: there it frees without
+    /// ~T() as deallocate_if does, reported as invalid_argument at checks >= 1.
+    /// Returns: the number of objects freed. Throws: what pred throws; the objects freed until then
+    /// stay freed and the lists are consistent. Complexity: O(slabs * (log slabs + objects per
+    /// slab / 64)) plus one pred call per live object.
+    template <class Pred>
+    std::size_t destroy_if(Pred&& pred) {
+        if (STRATA_UNLIKELY(options_.cache_objects)) { // as destroy(): the slab runs ~T() itself later
+            (void)STRATA_VERIFY(1, false, invalid_argument, "strata::slab_cache", nullptr,
+                                "destroy_if() on an object-caching slab_cache; use deallocate_if()");
+            return free_if(pred, false);
+        }
+        return free_if(pred, true);
+    }
+    /// Effects: as destroy_if, without running ~T(): the storage of each object where pred(T&)
+    /// returns true goes back (the raw counterpart of destroy_if, for objects placed with
+    /// allocate(); in caching mode pred must leave a freed object in its constructed state, as for
+    /// deallocate()). Returns: the number of objects freed. Throws: what pred throws.
+    template <class Pred>
+    std::size_t deallocate_if(Pred&& pred) {
+        return free_if(pred, false);
     }
 
     /// Effects: returns every empty slab to the source. Complexity: O(empty slabs).
@@ -387,6 +450,94 @@ private:
         slab_header* s = header_of(p);
         return std::binary_search(slabs_.begin(), slabs_.end(), s, std::less<>{}) ? s : nullptr;
     }
+    [[nodiscard]] static std::uintptr_t address_of(const slab_header* s) noexcept {
+        return reinterpret_cast<std::uintptr_t>(s);
+    }
+    // The first slab above address `at`, or nullptr. The walks hold an address, not a pointer or an
+    // index: the slab they left may have been released, and the directory may have grown since.
+    [[nodiscard]] slab_header* slab_after(std::uintptr_t at) const noexcept {
+        const auto it =
+            std::upper_bound(slabs_.begin(), slabs_.end(), at,
+                             [](std::uintptr_t a, const slab_header* s) { return a < address_of(s); });
+        return it == slabs_.end() ? nullptr : *it;
+    }
+    [[nodiscard]] slab_header*& list_head(std::uint32_t list) noexcept {
+        return list == 0 ? partial_ : list == 1 ? full_ : empty_;
+    }
+
+    STRATA_NOINLINE void refuse_free_in_walk(const void* p) const noexcept {
+        (void)STRATA_VERIFY(1, false, invalid_argument, "strata::slab_cache", p,
+                            "deallocate/destroy during a walk of the cache (for_each_slab, for_each_live, "
+                            "destroy_if, deallocate_if); nothing freed: use destroy_if/deallocate_if, or "
+                            "free after the walk");
+    }
+
+    // destroy_if / deallocate_if. Each slab is freed in place (bits, stack, counts: allocate() in
+    // pred sees a consistent slab) with no list move, so the walk's own position cannot move; the
+    // slab's list is fixed (or the slab released) only after the walk has left it.
+    template <class Pred>
+    std::size_t free_if(Pred& pred, bool run_destructor) {
+        if (STRATA_UNLIKELY(iterating_ != 0)) {
+            (void)STRATA_VERIFY(1, false, invalid_argument, "strata::slab_cache", nullptr,
+                                "destroy_if/deallocate_if inside a walk of the same cache; nothing freed");
+            return 0;
+        }
+        const detail::iteration_guard guard(iterating_);
+        std::size_t freed = 0;
+        for (slab_header* s = slab_after(0); s != nullptr;) {
+            const std::uintptr_t at = address_of(s);
+            if (s->live != 0) {
+                try {
+                    freed += free_in_slab(s, pred, run_destructor);
+                } catch (...) {
+                    settle(s);
+                    throw;
+                }
+                settle(s); // may release s: only `at` is used below
+            }
+            s = slab_after(at);
+        }
+        return freed;
+    }
+    template <class Pred>
+    std::size_t free_in_slab(slab_header* s, Pred& pred, bool run_destructor) {
+        std::size_t freed = 0;
+        std::uint64_t* b = bits(s);
+        for (std::size_t w = 0; w < words_; ++w) {
+            // A copy of the word: the bits this loop clears (and any allocate() in pred sets) do not
+            // disturb the scan.
+            for (std::uint64_t m = b[w]; m != 0; m &= m - 1) {
+                const auto idx =
+                    static_cast<std::uint32_t>(w * 64 + static_cast<std::size_t>(std::countr_zero(m)));
+                T* p = object(s, idx);
+                if (!static_cast<bool>(pred(*p))) continue;
+                if (run_destructor) destroy_object(p);
+                b[w] &= ~(std::uint64_t{1} << (idx % 64));
+                if (!options_.cache_objects) release_bytes(p, stride);
+                stack(s)[s->free_top++] = idx;
+                if (live_ > peak_) peak_ = live_;
+                --live_;
+                --s->live;
+                ++freed;
+            }
+        }
+        return freed;
+    }
+    // ~T() as destroy() runs it: a throwing destructor ends the program there too.
+    static void destroy_object(T* p) noexcept { p->~T(); }
+    // Puts s on the list its live count calls for, as deallocate() would have one free at a time
+    // (an empty slab past max_empty_slabs goes back to the source).
+    void settle(slab_header* s) noexcept {
+        const std::uint32_t want = s->live == 0 ? 2u : s->live == per_slab_ ? 1u : 0u;
+        if (s->list == want) return;
+        if (s->list == 2) --empty_count_;
+        move(s, list_head(s->list), list_head(want), want);
+        if (want == 2 && ++empty_count_ > options_.max_empty_slabs) {
+            unlink(s, empty_);
+            --empty_count_;
+            release_slab(s);
+        }
+    }
 
     static void push(slab_header* s, slab_header*& head) noexcept {
         s->prev = nullptr;
@@ -480,9 +631,10 @@ private:
     std::size_t first_ = 0;
     unsigned shift_ = 0;
     std::uint32_t inverse_ = 1;
-    std::vector<slab_header*> slabs_; // sorted, for owns() and the checks
+    std::vector<slab_header*> slabs_; // sorted, for owns(), the checks and the walks
     source_ref source_;
     slab_options options_;
+    mutable int iterating_ = 0; // walks in progress (const walks count too): frees are refused
 };
 
 } // namespace strata
