@@ -747,12 +747,7 @@ void* engine_heap::medium_allocate(std::size_t size, std::size_t align) noexcept
         tlsf* t = tlsf_of(arenas_[a], data_, runs_);
         if (void* p = t->allocate(size, align)) {
             arena_hint_ = a;
-            // TLSF poisons the slack past `size` for ASan; usable_size() promises all of it.
-            unpoison(p, t->usable_size(p));
-            add_under_lock(medium_in_use_, t->usable_size(p));
-            add_under_lock(medium_count_, 1);
-            add_under_lock(medium_total_, 1);
-            return p;
+            return medium_handed_out(p, t->usable_size(p));
         }
     }
     if (arena_count_ == max_arenas) return nullptr;
@@ -771,13 +766,7 @@ void* engine_heap::medium_allocate(std::size_t size, std::size_t align) noexcept
     arena_hint_ = arena_count_;
     arenas_[arena_count_++] = head;
     void* p = t->allocate(size, align);
-    if (p != nullptr) {
-        unpoison(p, t->usable_size(p));
-        add_under_lock(medium_in_use_, t->usable_size(p));
-        add_under_lock(medium_count_, 1);
-        add_under_lock(medium_total_, 1);
-    }
-    return p;
+    return p != nullptr ? medium_handed_out(p, t->usable_size(p)) : nullptr;
 }
 
 // Free medium blocks of purge_medium_bytes or more give their whole pages back to the OS (the
@@ -787,30 +776,80 @@ void* engine_heap::medium_allocate(std::size_t size, std::size_t align) noexcept
 // Smaller blocks stay resident, so churn of small medium blocks never faults.
 //
 // By default each is purged as it is freed. With medium_retain_bytes, up to that many bytes of them
-// stay resident: every half of it freed, a sweep counts them and purges past it, those an earlier
-// sweep saw first. Purged on each free, two threads churning 1-8 MiB blocks faulted every page of
-// every block in again (9x glibc's time). A mark (a tag and the size, after the list links, so it
-// stays resident with them) tells a purged block, and when a block was first seen free.
+// stay resident: every half of it freed (medium frees of any size), a sweep asks the kernel which
+// of their pages are resident (mincore) and purges past the budget, the blocks an earlier sweep saw
+// first before those freed since. Purged on each free, two threads churning 1-8 MiB blocks faulted
+// every page of every block in again (9x glibc's time). Counted rather than asked, a never-touched
+// arena tail, the remainder of a purged block and a region merged from purged parts all counted as
+// resident, and warm blocks within the budget were purged for them (found by review); a "purged"
+// mark in the block was trusted after the block had been reused and dirtied (trim() kept it).
+//
+// A mark after the list links (a tag, the size, and the resident bytes the sweep counted; it stays
+// resident with the links) tells the sweep that first saw the block free. medium_allocate clears its
+// tag, so a mark cannot outlive an allocation of the block that carries it.
 namespace {
 constexpr std::size_t purge_mark_offset = 2 * sizeof(void*); // after the tlsf list links
-constexpr std::size_t purge_keep = purge_mark_offset + 2 * sizeof(std::uint64_t);
-constexpr std::uint64_t purge_magic = 0x9E3779B97F4A7C14u; // even: tags below never collide
-constexpr std::uint64_t purged_tag = purge_magic ^ 1u;
+constexpr std::size_t purge_mark_words = 3;                  // tag, size, resident bytes
+constexpr std::size_t purge_keep = purge_mark_offset + purge_mark_words * sizeof(std::uint64_t);
+constexpr std::uint64_t purge_magic = 0x9E3779B97F4A7C14u; // even: a tag's low bit is 0
 constexpr std::uint64_t seen_tag(std::uint64_t sweep) noexcept { return purge_magic ^ (sweep << 1); }
-} // namespace
 
-void engine_heap::purge_medium(void* p, std::size_t usable) noexcept {
+/// The pages purge_medium() would give back, [lo, hi): the whole pages of the payload past the mark.
+struct purge_range {
+    std::uintptr_t lo = 0;
+    std::uintptr_t hi = 0;
+};
+purge_range purge_range_of(const void* p, std::size_t usable) noexcept {
     const std::uintptr_t page = virtual_memory::page_size();
     const auto at = reinterpret_cast<std::uintptr_t>(p);
     const std::uintptr_t lo = (at + purge_keep + page - 1) & ~(page - 1);
     const std::uintptr_t hi = (at + usable) & ~(page - 1);
-    if (hi > lo) (void)::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);
+    return {lo, hi > lo ? hi : lo};
 }
 
-// Requires: medium_lock_ held. Counts the resident bytes of free blocks of purge_medium_bytes or
-// more; past medium_retain_bytes, purges blocks an earlier sweep saw free until within it. `all` (trim)
-// purges every one. User data that happens to look like a mark only makes a free block purged early or, one
-// chance in 2^64 with its size too, skipped until it is allocated again.
+/// Returns: the bytes of [r.lo, r.hi) resident now, by mincore in 2 MiB steps (a stack buffer: this
+/// runs inside malloc). A kernel that refuses counts every page, so the budget still holds.
+std::size_t resident_bytes(purge_range r) noexcept {
+    const std::size_t page = virtual_memory::page_size();
+    unsigned char v[512];
+    std::size_t resident = 0;
+    for (std::uintptr_t at = r.lo; at < r.hi;) {
+        const std::size_t n = std::min<std::size_t>((r.hi - at) / page, sizeof v);
+        if (::mincore(reinterpret_cast<void*>(at), n * page, v) != 0) return r.hi - r.lo;
+        for (std::size_t i = 0; i < n; ++i)
+            resident += v[i] & 1u;
+        at += n * page;
+    }
+    return resident * page;
+}
+} // namespace
+
+// Requires: medium_lock_ held; p just allocated from an arena, `usable` its usable size.
+void* engine_heap::medium_handed_out(void* p, std::size_t usable) noexcept {
+    // TLSF poisons the slack past `size` for ASan; usable_size() promises all of it.
+    unpoison(p, usable);
+    // A block handed out starts where a free block started (unless aligned past it), so it may
+    // carry that block's purge mark (purge_free_medium). One store breaks the tag: freed again as
+    // the same block, unwritten there, it counts as new, not as seen free by an old sweep. At
+    // checks >= 2 tlsf has filled the block already.
+    if constexpr (STRATA_CHECKS < 2)
+        *reinterpret_cast<std::uint64_t*>(static_cast<std::byte*>(p) + purge_mark_offset) = 0;
+    add_under_lock(medium_in_use_, usable);
+    add_under_lock(medium_count_, 1);
+    add_under_lock(medium_total_, 1);
+    return p;
+}
+
+void engine_heap::purge_medium(void* p, std::size_t usable) noexcept {
+    const purge_range r = purge_range_of(p, usable);
+    if (r.hi > r.lo) (void)::madvise(reinterpret_cast<void*>(r.lo), r.hi - r.lo, MADV_DONTNEED);
+}
+
+// Requires: medium_lock_ held. Asks which pages of the free blocks of purge_medium_bytes or more are
+// resident; past medium_retain_bytes, purges blocks until within it: those an earlier sweep saw
+// free first, then, when those are not enough, those first seen now. So right after a sweep at
+// most the budget is resident in them. `all` (trim) purges every one. User data that happens to
+// look like a mark (tag and size) only makes a freshly freed block count as seen before.
 void engine_heap::purge_free_medium(bool all) noexcept {
     medium_dirty_ = 0;
     const std::uint64_t sweep = ++medium_sweeps_;
@@ -822,30 +861,40 @@ void engine_heap::purge_free_medium(bool all) noexcept {
                     if (bytes < purge_keep + page) return; // no whole page past the mark
                     auto* mark =
                         reinterpret_cast<std::uint64_t*>(static_cast<std::byte*>(q) + purge_mark_offset);
-                    unpoison(mark, 2 * sizeof(std::uint64_t)); // tlsf poisons free payloads for ASan
-                    if (mark[1] != bytes || mark[0] != purged_tag) visit(q, bytes, mark);
-                    poison(mark, 2 * sizeof(std::uint64_t));
+                    unpoison(mark, purge_mark_words * sizeof(std::uint64_t)); // tlsf poisons free payloads
+                    visit(q, bytes, mark);
+                    poison(mark, purge_mark_words * sizeof(std::uint64_t));
                 });
     };
+    if (all) {
+        each([&](void* q, std::size_t bytes, std::uint64_t* mark) {
+            purge_medium(q, bytes);
+            mark[2] = 0;
+        });
+        return;
+    }
     std::size_t resident = 0;
-    each([&](void*, std::size_t bytes, std::uint64_t* mark) {
+    each([&](void* q, std::size_t bytes, std::uint64_t* mark) {
         const std::uint64_t seen = (mark[0] ^ purge_magic) >> 1;
         if (mark[1] != bytes || (mark[0] & 1) != 0 || seen == 0 || seen > sweep) { // new, or merged
             mark[0] = seen_tag(sweep);
             mark[1] = bytes;
         }
-        resident += bytes;
+        mark[2] = resident_bytes(purge_range_of(q, bytes));
+        resident += mark[2];
     });
-    // A block first seen by this sweep stays: it was freed within the last half budget of frees,
-    // which is what the budget is for. So at most 1.5x the budget stays resident between sweeps.
-    const std::size_t keep = all ? 0 : options_.medium_retain_bytes;
-    if (resident <= keep) return;
-    each([&](void* q, std::size_t bytes, std::uint64_t* mark) {
-        if (resident <= keep || (!all && mark[0] == seen_tag(sweep))) return;
-        purge_medium(q, bytes);
-        mark[0] = purged_tag;
-        resident -= bytes;
-    });
+    // Blocks first seen now were freed within the last half budget of frees, the likeliest to be
+    // reused: they go last.
+    const std::size_t keep = options_.medium_retain_bytes;
+    for (const bool fresh : {false, true}) {
+        if (resident <= keep) return;
+        each([&](void* q, std::size_t bytes, std::uint64_t* mark) {
+            if (resident <= keep || mark[2] == 0 || (mark[0] == seen_tag(sweep)) != fresh) return;
+            purge_medium(q, bytes);
+            resident -= mark[2];
+            mark[2] = 0;
+        });
+    }
 }
 
 void engine_heap::medium_deallocate(void* p, run* head) noexcept {
@@ -868,9 +917,9 @@ void engine_heap::medium_deallocate(void* p, run* head) noexcept {
     add_under_lock(medium_count_, 0 - std::size_t{1});
     t->deallocate(p);
     if (purge_now && fills_on_free) purge_medium(p, usable); // in flight: its interior unread
-    // Half the budget freed since the last sweep: resident free blocks stay within 1.5x of it.
-    if (usable >= options_.purge_medium_bytes && options_.medium_retain_bytes != 0 &&
-        (medium_dirty_ += usable) > options_.medium_retain_bytes / 2)
+    // Half the budget freed since the last sweep: the big free blocks hold at most 1.5x of it
+    // resident between calls. Frees of every size count: a smaller block merges into a big one.
+    if (options_.medium_retain_bytes != 0 && (medium_dirty_ += usable) > options_.medium_retain_bytes / 2)
         purge_free_medium(false);
     // An empty arena other than the first goes back to the span pool (retention decides whether
     // its pages stay resident). live_allocations() is O(1) and leaves the free in flight; stats()
@@ -955,12 +1004,20 @@ void* engine_heap::reallocate(void* p, std::size_t new_size, std::size_t align) 
                     void* q = t->reallocate(p, new_size, align);
                     if (q == p) {
                         unpoison(p, t->usable_size(p));
-                        const std::size_t released = before - t->usable_size(p);
+                        const std::size_t after = t->usable_size(p);
+                        const std::size_t released = before - after;
                         add_under_lock(medium_in_use_, 0 - released);
-                        // The tail went back as a free block: it counts toward the purge like a free.
-                        if (released >= options_.purge_medium_bytes &&
-                            (medium_dirty_ += released) > options_.medium_retain_bytes / 2)
+                        // The tail went back as a free block (a header, then its payload, right
+                        // after p's): treated like a free of that size. Purged at once without a
+                        // budget (under the lock: the tail is free now), counted toward the next
+                        // sweep with one.
+                        if (options_.medium_retain_bytes == 0) {
+                            if (released >= options_.purge_medium_bytes && released > tlsf::header_size)
+                                purge_medium(static_cast<std::byte*>(p) + after + tlsf::header_size,
+                                             released - tlsf::header_size);
+                        } else if ((medium_dirty_ += released) > options_.medium_retain_bytes / 2) {
                             purge_free_medium(false);
+                        }
                         return p;
                     }
                 }

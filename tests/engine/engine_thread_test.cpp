@@ -49,7 +49,9 @@ TEST(EngineHeapThreads, CrossThreadFreesReturnToTheOwner) {
 }
 
 // Big medium blocks churned by two threads: purged before the free outside the medium lock
-// (budget 0), or by sweeps under it (a budget). Contents stay each thread's own throughout.
+// (budget 0), or by sweeps under it (a budget). Contents stay each thread's own throughout: a byte
+// on every page of every live block, a pattern per block, so a purge that reached a live page (it
+// would read zero) or a block handed to both threads fails.
 TEST(EngineHeapThreads, BigMediumChurnPurgesSafely) {
     for (const std::size_t budget : {std::size_t{0}, std::size_t{4} << 20}) {
         strata::engine_options o = options();
@@ -58,25 +60,43 @@ TEST(EngineHeapThreads, BigMediumChurnPurgesSafely) {
         std::atomic<bool> ok{true};
         auto churn = [&](unsigned seed) {
             std::mt19937 r(seed);
-            std::vector<std::pair<unsigned char*, std::size_t>> mine(4, {nullptr, 0});
+            struct block {
+                unsigned char* p = nullptr;
+                std::size_t n = 0;
+                unsigned char tag = 0;
+            };
+            std::vector<block> mine(4);
+            const auto byte_at = [&](const block& b, std::size_t page) {
+                return static_cast<unsigned char>(b.tag + page * 7 + seed * 101);
+            };
+            const auto intact = [&](const block& b) {
+                for (std::size_t at = 0; at < b.n; at += 4096)
+                    if (b.p[at] != byte_at(b, at / 4096)) return false;
+                return b.p[b.n - 1] == static_cast<unsigned char>(~b.tag);
+            };
             for (int i = 0; i < 200; ++i) {
-                auto& [p, n] = mine[r() % mine.size()];
-                if (p != nullptr) {
-                    ok = ok && p[0] == static_cast<unsigned char>(n) &&
-                         p[n - 1] == static_cast<unsigned char>(seed);
-                    h.deallocate(p);
+                block& b = mine[r() % mine.size()];
+                if (b.p != nullptr) {
+                    if (!intact(b)) ok = false;
+                    h.deallocate(b.p);
                 }
-                n = (std::size_t{1} << 20) + r() % (std::size_t{1} << 20);
-                p = static_cast<unsigned char*>(h.allocate(n));
-                if (p == nullptr) {
+                b.n = (std::size_t{1} << 20) + r() % (std::size_t{1} << 20);
+                b.tag = static_cast<unsigned char>(i + 1);
+                b.p = static_cast<unsigned char*>(h.allocate(b.n));
+                if (b.p == nullptr) {
                     ok = false;
                     return;
                 }
-                p[0] = static_cast<unsigned char>(n);
-                p[n - 1] = static_cast<unsigned char>(seed);
+                for (std::size_t at = 0; at < b.n; at += 4096)
+                    b.p[at] = byte_at(b, at / 4096);
+                b.p[b.n - 1] = static_cast<unsigned char>(~b.tag);
+                // Every live block of this thread, not only the one just written: the other
+                // thread's frees and sweeps ran since they were written.
+                for (const block& other : mine)
+                    if (other.p != nullptr && !intact(other)) ok = false;
             }
-            for (auto& [p, n] : mine)
-                h.deallocate(p);
+            for (block& b : mine)
+                h.deallocate(b.p);
         };
         std::thread a(churn, 1u), b(churn, 2u);
         a.join();

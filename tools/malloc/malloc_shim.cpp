@@ -51,12 +51,46 @@ constinit std::atomic<int> init_state{0}; // 0 not yet, 1 building, 2 ready, 3 f
 constinit std::atomic<pid_t> init_pid{0}; // the process that builds (see init_heap)
 __thread bool in_init __attribute__((tls_model("initial-exec"))) = false;
 
-std::size_t env_size(const char* name, std::size_t fallback, unsigned shift) noexcept {
-    const char* v = std::getenv(name); // getenv reads environ; it never allocates
-    if (v == nullptr || *v < '0' || *v > '9') return fallback;
+/// Effects: writes "strata malloc: ignoring NAME=VALUE (...)" to stderr, one line, with write(2):
+/// this runs inside the first malloc, so nothing here may allocate (no stdio).
+void warn_bad_env(const char* name, const char* value, const char* unit) noexcept {
+    char line[256];
     std::size_t n = 0;
-    for (; *v >= '0' && *v <= '9'; ++v)
-        n = n * 10 + static_cast<std::size_t>(*v - '0');
+    const auto add = [&](const char* s, std::size_t most) {
+        for (std::size_t i = 0; s[i] != '\0' && i < most && n < sizeof line; ++i)
+            line[n++] = s[i];
+    };
+    add("strata malloc: ignoring ", SIZE_MAX);
+    add(name, 64);
+    add("=", 1);
+    add(value, 48); // a long value is cut: the line stays one line
+    add(" (not a whole number of ", SIZE_MAX);
+    add(unit, SIZE_MAX);
+    add(" that fits); using the default\n", SIZE_MAX);
+    [[maybe_unused]] const ssize_t written = ::write(STDERR_FILENO, line, n); // at most 194 bytes
+}
+
+/// Returns: environment variable `name` read as a count of 2^shift-byte units, in bytes; `fallback`
+/// when it is unset or empty. Anything but decimal digits ("64MB", "-1", " 64", "abc") or a count
+/// whose bytes overflow size_t is refused: `fallback`, and one warning line on stderr. (Read up to
+/// the first non-digit, "64MB" was 64 MiB, and 2^44 MiB wrapped to 0; "-1" and "abc" were the
+/// default without a word.)
+std::size_t env_size(const char* name, std::size_t fallback, unsigned shift, const char* unit) noexcept {
+    const char* v = std::getenv(name); // getenv reads environ; it never allocates
+    if (v == nullptr || *v == '\0') return fallback;
+    std::size_t n = 0;
+    for (const char* c = v; *c != '\0'; ++c) {
+        const auto digit = static_cast<unsigned>(*c) - '0';
+        if (digit > 9 || n > (SIZE_MAX - digit) / 10) {
+            warn_bad_env(name, v, unit);
+            return fallback;
+        }
+        n = n * 10 + digit;
+    }
+    if (n > (SIZE_MAX >> shift)) {
+        warn_bad_env(name, v, unit);
+        return fallback;
+    }
     return n << shift;
 }
 
@@ -98,10 +132,10 @@ void fork_child() noexcept { engine_heap::after_fork_child(); }
     if (init_state.compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) {
         in_init = true;
         strata::engine_options o;
-        o.reserve_bytes = env_size("STRATA_MALLOC_RESERVE_GB", o.reserve_bytes, 30);
-        o.retain_bytes = env_size("STRATA_MALLOC_RETAIN_MB", o.retain_bytes, 20);
-        o.purge_medium_bytes = env_size("STRATA_MALLOC_PURGE_KB", o.purge_medium_bytes, 10);
-        o.medium_retain_bytes = env_size("STRATA_MALLOC_MEDIUM_RETAIN_MB", o.medium_retain_bytes, 20);
+        o.reserve_bytes = env_size("STRATA_MALLOC_RESERVE_GB", o.reserve_bytes, 30, "GiB");
+        o.retain_bytes = env_size("STRATA_MALLOC_RETAIN_MB", o.retain_bytes, 20, "MiB");
+        o.purge_medium_bytes = env_size("STRATA_MALLOC_PURGE_KB", o.purge_medium_bytes, 10, "KiB");
+        o.medium_retain_bytes = env_size("STRATA_MALLOC_MEDIUM_RETAIN_MB", o.medium_retain_bytes, 20, "MiB");
         engine_heap* h = nullptr;
         // Smaller reservations where address space is limited (ulimit -v, 32-bit-ish containers).
         // Whatever the heap cannot hold, glibc serves (see engine_refused).

@@ -302,6 +302,22 @@ int past_reserve_checks() {
     return failures == 0 ? 0 : 1;
 }
 
+// Run with the default reservation (64 GiB): the heap serves a 1.5 GiB block itself. The shim test
+// runs it with STRATA_MALLOC_RESERVE_GB set to values the shim must refuse ("1GB", a count whose
+// bytes overflow), which keep the default; with "1" it fails (glibc serves the block).
+int default_reserve_checks() {
+    const std::size_t big = std::size_t{1536} << 20;
+    auto* g = static_cast<unsigned char*>(std::malloc(opaque(big)));
+    PROBE(g != nullptr);
+    if (g == nullptr) return 1;
+    g[0] = 1; // written first: g++ takes owns() for a reader of the block
+    g[big - 1] = 2;
+    PROBE(owns(g));
+    std::free(g);
+    PROBE(check());
+    return failures == 0 ? 0 : 1;
+}
+
 // Run with STRATA_MALLOC_RESERVE_GB=0: no heap, glibc serves every call, and answers
 // malloc_usable_size for its blocks (the shim answered 0 without a heap).
 int no_heap_checks() {
@@ -330,6 +346,7 @@ int main(int argc, char** argv) {
     if (argc > 1 && std::strcmp(argv[1], "fork") == 0) return fork_checks();
     if (argc > 1 && std::strcmp(argv[1], "past-reserve") == 0) return past_reserve_checks();
     if (argc > 1 && std::strcmp(argv[1], "no-heap") == 0) return no_heap_checks();
+    if (argc > 1 && std::strcmp(argv[1], "default-reserve") == 0) return default_reserve_checks();
     basic();
     calloc_checks();
     realloc_checks();
