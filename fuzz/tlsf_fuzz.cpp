@@ -56,8 +56,11 @@ void run(reader& in) {
         case 5: { // reallocate
             if (m.empty()) break;
             live_block b = m.take(in.u16());
-            const std::size_t size = 1 + (in.u16() & 8191);
-            void* q = h.reallocate(b.p, size, 16);
+            // Sizes to 64 KiB and alignments 1..4096: grow and shrink in place, move, and change
+            // alignment (an over-aligned block may stay where it is when it still fits).
+            const std::size_t size = 1 + in.u16();
+            const std::size_t align = std::size_t{1} << (in.byte() % 13);
+            void* q = h.reallocate(b.p, size, align);
             if (q == nullptr) { // failure: the old block must be intact, still live
                 m.add(b.p, b.size, b.align, b.fill);
                 break;
@@ -65,7 +68,7 @@ void run(reader& in) {
             auto* c = static_cast<unsigned char*>(q);
             for (std::size_t i = 0; i < (size < b.size ? size : b.size); ++i)
                 require(c[i] == b.fill, "reallocate lost contents");
-            m.add(q, size, b.align <= 16 || q == b.p ? b.align : 16, fill++);
+            m.add(q, size, align, fill++); // add() checks the new alignment
             break;
         }
         case 6: // another pool

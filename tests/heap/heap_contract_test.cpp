@@ -219,6 +219,32 @@ TYPED_TEST(HeapContract, DoubleFreeIsReportedAndIgnored) {
     EXPECT_TRUE(h.check());
 }
 
+// A use after free writes a freed block's first word: its free-list link, which ASan leaves
+// addressable. check() followed the link before testing it, and crashed on it (found by review).
+TYPED_TEST(HeapContract, CheckReportsABrokenFreeListLinkWithoutFollowingIt) {
+    heap_buffer buf(1 << 16);
+    TypeParam h(buf.span());
+    void* a = h.allocate(64);
+    auto* b = static_cast<std::byte*>(h.allocate(64));
+    void* c = h.allocate(64);
+    h.deallocate(b);
+    ASSERT_TRUE(h.check()); // completes a free in flight: b is listed now
+    std::uint64_t saved;
+    std::memcpy(&saved, b, sizeof saved);
+    for (const std::uint64_t bad : {std::uint64_t{42}, reinterpret_cast<std::uint64_t>(b + 8),
+                                    reinterpret_cast<std::uint64_t>(c), ~std::uint64_t{0} << 4}) {
+        std::memcpy(b, &bad, sizeof bad);
+        strata::test::recording_handler rec;
+        EXPECT_FALSE(h.check()) << bad;
+        EXPECT_TRUE(rec.saw_one(strata::violation_kind::corruption)) << bad;
+    }
+    std::memcpy(b, &saved, sizeof saved);
+    EXPECT_TRUE(h.check());
+    h.deallocate(a);
+    h.deallocate(c);
+    EXPECT_TRUE(h.check());
+}
+
 // Freeing a block whose neighbours are both free merges all three and leaves two stale headers in
 // the merged block: the middle block's ("used") and its successor's, which still names it as its
 // predecessor. A second free of the middle block passed as a live block, freed the merged block

@@ -68,8 +68,14 @@ public:
     static constexpr std::size_t max_request = std::size_t{1} << (max_size_log2 - 2);
     /// An allocation keeps the tail of the block it takes as slack, rather than splitting it off as
     /// a free block, when the tail is below (request >> sliver_shift) mod max_sliver: at most 1/16
-    /// of the request (and under 64 KiB) more than asked. See use().
+    /// of the request (and under 64 KiB) more than asked, plus under 64 bytes: the 32-byte grid's
+    /// rounding, and a tail too small to hold a free block's header and links, which is never split
+    /// off. See use().
     static constexpr unsigned sliver_shift = 4;
+    /// Where the good-fit search finds nothing, an allocation probes at most this many blocks at the
+    /// head of the request's own class for one that fits, which keeps its worst case constant.
+    /// largest_free_block() reports only what such a probe reaches.
+    static constexpr unsigned own_class_probes = 16;
     static constexpr std::size_t max_sliver = std::size_t{1} << 16;
     static_assert(max_sliver + header_size + min_payload + block_granule <
                       (std::size_t{1} << (64 - max_size_log2)),
@@ -103,7 +109,9 @@ public:
 
     /// Returns: `size` bytes aligned to `align` (any power of two up to max_request), or nullptr
     /// (size 0, bad alignment, size above max_request, no fitting free block).
-    /// Complexity: O(1): two bit scans, at most one split.
+    /// Complexity: O(1): two bit scans and at most one split (two for an alignment above 16: the
+    /// front gap and the tail). Where the scans find nothing (near exhaustion), at most
+    /// own_class_probes blocks of the request's own class are probed before nullptr.
     [[nodiscard]] STRATA_ALWAYS_INLINE void* allocate(std::size_t size,
                                                       std::size_t align = default_alignment) noexcept {
         // size - 1 wraps for 0, so one compare rejects 0, SIZE_MAX and everything too large.
@@ -184,8 +192,11 @@ public:
     /// Returns: true when `p` lies inside one of the pools. Complexity: O(pools).
     [[nodiscard]] bool owns(const void* p) const noexcept { return pools_.find(p) != nullptr; }
 
-    /// Returns: the payload of the largest free block, at most max_request: a request of this size
-    /// (alignment <= 16) succeeds. Complexity: O(blocks in the top class).
+    /// Returns: the payload of the largest free block an allocation can reach, at most max_request:
+    /// a request of this size (alignment <= 16) succeeds. That is the largest free block unless it
+    /// sits more than own_class_probes blocks down its class's list (metrics().largest_free_block
+    /// walks every block and reports it regardless). Complexity: O(1), at most own_class_probes
+    /// blocks.
     [[nodiscard]] std::size_t largest_free_block() const noexcept;
 
     /// Returns: in_use (payload bytes of live blocks), peak, capacity (bytes of every pool),
@@ -223,7 +234,8 @@ public:
     template <class Visitor>
     void for_each_free_block(std::size_t min_bytes, Visitor&& visit) noexcept(noexcept(visit(nullptr, 0))) {
         settle();
-        if (min_bytes > max_request) return;
+        // No block reaches 2^47 (max_size_log2); blocks above max_request do exist (a free pool).
+        if (min_bytes >= (std::size_t{1} << max_size_log2)) return;
         const unsigned from = class_index(min_bytes < alignment ? alignment : min_bytes);
         for (unsigned fl = from >> SLI; fl < fl_count; ++fl) {
             auto bits = sl_bitmap_[fl];

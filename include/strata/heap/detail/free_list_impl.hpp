@@ -278,12 +278,19 @@ bool free_list<Policy>::check() const noexcept {
     const block* prev = nullptr;
     for (const block* b = head_; b != nullptr; b = b->next_free()) {
         if (++listed > free_blocks) return corrupt(b, "more listed blocks than free blocks (a cycle?)");
-        if (!b->is_free()) return corrupt(b, "a used block sits in the free list");
-        // A header left inside a merged block still reads "free": only a real block's successor
-        // names it as its predecessor.
-        const pool_record* in = pools_.find(b->payload());
-        if (in == nullptr || !pool_list::is_block_start(*in, b->payload()))
+        // The link is tested before it is followed: a use after free writes the first word of a
+        // freed payload, the link itself (ASan leaves it addressable). A header left inside a
+        // merged block still reads "free": only a real block's successor names it as its
+        // predecessor.
+        if ((reinterpret_cast<std::uintptr_t>(b) & (alignment - 1)) != 0)
             return corrupt(b, "the free list names something that is not a block");
+        // As integers: a broken link may be any value, and pointer arithmetic on it could wrap.
+        const auto* payload =
+            reinterpret_cast<const std::byte*>(reinterpret_cast<std::uintptr_t>(b) + header_size);
+        const pool_record* in = pools_.find(payload);
+        if (in == nullptr || !pool_list::is_block_start(*in, payload))
+            return corrupt(b, "the free list names something that is not a block");
+        if (!b->is_free()) return corrupt(b, "a used block sits in the free list");
         if (b->prev_free() != prev) return corrupt(b, "free-list back link broken");
         if (prev != nullptr && !detail::below(prev, b)) return corrupt(b, "free list not in address order");
         rover_listed = rover_listed || b == rover_;
