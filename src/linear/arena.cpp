@@ -9,6 +9,11 @@ namespace strata {
 
 namespace {
 constexpr const char* who = "strata::arena";
+constexpr std::size_t min_block_size = 256; // a smaller block would be mostly header
+
+std::size_t first_block_size(const arena_options& o) noexcept {
+    return std::max(o.block_size, min_block_size);
+}
 } // namespace
 
 arena::arena(std::span<std::byte> buffer, source_ref source, arena_options options) noexcept
@@ -16,7 +21,7 @@ arena::arena(std::span<std::byte> buffer, source_ref source, arena_options optio
       buffer_end_(buffer.data() + buffer.size()), buffer_top_(buffer.data()), source_(source),
       options_(options) {
     if (buffer.empty()) cur_ = end_ = buffer_begin_ = buffer_end_ = buffer_top_ = nullptr;
-    next_block_size_ = std::max<std::size_t>(options_.block_size, 256);
+    next_block_size_ = first_block_size(options_);
     poison(buffer_begin_, static_cast<std::size_t>(buffer_end_ - buffer_begin_));
 }
 
@@ -30,16 +35,25 @@ arena::arena(arena&& other) noexcept
       chain_blocks_(std::exchange(other.chain_blocks_, 0)),
       spare_blocks_(std::exchange(other.spare_blocks_, 0)),
       chain_bytes_(std::exchange(other.chain_bytes_, 0)), peak_(std::exchange(other.peak_, 0)),
-      total_(std::exchange(other.total_, 0)), next_block_size_(other.next_block_size_),
-      source_(other.source_), options_(other.options_), history_(other.history_) {}
+      total_(std::exchange(other.total_, 0)),
+      next_block_size_(std::exchange(other.next_block_size_, first_block_size(other.options_))),
+      source_(other.source_), options_(other.options_), history_(other.history_) {
+    // `other` keeps its source and may get the same blocks back from it: a marker it handed out
+    // would then pass every position check and free what it serves then, a marker at 0 (which no
+    // lowering can show stale) included.
+    other.history_.forget_markers();
+}
 
 arena& arena::operator=(arena&& other) noexcept {
     if (this != &other) {
+        const std::uint64_t replaced = history_.epoch();
         this->~arena();
         new (this) arena(std::move(other));
-        // Markers taken from this object before hold the old state's memory: stale from now on
-        // (and rewind() range-checks what an 8-deep history may have forgotten).
-        history_.lowered(0);
+        // Markers taken from this object before name the replaced memory, which the new state may
+        // even share (the same buffer, or a block the source hands out again). The history came
+        // from `other`, and its epochs may run below the replaced state's: refuse everything
+        // dated up to either.
+        history_.forget_markers(replaced);
     }
     return *this;
 }
@@ -89,12 +103,13 @@ void* arena::allocate_slow(std::size_t size, std::size_t align) noexcept {
         if (want > room) want = *needed; // the cap allows only what this request needs
         if (want > room) return nullptr;
         memory_block b = source_.allocate_block(want, alignof(block_header));
-        if (b.empty() && want > *needed) {
+        const bool full_size = !b.empty();
+        if (!full_size && want > *needed) {
             // The source refused the geometric size, not necessarily this request: ask for what
-            // the request needs, and grow from there next time.
+            // the request needs.
             b = source_.allocate_block(*needed, alignof(block_header));
-            next_block_size_ = std::max<std::size_t>(*needed, 256);
         }
+        // Nothing changes until a block is kept: a failed allocate leaves the arena as it was.
         if (b.empty()) return nullptr;
         if (b.size > room) { // the source rounded the block up past the cap
             source_.deallocate_block(b);
@@ -103,8 +118,15 @@ void* arena::allocate_slow(std::size_t size, std::size_t align) noexcept {
         found = ::new (b.data) block_header{nullptr, b, 0, nullptr};
         poison(found + 1, b.size - sizeof(block_header));
         chain_bytes_ += b.size;
-        const std::size_t cap = std::max(options_.max_block_size, options_.block_size);
-        next_block_size_ = next_block_size_ > cap / 2 ? cap : next_block_size_ * 2;
+        if (full_size) {
+            const std::size_t cap = std::max(options_.max_block_size, options_.block_size);
+            next_block_size_ = next_block_size_ > cap / 2 ? cap : next_block_size_ * 2;
+        } else {
+            // Only the fallback was granted: back off by one step, not to the request size. A
+            // passing refusal costs one doubling; a source that stays short is asked for halving
+            // sizes until one fits, rather than restarting from the request after each refusal.
+            next_block_size_ = std::max(next_block_size_ / 2, min_block_size);
+        }
     }
 
     // Leave the current block: remember where it stopped so walks and rewinds can see it.
@@ -161,26 +183,19 @@ void arena::rewind(const marker& m) noexcept {
     std::byte* const top = !in_chain          ? nullptr
                            : m.block == head_ ? cur_
                                               : (m.block ? m.block->top : buffer_top_);
-    // And inside that block: a marker taken before a move-assignment names this arena but the
-    // memory it managed then.
-    std::byte* const first = !in_chain ? nullptr
-                             : m.block ? reinterpret_cast<std::byte*>(m.block + 1)
-                                       : buffer_begin_;
-    const bool inside = m.cur == nullptr || !in_chain || m.cur >= first;
-    if (!STRATA_VERIFY(1, inside, invalid_marker, who, m.cur,
-                       "marker lies outside the arena's memory (taken before a move-assignment?)"))
-        return;
-    if (!inside) return;
     const bool below_top = in_chain && m.position <= in_use() && (m.cur == nullptr || m.cur <= top);
     if (!STRATA_VERIFY(1, in_chain && below_top, invalid_marker, who, m.cur,
                        "marker is newer than the arena's top (already rewound past it)")) {
         return;
     }
     if (!in_chain || !below_top) return;
-    // Below the top again is not enough: the top must not have gone below it in between.
+    // Below the top again is not enough: the top must not have gone below it in between. Nor may
+    // the marker predate a move or a new frame: it names memory the arena managed then (which
+    // may be where it is now, e.g. a block the source handed out again).
     const bool fresh = !history_.stale(m.epoch, m.position);
     if (!STRATA_VERIFY(1, fresh, invalid_marker, who, m.cur,
-                       "stale marker: the arena went below it since it was taken")) {
+                       "stale marker: the arena went below it, or was moved or began a new frame, "
+                       "since it was taken")) {
         return;
     }
     if (!fresh) return;

@@ -462,7 +462,8 @@ TEST(arena_fixed, marker_from_before_a_move_assignment_is_refused) {
         std::memset(p, 0xEE, 64);
     }
     EXPECT_TRUE(all_bytes(buf.span().data() + 1024, 1024, 0x5A));
-    // Taken before, at the same place in the new buffer: still stale (the move lowered the history).
+    // Taken before, at the same place in the new buffer: still stale (the move forgets every
+    // earlier marker).
     arena c(old_buf);
     const arena::marker at_100 = [&] {
         (void)c.allocate(100);
@@ -473,6 +474,173 @@ TEST(arena_fixed, marker_from_before_a_move_assignment_is_refused) {
     const arena_state before_c = state_of(c);
     c.rewind(at_100);
     EXPECT_TRUE(unchanged(c, before_c));
+}
+
+/// A source that hands out one fixed block whenever it is not out: an arena that gets it back
+/// after returning it lands on exactly the addresses its old markers name.
+class one_block_source {
+public:
+    [[nodiscard]] strata::memory_block allocate_block(std::size_t size, std::size_t align) noexcept {
+        if (out_ || size > mem_.size() || align > 64) return {};
+        out_ = true;
+        return {mem_.data(), mem_.size(), align};
+    }
+    void deallocate_block(strata::memory_block) noexcept { out_ = false; }
+    [[nodiscard]] bool out() const noexcept { return out_; }
+
+private:
+    aligned_buffer mem_{4096};
+    bool out_ = false;
+};
+
+/// Rewinds `a` to `m`, which must be refused: state unchanged, `live` untouched, one report at
+/// checks >= 1.
+void expect_refused(arena& a, const arena::marker& m, const std::byte* live, std::size_t n) {
+    const arena_state before = state_of(a);
+    strata::test::recording_handler rec;
+    a.rewind(m);
+    EXPECT_TRUE(unchanged(a, before));
+    EXPECT_TRUE(all_bytes(live, n, 0x5A));
+    ASSERT_EQ(rec.count(), strata::test::checks_on ? 1u : 0u);
+    if (strata::test::checks_on) {
+        EXPECT_EQ(rec.last().kind, strata::violation_kind::invalid_marker);
+    }
+    // The next allocation lands above what is live.
+    auto* next = bytes(a.allocate(64, 1));
+    ASSERT_NE(next, nullptr);
+    EXPECT_TRUE(next >= live + n || next + 64 <= live);
+}
+
+// The move-assignment lowered the history once, to 0: a marker from the replaced arena whose
+// epoch (its rewinds) ran above the moved-in arena's came after that record and was accepted, and
+// the next allocation overlapped live memory (found by review).
+TEST(arena_fixed, marker_from_before_a_move_assignment_is_refused_whichever_epoch_is_higher) {
+    aligned_buffer buf(1024);
+    for (const int replaced_rewinds : {0, 5}) {
+        for (const int moved_in_rewinds : {0, 5}) {
+            SCOPED_TRACE(::testing::Message() << replaced_rewinds << " / " << moved_in_rewinds);
+            arena c(buf.span());
+            for (int i = 0; i < replaced_rewinds; ++i) {
+                strata::arena_scope s(c);
+                ASSERT_NE(c.allocate(16), nullptr);
+            }
+            ASSERT_NE(c.allocate(100), nullptr);
+            const arena::marker at_100 = c.mark();
+            arena fresh(buf.span()); // the same buffer, as when an arena is rebuilt over it
+            for (int i = 0; i < moved_in_rewinds; ++i) {
+                strata::arena_scope s(fresh);
+                ASSERT_NE(fresh.allocate(16), nullptr);
+            }
+            c = std::move(fresh);
+            auto* live = bytes(c.allocate(300, 1));
+            ASSERT_NE(live, nullptr);
+            std::memset(live, 0x5A, 300);
+            expect_refused(c, at_100, live, 300);
+        }
+    }
+}
+
+// The replaced arena's block goes back to the source and the new state may get it again.
+TEST(arena_heap, marker_from_before_a_move_assignment_is_refused_in_a_block_handed_out_again) {
+    one_block_source src;
+    arena c(src, {.block_size = 1024});
+    for (int i = 0; i < 3; ++i) {
+        strata::arena_scope s(c);
+        ASSERT_NE(c.allocate(16), nullptr);
+    }
+    ASSERT_NE(c.allocate(100), nullptr);
+    const arena::marker m = c.mark();
+    c = arena(src, {.block_size = 1024});
+    auto* live = bytes(c.allocate(300, 1));
+    ASSERT_NE(live, nullptr);
+    ASSERT_EQ(live, m.cur - m.position) << "the test needs the same block back";
+    std::memset(live, 0x5A, 300);
+    expect_refused(c, m, live, 300);
+}
+
+// A moved-from arena keeps its source: once it got the same block back, a marker it handed out
+// before the move passed every position check and freed what it served since (found by review).
+TEST(arena_heap, markers_taken_before_being_moved_from_are_refused) {
+    one_block_source src;
+    arena a(src, {.block_size = 1024});
+    const arena::marker at_0 = a.mark(); // before any block: position 0
+    ASSERT_NE(a.allocate(100), nullptr);
+    const arena::marker at_100 = a.mark();
+    {
+        arena b(std::move(a));
+        EXPECT_TRUE(src.out());
+    } // b returns the block
+    ASSERT_FALSE(src.out());
+    auto* live = bytes(a.allocate(300, 1)); // a can grow again: the same block
+    ASSERT_NE(live, nullptr);
+    ASSERT_EQ(live, at_100.cur - at_100.position) << "the test needs the same block back";
+    std::memset(live, 0x5A, 300);
+    expect_refused(a, at_100, live, 300);
+    expect_refused(a, at_0, live, 300);
+    // Markers taken after the move work as usual.
+    const arena::marker now = a.mark();
+    ASSERT_NE(a.allocate(8), nullptr);
+    strata::test::recording_handler rec;
+    a.rewind(now);
+    EXPECT_EQ(a.in_use(), now.position);
+    EXPECT_TRUE(rec.empty());
+}
+
+TEST(arena_heap, a_moved_from_arena_starts_over_like_a_new_one) {
+    strata::test::counting_source src;
+    arena a(src, {.block_size = 1024});
+    while (src.calls() < 3)
+        ASSERT_NE(a.allocate(900, 16), nullptr); // 1024, 2048, 4096
+    arena b(std::move(a));
+    STRATA_EXPECT_SAME_STATS(a.stats(), strata::stats{});
+    EXPECT_EQ(a.block_count(), 0u);
+    ASSERT_NE(a.allocate(900, 16), nullptr);
+    EXPECT_EQ(src.requests().back(), 1024u) << "growth restarts from block_size";
+    EXPECT_EQ(src.outstanding_blocks(), b.block_count() + a.block_count());
+}
+
+// A scope opened on an empty arena holds a marker at position 0, which no lowering can show stale
+// (nothing goes below 0): it survived a move-assignment and then freed what the new state served.
+TEST(arena_fixed, scope_opened_before_a_move_assignment_frees_nothing_after_it) {
+    aligned_buffer buf(1024);
+    arena a(buf.span());
+    void* p = nullptr;
+    strata::test::recording_handler rec;
+    {
+        strata::arena_scope s(a);
+        a = arena(buf.span());
+        p = a.allocate(200);
+        ASSERT_NE(p, nullptr);
+    }
+    EXPECT_EQ(a.in_use(), 200u);
+    EXPECT_EQ(a.stats().live_allocations, 1u);
+    EXPECT_EQ(rec.count(), strata::test::checks_on ? 1u : 0u);
+    EXPECT_NE(a.allocate(16), p);
+}
+
+// Documented choice: a marker at 0 stays valid through reset() and rewinds, so one taken once may
+// end every iteration of a loop (rewinding to it is a reset).
+TEST(arena_fixed, marker_at_position_0_stays_valid_through_resets_and_rewinds) {
+    strata::heap_source src;
+    aligned_buffer buf(1024);
+    arena fixed(buf.span());
+    arena grown(src, {.block_size = 1024});
+    for (arena* a : {&fixed, &grown}) {
+        strata::test::recording_handler rec;
+        const arena::marker start = a->mark();
+        for (int iteration = 0; iteration < 20; ++iteration) {
+            ASSERT_NE(a->allocate(100 + iteration), nullptr);
+            const arena::marker mid = a->mark();
+            ASSERT_NE(a->allocate(50), nullptr);
+            a->rewind(mid);
+            if (iteration % 3 == 0) a->reset();
+            ASSERT_NE(a->allocate(30), nullptr);
+            a->rewind(start);
+            ASSERT_EQ(a->in_use(), 0u);
+            ASSERT_EQ(a->stats().live_allocations, 0u);
+        }
+        EXPECT_TRUE(rec.empty());
+    }
 }
 
 // A marker the top went below stays stale once later allocations lift the top past it again:
@@ -772,6 +940,75 @@ TEST(arena_heap, growth_falls_back_to_the_request_when_the_source_refuses_the_ge
     big.block_size = std::size_t{2} << 20;
     arena b(vm, big);
     EXPECT_NE(b.allocate(64), nullptr);
+}
+
+/// A source that refuses the calls whose numbers (from 1) it is given, and records every request.
+class refusing_source {
+public:
+    explicit refusing_source(std::vector<std::size_t> refuse) : refuse_(std::move(refuse)) {}
+
+    [[nodiscard]] strata::memory_block allocate_block(std::size_t size, std::size_t align) noexcept {
+        requests_.push_back(size);
+        if (std::find(refuse_.begin(), refuse_.end(), requests_.size()) != refuse_.end()) return {};
+        return heap_.allocate_block(size, align);
+    }
+    void deallocate_block(strata::memory_block b) noexcept { heap_.deallocate_block(b); }
+
+    [[nodiscard]] const std::vector<std::size_t>& requests() const noexcept { return requests_; }
+    [[nodiscard]] std::size_t outstanding_blocks() const noexcept { return heap_.outstanding_blocks(); }
+
+private:
+    strata::heap_source heap_;
+    std::vector<std::size_t> refuse_;
+    std::vector<std::size_t> requests_;
+};
+
+constexpr std::size_t kFallback = 48 + 900; // a fresh block's header plus one 900-byte request
+
+// One refusal restarted geometric growth from the request size for good (found by review).
+TEST(arena_heap, growth_resumes_after_a_passing_refusal) {
+    refusing_source src({3});
+    arena a(src, small_blocks(1024));
+    while (src.requests().size() < 7)
+        ASSERT_NE(a.allocate(900, 16), nullptr);
+    // 4096 refused, the request granted: the next size halves, then doubling goes on.
+    const std::vector<std::size_t> want{1024, 2048, 4096, kFallback, 2048, 4096, 8192};
+    EXPECT_EQ(src.requests(), want);
+    EXPECT_EQ(a.block_count(), 6u);
+}
+
+TEST(arena_heap, a_refused_growth_changes_nothing) {
+    refusing_source src({3, 4}); // the geometric size and the request both refused
+    arena a(src, small_blocks(1024));
+    while (src.requests().size() < 2 || a.remaining() >= 1000) // fill the second block
+        ASSERT_NE(a.allocate(900, 16), nullptr);
+    const arena_state before = state_of(a);
+    EXPECT_EQ(a.allocate(900, 16), nullptr);
+    EXPECT_TRUE(unchanged(a, before));
+    EXPECT_EQ(src.requests().size(), 4u) << "the source is asked at most twice per growth";
+    while (src.requests().size() < 6)
+        ASSERT_NE(a.allocate(900, 16), nullptr);
+    // Growth goes on where it stood, as if the failed call had not happened.
+    const std::vector<std::size_t> want{1024, 2048, 4096, kFallback, 4096, 8192};
+    EXPECT_EQ(src.requests(), want);
+}
+
+// A source that keeps refusing large blocks is asked for halving sizes, and growth never asks
+// below 256 bytes.
+TEST(arena_heap, a_source_that_stays_short_is_asked_for_halving_sizes) {
+    strata::test::counting_source src(1500);
+    arena a(src, small_blocks(8192));
+    while (src.calls() < 9)
+        ASSERT_NE(a.allocate(200, 16), nullptr);
+    const std::size_t fallback = 48 + 200;
+    // Limited to 1500 bytes: 1024 fits, and after it 2048 is refused again.
+    const std::vector<std::size_t> want{8192, fallback, 4096, fallback, 2048, fallback, 1024, 2048, fallback};
+    EXPECT_EQ(src.requests(), want);
+    strata::test::counting_source none(0); // refuses everything: the sizes asked never drift
+    arena b(none, small_blocks(256));
+    for (int i = 0; i < 3; ++i)
+        EXPECT_EQ(b.allocate(16), nullptr);
+    EXPECT_EQ(none.requests(), (std::vector<std::size_t>{256, 48 + 16, 256, 48 + 16, 256, 48 + 16}));
 }
 
 TEST(arena_heap, max_capacity_is_never_exceeded) {
@@ -1740,6 +1977,31 @@ TEST(arena_random, heap_source_release_extra_against_reference_model) {
         });
     }
     EXPECT_EQ(src.outstanding_blocks(), 0u);
+}
+
+// A source that refuses about a third of its calls at random: growth steps fall back and back off,
+// and failed allocations must change nothing (the harness checks both against the model).
+TEST(arena_random, flaky_source_against_reference_model) {
+    struct flaky_source {
+        strata::heap_source heap;
+        std::mt19937_64 rng{0xF1A4};
+        strata::memory_block allocate_block(std::size_t size, std::size_t align) noexcept {
+            if (rng() % 3 == 0) return {};
+            return heap.allocate_block(size, align);
+        }
+        void deallocate_block(strata::memory_block b) noexcept { heap.deallocate_block(b); }
+    } src;
+    arena_options o = small_blocks(1024, std::size_t{16} << 10, arena_reset::release_extra);
+    o.max_capacity = std::size_t{24} << 10;
+    {
+        arena a(src, o);
+        run_random_arena(a, nullptr, 0xF1A4, 20000, [&](const arena& ar) {
+            ASSERT_EQ(src.heap.outstanding_blocks(), ar.block_count());
+            ASSERT_EQ(src.heap.outstanding_bytes(), ar.capacity());
+            ASSERT_LE(ar.capacity(), o.max_capacity);
+        });
+    }
+    EXPECT_EQ(src.heap.outstanding_blocks(), 0u);
 }
 
 TEST(arena_random, virtual_memory_source_against_reference_model) {

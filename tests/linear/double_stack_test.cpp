@@ -468,6 +468,29 @@ TEST(double_stack_marker, the_other_ends_rewinds_do_not_make_a_marker_stale) {
     EXPECT_EQ(rec.count(), 0u);
 }
 
+// Documented choice, as in arena and stack_allocator: a marker at an end's 0 stays valid through
+// that end's resets, so one taken once may end every iteration.
+TEST(double_stack_marker, markers_at_0_stay_valid_through_resets) {
+    aligned_buffer buf(4096);
+    double_stack d(buf.span());
+    strata::test::recording_handler rec;
+    const double_stack::marker bottom0 = d.mark_bottom();
+    const double_stack::marker top0 = d.mark_top();
+    for (int iteration = 0; iteration < 10; ++iteration) {
+        ASSERT_NE(d.allocate_bottom(100 + iteration), nullptr);
+        ASSERT_NE(d.allocate_top(60 + iteration), nullptr);
+        if (iteration % 3 == 0) d.reset();
+        if (iteration % 3 == 1) d.reset_bottom();
+        ASSERT_NE(d.allocate_bottom(50), nullptr);
+        ASSERT_NE(d.allocate_top(30), nullptr);
+        d.rewind_bottom(bottom0);
+        d.rewind_top(top0);
+        ASSERT_EQ(d.stats().in_use, 0u);
+        ASSERT_EQ(d.stats().live_allocations, 0u);
+    }
+    EXPECT_TRUE(rec.empty());
+}
+
 TEST(double_stack, resets_free_one_end_or_both) {
     aligned_buffer buf(kBuf);
     double_stack d(buf.span());

@@ -16,6 +16,7 @@
 #include "strata/source/heap_source.hpp"
 
 #include "support/linear_test_util.hpp"
+#include "support/recording_handler.hpp"
 
 namespace {
 
@@ -286,6 +287,55 @@ TYPED_TEST(frame_allocator_n, touching_memory_n_frames_later_is_use_after_poison
     EXPECT_DEATH({ (void)p[0]; }, "use-after-poison");
 }
 #endif
+
+// A scope opened at the start of a frame holds a marker at position 0, which a reset cannot show
+// stale: it survived its arena's reuse N frames later and its rewind freed that frame's
+// allocations (found by review). Reusing an arena refuses every earlier marker.
+TYPED_TEST(frame_allocator_n, a_scope_does_not_span_its_arena_s_reuse) {
+    constexpr std::size_t N = TypeParam::value;
+    aligned_buffer buf(N * 1024);
+    for (const bool at_start : {true, false}) {
+        strata::frame_allocator<N> f(buf.span());
+        if (!at_start) {
+            ASSERT_NE(f.allocate(64), nullptr);
+        }
+        void* q = nullptr;
+        strata::test::recording_handler rec;
+        {
+            strata::arena_scope s(f.current());
+            for (std::size_t k = 0; k < N; ++k)
+                f.next_frame(); // back on the scope's arena, reset for a new frame
+            q = f.allocate(300);
+            ASSERT_NE(q, nullptr);
+            std::memset(q, 0x5A, 300);
+        }
+        EXPECT_EQ(rec.count(), strata::test::checks_on ? 1u : 0u) << at_start;
+        EXPECT_EQ(f.current().in_use(), 300u) << at_start;
+        void* r = f.allocate(300);
+        ASSERT_NE(r, nullptr);
+        EXPECT_NE(r, q) << at_start;
+        EXPECT_TRUE(all_bytes(q, 300, 0x5A)) << at_start;
+    }
+}
+
+// Only the reuse ends a frame's markers: a scope that spans next_frame() calls before its arena
+// comes round again rewinds that arena as usual (a marker at 0 stays valid through a plain
+// arena::reset() too, see arena_test).
+TYPED_TEST(frame_allocator_n, a_scope_on_an_older_frame_still_rewinds_it) {
+    constexpr std::size_t N = TypeParam::value;
+    aligned_buffer buf(N * 1024);
+    strata::frame_allocator<N> f(buf.span());
+    strata::arena& first = f.current();
+    strata::test::recording_handler rec;
+    {
+        strata::arena_scope s(first);
+        ASSERT_NE(f.allocate(100), nullptr);
+        for (std::size_t k = 0; k + 1 < N; ++k)
+            f.next_frame();
+    }
+    EXPECT_TRUE(rec.empty());
+    EXPECT_EQ(first.in_use(), 0u);
+}
 
 TYPED_TEST(frame_allocator_n, randomized_against_reference_model) {
     constexpr std::size_t N = TypeParam::value;

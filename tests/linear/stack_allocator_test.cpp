@@ -503,6 +503,49 @@ TEST(stack_allocator, reset_frees_everything_and_keeps_totals_and_peak) {
     EXPECT_EQ(s.in_use(), 0u);
 }
 
+// reset() went through rewind(), which at checks >= 1 walks the headers of every live allocation
+// (O(live), 1.4 ms at a million; found by review). A reset is always valid, so it reads no header:
+// here one is overwritten (an overrun of the block below it), which the walk refused as "not a
+// state of this stack", leaving everything allocated.
+TEST(stack_allocator, reset_reads_no_header) {
+    aligned_buffer buf(kBuf);
+    stack_allocator s(buf.span());
+    std::byte* p[4];
+    for (auto*& q : p) {
+        q = static_cast<std::byte*>(s.allocate(32, 16));
+        ASSERT_NE(q, nullptr);
+    }
+    // p[1] overran into p[2]'s header: it now claims p[2] was the first allocation, at offset 123.
+    const std::size_t forged[2] = {123, 0};
+    std::memcpy(p[2] - kHdr, forged, kHdr);
+    strata::test::recording_handler rec;
+    s.reset();
+    EXPECT_TRUE(rec.empty());
+    EXPECT_EQ(s.in_use(), 0u);
+    EXPECT_EQ(s.stats().live_allocations, 0u);
+    EXPECT_EQ(s.stats().total_allocations, 4u);
+    EXPECT_EQ(s.allocate(32, 16), p[0]);
+    EXPECT_EQ(extents_of(s).size(), 2u) << "one live block, then the free tail";
+}
+
+// Documented choice: a marker at the base stays valid through reset(), so one taken once may end
+// every iteration (rewinding to it is a reset); markers above it go stale.
+TEST(stack_allocator_marker, marker_at_the_base_stays_valid_through_resets) {
+    aligned_buffer buf(kBuf);
+    stack_allocator s(buf.span());
+    strata::test::recording_handler rec;
+    const stack_allocator::marker start = s.mark();
+    for (int iteration = 0; iteration < 10; ++iteration) {
+        ASSERT_NE(s.allocate(100 + iteration), nullptr);
+        if (iteration % 2 == 0) s.reset();
+        ASSERT_NE(s.allocate(50), nullptr);
+        s.rewind(start);
+        ASSERT_EQ(s.in_use(), 0u);
+        ASSERT_EQ(s.stats().live_allocations, 0u);
+    }
+    EXPECT_TRUE(rec.empty());
+}
+
 TEST(stack_allocator, peak_is_the_highest_in_use_ever_seen) {
     aligned_buffer buf(kBuf);
     stack_allocator s(buf.span());

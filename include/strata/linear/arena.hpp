@@ -24,10 +24,22 @@ enum class arena_reset {
 };
 
 /// Growth settings for an arena that owns a memory source.
+///
+/// Growth policy: the size asked for doubles after each block, up to max_block_size; a request
+/// larger than that size gets a block of its own size. When the source refuses the size, the arena
+/// asks once more for only what the request needs; if that is granted, the size asked for next
+/// halves instead of doubling (not below 256 bytes): after a passing refusal growth resumes one
+/// step lower, and a source that stays short is asked for smaller and smaller blocks. When both
+/// calls are refused, allocate() returns nullptr and nothing changes.
 struct arena_options {
-    std::size_t block_size = std::size_t{64} << 10;     ///< first block requested from the source
-    std::size_t max_block_size = std::size_t{64} << 20; ///< geometric growth (x2) stops here
-    std::size_t max_capacity = std::numeric_limits<std::size_t>::max(); ///< total bytes from the source
+    /// First block requested from the source (at least 256 bytes are asked for).
+    std::size_t block_size = std::size_t{64} << 10;
+    /// Geometric growth (x2) stops here; a larger block_size is used as the cap instead.
+    std::size_t max_block_size = std::size_t{64} << 20;
+    /// Total bytes of blocks held from the source, never exceeded (near it, a growth step asks for
+    /// only what the request needs).
+    std::size_t max_capacity = std::numeric_limits<std::size_t>::max();
+    /// What reset() does with blocks from the source.
     arena_reset on_reset = arena_reset::keep_blocks;
 };
 
@@ -60,7 +72,15 @@ public:
     /// Effects: an arena that uses `buffer` first, then grows from `source` (may be empty).
     arena(std::span<std::byte> buffer, source_ref source, arena_options options) noexcept;
 
+    /// Effects: takes over `other`'s buffer, blocks, statistics and markers (a marker names the
+    /// arena it was taken from, so markers of `other` are refused here). `other` is left as
+    /// `arena(source, options)` would be, keeping its source and options: it can grow again.
+    /// Markers taken from `other` before the move are refused by it from now on, even one at
+    /// position 0, so a scope left open across the move cannot free what `other` serves later.
     arena(arena&& other) noexcept;
+    /// Effects: returns this arena's blocks to its source, then as the move constructor. Markers
+    /// taken from this arena before are refused from now on, whatever their position: they name
+    /// the memory it managed then.
     arena& operator=(arena&& other) noexcept;
     arena(const arena&) = delete;
     arena& operator=(const arena&) = delete;
@@ -70,7 +90,8 @@ public:
 
     /// Returns: `size` bytes aligned to `align` (any power of two), or nullptr when the request is
     /// invalid (size 0, align not a power of two, overflow) or the arena cannot grow enough.
-    /// Complexity: O(1); a growth step calls the source once.
+    /// Complexity: O(1); a growth step calls the source at most twice (the next block size, then,
+    /// when that is refused, only what the request needs; see arena_options).
     [[nodiscard]] STRATA_ALWAYS_INLINE void* allocate(std::size_t size,
                                                       std::size_t align = default_alignment) noexcept {
         // Round the address up directly: one op shorter on the cur_ dependency chain than adding
@@ -118,14 +139,18 @@ public:
     /// reuse. A stale marker is a violation (invalid_marker), reported at checks >= 1 and ignored:
     /// one from another arena, one above the current top, or one the top went below since it was
     /// taken (a rewind to an older marker, a reset, or a free of the top block) even when later
-    /// allocations have lifted the top above it again. Frees of the top block are recorded at
+    /// allocations have lifted the top above it again, and any marker taken before this arena was
+    /// move-assigned, moved from, or reused for a new frame by a frame_allocator, even one at
+    /// position 0. A marker at position 0 stays valid through reset() and rewinds: rewinding to it
+    /// is a reset, so one taken once may end every iteration. Frees of the top block are recorded at
     /// checks >= 1 only, so at checks 0 a marker made stale by such a free is undefined. The
     /// record holds `detail::rewind_history::depth` lowerings and keeps the lowest (a reset) when
-    /// full: past that a stale marker may go unnoticed; a valid one is never refused.
-    /// Complexity: O(blocks after the marker).
+    /// full: past that a stale marker may go unnoticed (never one from before a move or a new
+    /// frame); a valid one is never refused. Complexity: O(blocks after the marker).
     void rewind(const marker& m) noexcept;
 
-    /// Effects: releases every allocation; applies `options.on_reset` to source blocks.
+    /// Effects: releases every allocation; applies `options.on_reset` to source blocks. Markers
+    /// above position 0 go stale; one at 0 stays valid (see rewind()).
     void reset() noexcept;
 
     /// Returns: true when `p` lies in a block this arena is using now. Complexity: O(blocks).
@@ -161,6 +186,15 @@ public:
     }
 
 private:
+    // Reuses an arena for a new frame: resets it and refuses every earlier marker (scopes must not
+    // span frames), which reset() alone does not do for one at position 0.
+    template <std::size_t N>
+    friend class frame_allocator;
+    void reset_for_new_frame() noexcept {
+        reset();
+        history_.forget_markers();
+    }
+
     struct alignas(16) block_header {
         block_header* prev;      // older block in the chain (nullptr: the initial buffer is next)
         memory_block block;      // as the source returned it
@@ -219,11 +253,15 @@ private:
 template <class A>
 class scope {
 public:
+    /// Effects: marks `a`'s current top. Requires: `a` outlives the scope.
     explicit scope(A& a) noexcept : alloc_(a), marker_(a.mark()) {}
+    /// Effects: rewinds to the mark; a stale mark (e.g. the arena was move-assigned or reused for
+    /// a new frame meanwhile) is refused as A::rewind describes.
     ~scope() { alloc_.rewind(marker_); }
     scope(const scope&) = delete;
     scope& operator=(const scope&) = delete;
 
+    /// Returns: the allocator the scope rewinds.
     [[nodiscard]] A& get() const noexcept { return alloc_; }
 
 private:

@@ -26,6 +26,7 @@ enum class stack_end { bottom, top };
 /// is a violation (invalid_marker): reported at checks >= 1, ignored.
 class double_stack {
 public:
+    /// A saved position of one end; `rewind(m)` frees what that end allocated after it.
     struct marker {
         const double_stack* owner = nullptr;
         stack_end end = stack_end::bottom;
@@ -42,6 +43,7 @@ public:
     }
     double_stack(const double_stack&) = delete;
     double_stack& operator=(const double_stack&) = delete;
+    /// Effects: hands the buffer back to the caller usable (unpoisoned for ASan).
     ~double_stack() { unpoison(base_, capacity()); }
 
     /// Returns: `size` bytes at the bottom, aligned to `align`, or nullptr. O(1).
@@ -101,32 +103,47 @@ public:
         return e == stack_end::bottom ? marker{this, e, used_bottom(), bottom_count_, bottom_history_.epoch()}
                                       : marker{this, e, used_top(), top_count_, top_history_.epoch()};
     }
+    /// Returns: mark(stack_end::bottom) (what `scope` uses).
     [[nodiscard]] marker mark() const noexcept { return mark(stack_end::bottom); }
+    /// Returns: mark(stack_end::bottom).
     [[nodiscard]] marker mark_bottom() const noexcept { return mark(stack_end::bottom); }
+    /// Returns: mark(stack_end::top).
     [[nodiscard]] marker mark_top() const noexcept { return mark(stack_end::top); }
 
     /// Effects: frees everything allocated at the marker's end after the marker. O(1). Frees of a
     /// top block are recorded for staleness at checks >= 1 only (see `arena::rewind`).
     void rewind(const marker& m) noexcept;
+    /// Effects: rewind(m); a top marker is a violation (invalid_marker): reported at checks >= 1,
+    /// ignored.
     void rewind_bottom(const marker& m) noexcept { rewind_checked(m, stack_end::bottom); }
+    /// Effects: rewind(m); a bottom marker is a violation (invalid_marker): reported at checks >= 1,
+    /// ignored.
     void rewind_top(const marker& m) noexcept { rewind_checked(m, stack_end::top); }
 
-    void reset_bottom() noexcept { rewind(marker{this, stack_end::bottom, 0, 0}); }
-    void reset_top() noexcept { rewind(marker{this, stack_end::top, 0, 0}); }
+    /// Effects: frees everything at the bottom. Bottom markers above 0 go stale; one at 0 stays
+    /// valid (rewinding to it is this reset). O(1).
+    void reset_bottom() noexcept { rewind(marker{this, stack_end::bottom, 0, 0, bottom_history_.epoch()}); }
+    /// Effects: as reset_bottom(), for the top end.
+    void reset_top() noexcept { rewind(marker{this, stack_end::top, 0, 0, top_history_.epoch()}); }
     /// Effects: frees both ends.
     void reset() noexcept {
         reset_bottom();
         reset_top();
     }
 
+    /// Returns: true when `p` points into the buffer (either end, or the free middle).
     [[nodiscard]] bool owns(const void* p) const noexcept {
         auto* b = static_cast<const std::byte*>(p);
         return std::less_equal<>{}(base_, b) && std::less<>{}(b, end_);
     }
 
+    /// Returns: bytes used at the bottom, alignment padding included.
     [[nodiscard]] std::size_t used_bottom() const noexcept { return static_cast<std::size_t>(lo_ - base_); }
+    /// Returns: bytes used at the top, alignment padding included.
     [[nodiscard]] std::size_t used_top() const noexcept { return static_cast<std::size_t>(end_ - hi_); }
+    /// Returns: free bytes between the two ends.
     [[nodiscard]] std::size_t remaining() const noexcept { return static_cast<std::size_t>(hi_ - lo_); }
+    /// Returns: the buffer's size.
     [[nodiscard]] std::size_t capacity() const noexcept { return static_cast<std::size_t>(end_ - base_); }
 
     /// Returns: in_use = both ends, peak of that, capacity, live allocations of both ends,

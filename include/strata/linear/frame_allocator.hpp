@@ -36,11 +36,14 @@ public:
         arenas_[index_].deallocate(p, size, align);
     }
 
-    /// Effects: starts the next frame: its arena (the oldest) is reset. O(1) plus the reset policy.
+    /// Effects: starts the next frame: its arena (the oldest) is reset, and every marker taken on
+    /// that arena before is refused from now on, even one at position 0 (which a plain
+    /// arena::reset() leaves valid): a scope must not span frames, or its rewind would free this
+    /// frame's allocations. O(1) plus the reset policy.
     void next_frame() noexcept {
         index_ = (index_ + 1) % N;
         ++frame_;
-        arenas_[index_].reset();
+        arenas_[index_].reset_for_new_frame();
     }
 
     /// Returns: frames started so far (0 for the first frame).

@@ -43,6 +43,7 @@ public:
     }
     stack_allocator(const stack_allocator&) = delete;
     stack_allocator& operator=(const stack_allocator&) = delete;
+    /// Effects: hands the buffer back to the caller usable (unpoisoned for ASan).
     ~stack_allocator() { unpoison(base_, static_cast<std::size_t>(end_ - base_)); }
 
     /// Returns: `size` bytes aligned to `align`, or nullptr (invalid request or full). O(1).
@@ -99,8 +100,17 @@ public:
     /// undefined when a free did. O(1) at checks 0.
     void rewind(const marker& m) noexcept;
 
-    /// Effects: frees everything. O(1) (O(used bytes) at checks >= 2, which fill them with 0xDD).
-    void reset() noexcept { rewind(marker{this, 0, 0, 0}); }
+    /// Effects: frees everything. Markers above the base go stale; one at the base stays valid
+    /// (rewinding to it is a reset). O(1), at every checks level: a reset is always valid, so
+    /// unlike rewind() it does not walk the live chain at checks >= 1. Releasing the bytes is
+    /// O(used bytes) at checks >= 2 (the 0xDD fill) and under ASan (poisoning).
+    void reset() noexcept {
+        release_bytes(base_, in_use());
+        cur_ = base_;
+        last_ = 0;
+        count_ = 0;
+        history_.lowered(0);
+    }
 
     /// Returns: true when `p` points into the buffer.
     [[nodiscard]] bool owns(const void* p) const noexcept {
@@ -108,7 +118,9 @@ public:
         return std::less_equal<>{}(base_, b) && std::less<>{}(b, end_);
     }
 
+    /// Returns: bytes from the base to the top, headers and padding included.
     [[nodiscard]] std::size_t in_use() const noexcept { return static_cast<std::size_t>(cur_ - base_); }
+    /// Returns: the buffer's size.
     [[nodiscard]] std::size_t capacity() const noexcept { return static_cast<std::size_t>(end_ - base_); }
     /// Returns: in_use (headers and padding included), peak, capacity, live_allocations,
     /// total_allocations, largest_free_block (largest request with default alignment that fits).

@@ -15,6 +15,12 @@
 // second-oldest record is dropped: the oldest holds the lowest target (a reset's 0), which no
 // later record can stand for. A dropped record can make a stale marker go unnoticed, never a
 // valid one refused.
+//
+// Some events end every marker taken before them whatever its position, a marker at 0 included
+// (no lowering goes below 0, so no record can show that one stale): the allocator's memory was
+// replaced (a move-assignment), given away (being moved from) or handed to another frame
+// (frame_allocator reusing an arena). forget_markers() moves the epoch past them and keeps it as
+// the oldest valid one: one compare per stale() call, nothing added to a marker.
 #include <cstddef>
 #include <cstdint>
 
@@ -40,8 +46,20 @@ public:
         records_[size_++] = {epoch_, target};
     }
 
-    /// Returns: true when the top went below `position` after a marker of epoch `epoch` was taken.
+    /// Effects: every marker taken so far is stale from now on, whatever its position; markers
+    /// taken from now on are judged by later lowerings only. The epoch moves past `at_least` too:
+    /// a move-assignment passes the replaced state's epoch, whose markers the moved-in history,
+    /// copied from another allocator, would otherwise date after it.
+    void forget_markers(std::uint64_t at_least = 0) noexcept {
+        epoch_ = (epoch_ > at_least ? epoch_ : at_least) + 1;
+        oldest_valid_ = epoch_;
+        size_ = 0; // the records only judged markers that are all stale now
+    }
+
+    /// Returns: true when the top went below `position` after a marker of epoch `epoch` was taken,
+    /// or when the marker is older than the last forget_markers().
     [[nodiscard]] bool stale(std::uint64_t epoch, std::size_t position) const noexcept {
+        if (epoch < oldest_valid_) return true;
         for (std::size_t i = 0; i < size_; ++i)
             if (records_[i].epoch > epoch) return records_[i].target < position;
         return false;
@@ -55,6 +73,7 @@ private:
     record records_[depth] = {};
     std::uint32_t size_ = 0;
     std::uint64_t epoch_ = 0;
+    std::uint64_t oldest_valid_ = 0; // markers of a lower epoch predate a forget_markers()
 };
 
 } // namespace strata::detail
