@@ -942,32 +942,11 @@ TEST(arena_heap, growth_falls_back_to_the_request_when_the_source_refuses_the_ge
     EXPECT_NE(b.allocate(64), nullptr);
 }
 
-/// A source that refuses the calls whose numbers (from 1) it is given, and records every request.
-class refusing_source {
-public:
-    explicit refusing_source(std::vector<std::size_t> refuse) : refuse_(std::move(refuse)) {}
-
-    [[nodiscard]] strata::memory_block allocate_block(std::size_t size, std::size_t align) noexcept {
-        requests_.push_back(size);
-        if (std::find(refuse_.begin(), refuse_.end(), requests_.size()) != refuse_.end()) return {};
-        return heap_.allocate_block(size, align);
-    }
-    void deallocate_block(strata::memory_block b) noexcept { heap_.deallocate_block(b); }
-
-    [[nodiscard]] const std::vector<std::size_t>& requests() const noexcept { return requests_; }
-    [[nodiscard]] std::size_t outstanding_blocks() const noexcept { return heap_.outstanding_blocks(); }
-
-private:
-    strata::heap_source heap_;
-    std::vector<std::size_t> refuse_;
-    std::vector<std::size_t> requests_;
-};
-
 constexpr std::size_t kFallback = 48 + 900; // a fresh block's header plus one 900-byte request
 
 // One refusal restarted geometric growth from the request size for good (found by review).
 TEST(arena_heap, growth_resumes_after_a_passing_refusal) {
-    refusing_source src({3});
+    strata::test::counting_source src(SIZE_MAX, {3});
     arena a(src, small_blocks(1024));
     while (src.requests().size() < 7)
         ASSERT_NE(a.allocate(900, 16), nullptr);
@@ -978,7 +957,7 @@ TEST(arena_heap, growth_resumes_after_a_passing_refusal) {
 }
 
 TEST(arena_heap, a_refused_growth_changes_nothing) {
-    refusing_source src({3, 4}); // the geometric size and the request both refused
+    strata::test::counting_source src(SIZE_MAX, {3, 4}); // the geometric size and the request both refused
     arena a(src, small_blocks(1024));
     while (src.requests().size() < 2 || a.remaining() >= 1000) // fill the second block
         ASSERT_NE(a.allocate(900, 16), nullptr);

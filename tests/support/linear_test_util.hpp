@@ -2,6 +2,7 @@
 // Helpers shared by the linear-family tests (tests/linear/*_test.cpp): an over-aligned caller
 // buffer, a stats comparison that prints field names, a for_each_block collector, byte-pattern
 // checks and a memory source that counts (and can refuse) block requests.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -11,6 +12,7 @@
 #include <span>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -153,19 +155,22 @@ inline std::uintptr_t addr(const void* p) noexcept { return reinterpret_cast<std
 /// True when `p` is a multiple of `align`.
 inline bool aligned_to(const void* p, std::size_t align) noexcept { return addr(p) % align == 0; }
 
-/// A memory source over heap_source that records every request and refuses requests above a limit
-/// (returning an empty block without calling the heap), so tests can observe and provoke growth.
+/// A memory source over heap_source that records every request and refuses requests above a limit,
+/// or the calls numbered (from 1) in refuse_calls (returning an empty block without calling the
+/// heap), so tests can observe and provoke growth.
 class counting_source {
 public:
-    explicit counting_source(std::size_t refuse_above = std::numeric_limits<std::size_t>::max())
-        : refuse_above_(refuse_above) {
+    explicit counting_source(std::size_t refuse_above = std::numeric_limits<std::size_t>::max(),
+                             std::vector<std::size_t> refuse_calls = {})
+        : refuse_above_(refuse_above), refuse_calls_(std::move(refuse_calls)) {
         requests_.reserve(1024);
     }
 
     [[nodiscard]] memory_block allocate_block(std::size_t size, std::size_t align) noexcept {
         if (requests_.size() < requests_.capacity()) requests_.push_back(size);
         ++calls_;
-        if (size > refuse_above_) {
+        if (size > refuse_above_ ||
+            std::find(refuse_calls_.begin(), refuse_calls_.end(), calls_) != refuse_calls_.end()) {
             ++refused_;
             return {};
         }
@@ -182,6 +187,7 @@ public:
 private:
     heap_source heap_;
     std::size_t refuse_above_;
+    std::vector<std::size_t> refuse_calls_;
     std::vector<std::size_t> requests_;
     std::size_t calls_ = 0;
     std::size_t refused_ = 0;
