@@ -93,6 +93,58 @@ TEST(HandleTable, MoveKeepsAddressesAndEmptiesTheSource) {
     EXPECT_EQ(*t.get(g), 6);
 }
 
+TEST(HandleTable, EraseIfOrMoveInsideItsOwnIterationIsRefusedOrEndsTheLoop) {
+    using table = strata::handle_table<std::string, h32>;
+    table t;
+    std::vector<h32> hs;
+    for (int i = 0; i < 6; ++i)
+        hs.push_back(t.emplace("object " + std::to_string(i) + " long enough to be on the heap"));
+    recording_handler rec;
+    int visited = 0;
+    t.for_each([&](std::string& s) {
+        EXPECT_EQ(t.erase_if([](const std::string&) { return true; }), 0u);
+        EXPECT_FALSE(s.empty());
+        ++visited;
+    });
+    EXPECT_EQ(visited, 6);
+    std::size_t inner = 0;
+    EXPECT_EQ(t.erase_if([&](const std::string&) {
+        inner += t.erase_if([](const std::string&) { return true; });
+        return false;
+    }),
+              0u);
+    EXPECT_EQ(inner, 0u);
+    EXPECT_EQ(t.size(), 6u);
+    // A move out of the table inside its loops: the new table takes the objects, the loops end.
+    std::vector<table> taken;
+    taken.reserve(2);
+    visited = 0;
+    t.for_each([&](std::string&) {
+        if (taken.empty()) taken.emplace_back(std::move(t));
+        ++visited;
+    });
+    EXPECT_EQ(visited, 1);
+    EXPECT_TRUE(t.empty() && t.check());
+    ASSERT_EQ(taken.size(), 1u);
+    EXPECT_EQ(taken[0].size(), 6u);
+    for (const h32 h : hs)
+        EXPECT_NE(taken[0].get(h), nullptr);
+    visited = 0;
+    EXPECT_EQ(taken[0].erase_if([&](const std::string&) {
+        if (visited++ == 1) taken.emplace_back(std::move(taken[0]));
+        return false;
+    }),
+              0u);
+    EXPECT_EQ(visited, 2);
+    EXPECT_TRUE(taken[0].empty() && taken[0].check());
+    EXPECT_EQ(taken[1].size(), 6u);
+    EXPECT_TRUE(taken[1].check());
+    if (strata::test::checks_on) {
+        EXPECT_EQ(rec.count(), 14u); // 12 refused erase_if calls, 2 moves out of a loop
+        EXPECT_EQ(rec.last().kind, violation_kind::invalid_argument);
+    }
+}
+
 TEST(HandleTable, EraseOrClearInsideItsOwnIterationIsRefused) {
     strata::handle_table<std::string, h32> t;
     std::vector<h32> hs;

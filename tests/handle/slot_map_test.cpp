@@ -366,6 +366,80 @@ TEST(SlotMap, ClearOrAssignmentInsideItsOwnIterationIsRefused) {
     EXPECT_EQ(m.size(), 1u);
 }
 
+TEST(SlotMap, EraseIfInsideItsOwnIterationIsRefused) {
+    strata::slot_map<std::string, h32> m;
+    for (int i = 0; i < 8; ++i)
+        (void)m.insert(long_text(i));
+    recording_handler rec;
+    int visited = 0;
+    m.for_each([&](std::string& v) {
+        EXPECT_EQ(m.erase_if([](const std::string&) { return true; }), 0u);
+        EXPECT_FALSE(v.empty()); // alive: nothing was erased under the loop
+        ++visited;
+    });
+    EXPECT_EQ(visited, 8);
+    std::size_t inner = 0;
+    const std::size_t erased = m.erase_if([&](const std::string&) {
+        inner += m.erase_if([](const std::string&) { return true; });
+        return false;
+    });
+    EXPECT_EQ(erased, 0u);
+    EXPECT_EQ(inner, 0u);
+    EXPECT_EQ(m.size(), 8u);
+    EXPECT_TRUE(m.check());
+    if (strata::test::checks_on) {
+        EXPECT_EQ(rec.count(), 16u);
+        EXPECT_EQ(rec.last().kind, violation_kind::invalid_argument);
+    }
+}
+
+TEST(SlotMap, MovingTheMapAwayInsideItsOwnIterationEndsTheLoop) {
+    using map = strata::slot_map<std::string, h32>;
+    map m;
+    std::vector<h32> hs;
+    for (int i = 0; i < 8; ++i)
+        hs.push_back(m.insert(long_text(i)));
+    recording_handler rec;
+    // Move assignment from the map is refused like assignment to it.
+    map target;
+    int visited = 0;
+    m.for_each([&](std::string&) {
+        target = std::move(m);
+        ++visited;
+    });
+    EXPECT_EQ(visited, 8);
+    EXPECT_TRUE(target.empty());
+    EXPECT_EQ(m.size(), 8u);
+    // Move construction cannot be refused: the new map takes the values, the loop stops reading
+    // the emptied one.
+    std::vector<map> taken;
+    taken.reserve(1);
+    visited = 0;
+    m.for_each([&](std::string&) {
+        if (taken.empty()) taken.emplace_back(std::move(m));
+        ++visited;
+    });
+    EXPECT_EQ(visited, 1);
+    ASSERT_EQ(taken.size(), 1u);
+    EXPECT_TRUE(m.empty() && m.check());
+    EXPECT_EQ(taken[0].size(), 8u);
+    EXPECT_TRUE(taken[0].check());
+    for (std::size_t i = 0; i < hs.size(); ++i)
+        EXPECT_EQ(*taken[0].get(hs[i]), long_text(static_cast<int>(i)));
+    visited = 0;
+    const std::size_t erased = taken[0].erase_if([&](const std::string&) {
+        if (visited++ == 2) map gone(std::move(taken[0]));
+        return false;
+    });
+    EXPECT_EQ(erased, 0u);
+    EXPECT_EQ(visited, 3);
+    EXPECT_TRUE(taken[0].empty() && taken[0].check());
+    if (strata::test::checks_on) {
+        EXPECT_EQ(rec.count(), 10u); // 8 refused assignments, 2 moves out of a loop
+        EXPECT_EQ(rec.last().kind, violation_kind::invalid_argument);
+    }
+}
+
 TEST(SlotMap, KeyOfAnIntegerIsAlwaysTheIndexForm) {
     strata::slot_map<int, h32> ints;
     const h32 five = ints.insert(5);

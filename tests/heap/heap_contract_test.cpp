@@ -1,11 +1,14 @@
 // The contract every pointer heap of the family shares (tlsf with SLI 4 and 5, free_list with the
 // three fit policies): every verb, alignment 1..4096, exhaustion, several pools, bad input, the
 // adversarial patterns and a long seeded randomized run against a reference model with check().
+#include <sys/mman.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <limits>
 #include <map>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -437,6 +440,33 @@ TYPED_TEST(HeapContract, MaxSizeBlock) {
     h.deallocate(q);
     EXPECT_TRUE(h.check());
     EXPECT_EQ(free_blocks(h), 1u);
+}
+
+// A pool above max_request: the largest free block reported (stats too) is one a request can have.
+// The pool is address space only (MAP_NORESERVE): the heap writes a few headers, never the payload,
+// except where every byte is poisoned or filled (ASan, checks >= 2), where the test is skipped.
+TYPED_TEST(HeapContract, LargestFreeBlockOfAPoolAboveMaxRequestIsServable) {
+#if STRATA_ASAN || STRATA_CHECKS >= 2
+    GTEST_SKIP() << "poisons or fills every byte of a 32 TiB pool";
+#else
+    const std::size_t bytes = TypeParam::max_request + (std::size_t{1} << 20);
+    void* m =
+        ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (m == MAP_FAILED) GTEST_SKIP() << "no 32 TiB of address space here";
+    {
+        TypeParam h(std::span<std::byte>(static_cast<std::byte*>(m), bytes));
+        const std::size_t largest = h.largest_free_block();
+        EXPECT_EQ(largest, TypeParam::max_request);
+        EXPECT_EQ(h.stats().largest_free_block, largest);
+        EXPECT_GT(h.metrics().largest_free_block, largest); // the block itself
+        void* p = h.allocate(largest);
+        EXPECT_NE(p, nullptr);
+        EXPECT_TRUE(h.check());
+        h.deallocate(p);
+        EXPECT_TRUE(h.check());
+    }
+    ::munmap(m, bytes);
+#endif
 }
 
 TYPED_TEST(HeapContract, MetricsDefinitions) {

@@ -12,8 +12,12 @@
 // Bad input (every case leaves the table unchanged):
 //   get(stale, null or out-of-range handle)  -> nullptr, no report
 //   erase(same)                              -> false; reported as stale_handle at STRATA_CHECKS >= 1
-//   erase or clear during for_each / erase_if -> refused (erase returns false); reported as
-//                                               invalid_argument at checks >= 1
+//   erase, erase_if or clear during for_each / erase_if
+//                                            -> refused (erase returns false, erase_if 0); reported
+//                                               as invalid_argument at checks >= 1
+//   move construction from the table during its for_each / erase_if
+//                                            -> the new table takes the objects and the loop ends
+//                                               early; reported as invalid_argument at checks >= 1
 //   index space exhausted                    -> std::length_error; allocator failure -> its exception
 #include <cstddef>
 #include <memory>
@@ -55,11 +59,16 @@ public:
     handle_table(const handle_table&) = delete;
     handle_table& operator=(const handle_table&) = delete;
     /// Effects: takes `other`'s objects (their addresses do not change); `other` is left empty.
+    /// Handles issued before the move name objects of the new table; given to `other` they are
+    /// foreign (its slots start over). Inside `other`'s for_each / erase_if the loop ends early;
+    /// reported (see the header).
     handle_table(handle_table&& other) noexcept
         : alloc_(other.alloc_), chunks_(std::move(other.chunks_)), live_(std::move(other.live_)),
           slots_(std::move(other.slots_)) {
         other.chunks_.clear();
         other.live_.clear();
+        (void)STRATA_VERIFY(1, other.iterating_ == 0, invalid_argument, "strata::handle_table", nullptr,
+                            "move from the table during its for_each/erase_if; the loop ends early");
     }
     handle_table& operator=(handle_table&&) = delete;
     ~handle_table() { destroy(); }
@@ -135,7 +144,8 @@ public:
     void for_each(F&& f) {
         const iteration_guard guard(iterating_);
         const size_type n = live_.size();
-        for (size_type k = 0; k < n; ++k) {
+        // live_.size() only grows here (erase and clear are refused) unless f moves the table away.
+        for (size_type k = 0; k < n && k < live_.size(); ++k) {
             const word i = live_[k];
             if constexpr (std::is_invocable_v<F&, Handle, T&>) {
                 f(slots_.handle_of(i), *slot_ptr(i));
@@ -146,12 +156,19 @@ public:
     }
 
     /// Effects: erases every object for which pred(object) is true, each visited exactly once.
-    /// Erase and clear are refused inside pred (see the header). Returns: how many were erased.
+    /// Erase and clear are refused inside pred (see the header). Returns: how many were erased;
+    /// 0 inside this table's for_each / erase_if (refused, reported at checks >= 1).
     template <class Pred>
     size_type erase_if(Pred&& pred) {
+        if (iterating_ != 0) {
+            (void)STRATA_VERIFY(1, false, invalid_argument, "strata::handle_table", nullptr,
+                                "erase_if during for_each/erase_if");
+            return 0;
+        }
         size_type erased = 0;
         const iteration_guard guard(iterating_);
-        for (size_type k = live_.size(); k-- > 0;) {
+        // k < size() holds unless pred moved the table away (then the loop ends).
+        for (size_type k = live_.size(); k-- > 0 && k < live_.size();) {
             const word i = live_[k];
             if (pred(std::as_const(*slot_ptr(i)))) {
                 erase_slot(i);

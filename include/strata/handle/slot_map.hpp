@@ -12,11 +12,15 @@
 //   get(stale, null or out-of-range handle)  -> nullptr, no report (asking is legitimate)
 //   erase(same)                              -> false; reported as violation_kind::stale_handle
 //                                               at STRATA_CHECKS >= 1
-//   erase, clear or assignment to the map during its for_each / erase_if
-//                                            -> refused (erase returns false); reported as
+//   erase, erase_if, clear or assignment to the map, or move assignment from it, during its
+//   for_each / erase_if                      -> refused (erase returns false, erase_if 0); reported as
 //                                               violation_kind::invalid_argument at STRATA_CHECKS >= 1
 //                                               (use erase_if or the backward-index pattern in
 //                                               docs/handles.md)
+//   move construction from the map during its for_each / erase_if
+//                                            -> the new map takes the values and the loop ends
+//                                               early (it never reads the emptied map); reported as
+//                                               invalid_argument at STRATA_CHECKS >= 1
 //   key_of(value not in this map) or key_of(index >= size())
 //                                            -> null handle; reported as foreign_pointer /
 //                                               invalid_argument at STRATA_CHECKS >= 1 (where T
@@ -79,11 +83,17 @@ public:
         : values_(other.values_), dense_to_slot_(other.dense_to_slot_), slots_(other.slots_) {
         restore_room();
     }
+    /// Effects: takes `other`'s values; `other` is left empty and usable. Handles issued before the
+    /// move name values of the new map; given to `other` they are foreign (its slots start over,
+    /// so one may validate against a value inserted there later). Inside `other`'s for_each /
+    /// erase_if the loop ends early; reported (see the header).
     slot_map(slot_map&& other) noexcept
         : values_(std::move(other.values_)), dense_to_slot_(std::move(other.dense_to_slot_)),
           slots_(std::move(other.slots_)) {
         other.values_.clear();
         other.dense_to_slot_.clear();
+        (void)STRATA_VERIFY(1, other.iterating_ == 0, invalid_argument, "strata::slot_map", nullptr,
+                            "move from the map during its for_each/erase_if; the loop ends early");
     }
     slot_map& operator=(const slot_map& other) {
         // Strong guarantee: the three arrays are copied aside (with this map's allocators, or
@@ -104,10 +114,12 @@ public:
     }
     /// Effects: takes `other`'s values; `other` is left empty and usable. Where the allocators
     /// neither propagate nor compare equal the values are moved one by one into arrays made aside
-    /// with this map's allocators. Throws: then only the allocator's exception, and both maps are
-    /// unchanged.
+    /// with this map's allocators, and `other` keeps its slots (its earlier handles stay stale
+    /// there); otherwise as the move constructor. Refused while either map is inside its
+    /// for_each / erase_if (reported, see the header). Throws: only the allocator's exception, and
+    /// then both maps are unchanged.
     slot_map& operator=(slot_map&& other) noexcept(storage_moves) {
-        if (this == &other || refused_while_iterating()) return *this;
+        if (this == &other || refused_while_iterating() || other.refused_while_iterating()) return *this;
         if constexpr (!storage_moves) {
             if (values_.get_allocator() != other.values_.get_allocator()) {
                 // Every allocation first (a throw changes nothing), then nothrow moves and swaps.
@@ -260,7 +272,8 @@ public:
     void for_each(F&& f) {
         const iteration_guard guard(iterating_);
         const size_type n = values_.size();
-        for (size_type i = 0; i < n; ++i) {
+        // values_.size() only grows here (erase and clear are refused) unless f moves the map away.
+        for (size_type i = 0; i < n && i < values_.size(); ++i) {
             if constexpr (std::is_invocable_v<F&, Handle, T&>) {
                 f(slots_.handle_of(dense_to_slot_[i]), values_[i]);
             } else {
@@ -270,13 +283,20 @@ public:
     }
 
     /// Effects: erases every value for which pred(value) is true, visiting each value exactly once.
-    /// Returns: how many were erased.
+    /// Returns: how many were erased; 0 inside this map's for_each / erase_if (refused, reported
+    /// as invalid_argument at checks >= 1: the outer loop would go on over moved values).
     template <class Pred>
     size_type erase_if(Pred&& pred) {
+        if (iterating_ != 0) {
+            (void)STRATA_VERIFY(1, false, invalid_argument, "strata::slot_map", nullptr,
+                                "erase_if during for_each/erase_if");
+            return 0;
+        }
         size_type erased = 0;
         const iteration_guard guard(iterating_);
         // Backward: the value swap-and-pop moves into slot i comes from the end, already visited.
-        for (size_type i = values_.size(); i-- > 0;) {
+        // i < size() holds unless pred moved the map away (then the loop ends).
+        for (size_type i = values_.size(); i-- > 0 && i < values_.size();) {
             if (pred(std::as_const(values_[i]))) {
                 const word slot = dense_to_slot_[i];
                 erase_dense(static_cast<word>(i), slot, slots_.generation(slot));
@@ -348,12 +368,12 @@ private:
         if (dense_to_slot_.size() < values_.capacity()) dense_to_slot_.resize(values_.capacity());
     }
 
-    // True (and reported) when the map is inside its own for_each / erase_if: a clear or an
-    // assignment is refused there.
+    // True (and reported) when the map is inside its own for_each / erase_if: a clear, an
+    // assignment to it or a move assignment from it is refused there.
     bool refused_while_iterating() const noexcept {
         if (STRATA_LIKELY(iterating_ == 0)) return false;
         (void)STRATA_VERIFY(1, false, invalid_argument, "strata::slot_map", nullptr,
-                            "clear or assignment to the map during its for_each/erase_if");
+                            "clear, assignment or move from the map during its for_each/erase_if");
         return true;
     }
 

@@ -72,9 +72,11 @@ public:
     /// Returns: the usable bytes of live block `p`. Requires: p is live. In ASan builds the bytes
     /// past the size asked for stay poisoned (see tlsf::usable_size).
     [[nodiscard]] std::size_t usable_size(const void* p) const noexcept { return header_of(p)->size(); }
-    /// Returns: true when `p` lies in one of the pools. O(pools).
+    /// Returns: true when `p` lies in the payload range of one of the pools (from its first block's
+    /// payload to its end: no block starts in the pool record or first header). O(pools).
     [[nodiscard]] bool owns(const void* p) const noexcept { return pools_.find(p) != nullptr; }
-    /// Returns: the payload of the largest free block. O(free blocks).
+    /// Returns: the payload of the largest free block, at most max_request: a request of this size
+    /// succeeds (metrics().largest_free_block reports the block itself). O(free blocks).
     [[nodiscard]] std::size_t largest_free_block() const noexcept;
     /// Returns: the number of free blocks (the list length every call walks). O(1).
     [[nodiscard]] std::size_t free_block_count() const noexcept { return free_count_; }

@@ -189,7 +189,8 @@ public:
     /// reported: a caller that means to use them unpoisons them (the engine heap does).
     [[nodiscard]] std::size_t usable_size(const void* p) const noexcept { return header_of(p)->size(); }
 
-    /// Returns: true when `p` lies inside one of the pools. Complexity: O(pools).
+    /// Returns: true when `p` lies in the payload range of one of the pools (from its first block's
+    /// payload to its end: no block starts in the pool record or first header). Complexity: O(pools).
     [[nodiscard]] bool owns(const void* p) const noexcept { return pools_.find(p) != nullptr; }
 
     /// Returns: the payload of the largest free block an allocation can reach, at most max_request:

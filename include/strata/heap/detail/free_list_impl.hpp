@@ -210,7 +210,7 @@ std::size_t free_list<Policy>::largest_free_block() const noexcept {
     std::size_t largest = 0;
     for (const block* b = head_; b != nullptr; b = b->next_free())
         largest = std::max(largest, b->size());
-    return largest;
+    return std::min(largest, max_request); // stats' promise: a request of this size succeeds
 }
 
 template <class Policy>
