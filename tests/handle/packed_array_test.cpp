@@ -67,6 +67,25 @@ TEST(PackedArray, EraseIfVisitsEachOnce) {
     EXPECT_EQ(a.size(), 666u);
 }
 
+TEST(PackedArray, EraseIfWhosePredicateErasesNeverReadsPastTheEnd) {
+    // Against erase_if's requirement, but memory-safe: the walk stops at the shrunken end.
+    strata::packed_array<std::string> a;
+    for (int i = 0; i < 16; ++i)
+        (void)a.push_back("value " + std::to_string(i) + " long enough to live on the heap");
+    std::size_t calls = 0;
+    (void)a.erase_if([&](const std::string& v) {
+        EXPECT_FALSE(v.empty());
+        ++calls;
+        if (a.size() > 2) {
+            (void)a.erase(0);
+            (void)a.erase(0);
+        }
+        return false;
+    });
+    EXPECT_EQ(calls, 1u); // the first call shrank the array below the walk's next index
+    EXPECT_EQ(a.size(), 14u);
+}
+
 TEST(PackedArray, RandomOpsMatchTheSwapAndPopModel) {
     strata::heap_source heap;
     strata::arena arena(heap);

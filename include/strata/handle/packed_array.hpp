@@ -63,11 +63,12 @@ public:
     }
 
     /// Effects: erases every value for which pred(value) is true, each visited exactly once.
-    /// Returns: how many were erased.
+    /// Requires: pred does not change the array (an erase from it makes the walk skip values; the
+    /// walk never reads past the end). Returns: how many were erased.
     template <class Pred>
     size_type erase_if(Pred&& pred) {
         size_type erased = 0;
-        for (size_type i = values_.size(); i-- > 0;) {
+        for (size_type i = values_.size(); i-- > 0 && i < values_.size();) {
             if (pred(std::as_const(values_[i]))) {
                 (void)erase(i);
                 ++erased;
