@@ -1129,13 +1129,18 @@ engine_thread_stats engine_heap::thread_stats() const noexcept {
     const tls_slot& t = tls[slot_];
     if (t.epoch != epoch_) return s;
     const thread_heap* h = t.heap;
+    // One net figure over the classes: a thread that frees other threads' blocks of one class
+    // offsets what it holds of another (clamping each class at 0 counted only the holdings).
+    std::size_t allocated_bytes = 0, freed_bytes = 0;
     for (unsigned c = 0; c < class_count; ++c) {
         const std::uint64_t a = h->allocs[c].get();
         const std::uint64_t f = h->frees[c].get();
         s.allocations += a;
         s.frees += f;
-        if (a > f) s.live_bytes += (a - f) * class_size(c);
+        allocated_bytes += a * class_size(c);
+        freed_bytes += f * class_size(c);
     }
+    s.live_bytes = allocated_bytes > freed_bytes ? allocated_bytes - freed_bytes : 0;
     s.committed_bytes = h->run_bytes.get();
     return s;
 }

@@ -395,6 +395,32 @@ TEST(EngineHeap, StatisticsPerClassAndThread) {
     EXPECT_GT(s.capacity, 0u);
 }
 
+TEST(EngineHeap, ThreadStatsLiveBytesIsOneNetFigureOverTheClasses) {
+    // This thread holds 112-byte blocks and frees a 512-byte block another thread allocated: its
+    // live bytes are allocated minus freed over all classes (clamped at 0), not the sum of the
+    // classes where it holds more than it freed.
+    engine_heap h(small_options());
+    void* other = nullptr;
+    std::thread([&] { other = h.allocate(500); }).join();
+    ASSERT_NE(other, nullptr);
+    std::vector<void*> mine{h.allocate(100)};
+    h.deallocate(other);
+    const std::size_t small = engine_heap::class_size(engine_heap::class_of(100));
+    const std::size_t big = engine_heap::class_size(engine_heap::class_of(500));
+    ASSERT_GT(10 * small, big); // 112 and 512 here
+    ASSERT_GT(big, small);
+    EXPECT_EQ(h.thread_stats().live_bytes, 0u); // small - big, clamped
+    for (int i = 0; i < 9; ++i)
+        mine.push_back(h.allocate(100));
+    const auto ts = h.thread_stats();
+    EXPECT_EQ(ts.allocations, 10u);
+    EXPECT_EQ(ts.frees, 1u);
+    EXPECT_EQ(ts.live_bytes, 10 * small - big);
+    for (void* p : mine)
+        h.deallocate(p);
+    EXPECT_TRUE(h.check());
+}
+
 TEST(EngineHeap, RetentionIsBoundedAndTrimReleasesIt) {
     engine_options o = small_options();
     o.retain_bytes = std::size_t{8} << 20;

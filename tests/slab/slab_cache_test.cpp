@@ -347,6 +347,61 @@ TEST(SlabCache, WalksMayAllocate) {
     EXPECT_TRUE(c.check());
 }
 
+struct picky {
+    explicit picky(int v) : value(v) {
+        if (v < 0) throw std::invalid_argument("picky");
+    }
+    int value;
+};
+
+TEST(SlabCache, CreateWhoseConstructorThrowsInsideAWalkGivesTheSlotBack) {
+    // create() returns the storage before rethrowing, inside a walk too (where the walk refuses
+    // the caller's frees): from a partial slab, and from a slab the failed create took from the
+    // source (max_empty_slabs 0: it goes straight back).
+    for (const std::size_t max_empty : {std::size_t{0}, std::size_t{1}}) {
+        strata::heap_source src;
+        slab_cache<picky> c(src, slab_options{4096, 8, max_empty, false});
+        const std::size_t per_slab = c.objects_per_slab();
+        std::vector<picky*> kept;
+        for (std::size_t i = 0; i < per_slab; ++i) // one full slab: the partial list is empty
+            kept.push_back(c.create(static_cast<int>(i)));
+        recording_handler rec;
+        const auto throwing_create = [&] { EXPECT_THROW((void)c.create(-1), std::invalid_argument); };
+        std::size_t visited = 0;
+        c.for_each_live([&](picky&) {
+            ++visited;
+            throwing_create(); // a fresh slab from the source, emptied again
+        });
+        EXPECT_EQ(visited, per_slab);
+        EXPECT_EQ(c.live(), per_slab);
+        EXPECT_EQ(c.slab_count(), max_empty == 0 ? 1u : 2u);
+        EXPECT_TRUE(c.check());
+        c.destroy(kept.back()); // now a partial slab
+        kept.pop_back();
+        visited = 0;
+        EXPECT_EQ(c.destroy_if([&](const picky&) {
+            ++visited;
+            throwing_create(); // from the partial slab being walked
+            return false;
+        }),
+                  0u);
+        EXPECT_EQ(visited, per_slab - 1);
+        EXPECT_EQ(c.live(), per_slab - 1);
+        EXPECT_TRUE(c.check());
+        EXPECT_EQ(rec.count(), 0u);
+        std::size_t live = 0;
+        c.for_each_live([&](picky& p) {
+            EXPECT_GE(p.value, 0); // no slot without an object is walked
+            ++live;
+        });
+        EXPECT_EQ(live, per_slab - 1);
+        for (picky* p : kept)
+            c.destroy(p);
+        EXPECT_EQ(c.live(), 0u);
+        EXPECT_TRUE(c.check());
+    }
+}
+
 TEST(SlabCache, DestroyIfLeavesTheCacheConsistentWhenThePredicateThrows) {
     strata::heap_source src;
     slab_cache<particle> c(src, slab_options{4096, 8, 0, false});

@@ -191,20 +191,12 @@ public:
 #if STRATA_CHECKS >= 1
         if (!verify_live(p)) return;
 #endif
-        slab_header* s = header_of(p);
-        const std::uint32_t idx = index_of(s, p);
-        bits(s)[idx / 64] &= ~(std::uint64_t{1} << (idx % 64));
-        if (!options_.cache_objects) release_bytes(p, stride);
-        stack(s)[s->free_top++] = idx;
-        if (live_ > peak_) peak_ = live_;
-        --live_;
-        if (STRATA_UNLIKELY(s->live-- == per_slab_)) move(s, full_, partial_, 0);
-        if (STRATA_UNLIKELY(s->live == 0)) retire(s);
+        free_slot(p);
     }
 
     /// Returns: a T constructed from args, or nullptr on exhaustion. Not for caching mode: nullptr
     /// there, reported as invalid_argument at checks >= 1. Throws: what T's constructor throws (the storage
-    /// is returned first).
+    /// is returned first, inside a walk too, where the caller's own frees are refused).
     template <class... Args>
     [[nodiscard]] T* create(Args&&... args) {
         if (STRATA_UNLIKELY(options_.cache_objects)) { // refused at every level; reported at checks >= 1
@@ -217,7 +209,9 @@ public:
         try {
             return ::new (static_cast<void*>(p)) T(std::forward<Args>(args)...);
         } catch (...) {
-            deallocate(p);
+            // Not deallocate(): inside a walk it refuses every free, and the slot would stay live
+            // with no object in it (walked, destroyed by destroy_if, reported as a leak).
+            free_slot(p);
             throw;
         }
     }
@@ -522,6 +516,22 @@ private:
             }
         }
         return freed;
+    }
+    // Takes back live slot p: deallocate()'s work once its checks passed. create() also calls it
+    // inside a walk, to undo an allocation whose constructor threw. That is safe there: the walks
+    // go by address, and the slab being walked keeps the live objects it had before the allocation,
+    // so only a slab the allocation itself took from the empty list or the source can empty again
+    // (and go back).
+    STRATA_ALWAYS_INLINE void free_slot(T* p) noexcept {
+        slab_header* s = header_of(p);
+        const std::uint32_t idx = index_of(s, p);
+        bits(s)[idx / 64] &= ~(std::uint64_t{1} << (idx % 64));
+        if (!options_.cache_objects) release_bytes(p, stride);
+        stack(s)[s->free_top++] = idx;
+        if (live_ > peak_) peak_ = live_;
+        --live_;
+        if (STRATA_UNLIKELY(s->live-- == per_slab_)) move(s, full_, partial_, 0);
+        if (STRATA_UNLIKELY(s->live == 0)) retire(s);
     }
     // ~T() as destroy() runs it: a throwing destructor ends the program there too.
     static void destroy_object(T* p) noexcept { p->~T(); }
