@@ -65,7 +65,9 @@ public:
     /// Effects: a remap that takes any id below null_id (the table grows to the largest id bound).
     load_remap() = default;
     /// Effects: a remap for a save of `id_count` objects (ids 0 .. id_count - 1, as save_remap
-    /// assigns them): a larger id is refused, so a corrupt record cannot make the table huge.
+    /// assigns them): a larger id is refused, so a corrupt record cannot make the table huge. The
+    /// count itself is trusted (the table is reserved for it): take it from the save's own size.
+    /// Throws: as vector::reserve (std::length_error, std::bad_alloc) for a count memory cannot hold.
     explicit load_remap(std::size_t id_count) : limit_(id_count) { handles_.reserve(id_count); }
 
     /// Effects: records that the object saved as `id` now has handle `h`. Returns: false (and
