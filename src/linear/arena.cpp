@@ -103,7 +103,14 @@ void* arena::allocate_slow(std::size_t size, std::size_t align) noexcept {
         if (want > room) want = *needed; // the cap allows only what this request needs
         if (want > room) return nullptr;
         memory_block b = source_.allocate_block(want, alignof(block_header));
-        const bool full_size = !b.empty();
+        bool full_size = !b.empty();
+        if (full_size && b.size > room && want > *needed) {
+            // The source rounded the geometric size up past the cap (a page-granular source):
+            // handed back, and treated as a refusal.
+            source_.deallocate_block(b);
+            b = {};
+            full_size = false;
+        }
         if (!full_size && want > *needed) {
             // The source refused the geometric size, not necessarily this request: ask for what
             // the request needs.

@@ -269,8 +269,10 @@ void virtual_memory_source::deallocate_block(memory_block b) noexcept {
     // Checked in every build (a slow path): a bad block is reported at checks >= 1 and ignored.
     const bool inside = vm_.contains(b.data);
     const auto offset = inside ? static_cast<std::size_t>(b.data - vm_.data()) : 0;
-    if (!inside || offset % page != 0 || b.size == 0 || b.size % page != 0 || b.size > top_ - offset ||
-        guard > top_ - offset - b.size) {
+    // offset >= top_ first: above the top the subtractions below would wrap and accept the block (a
+    // block freed twice after the top came down past it, or never handed out).
+    if (!inside || offset % page != 0 || b.size == 0 || b.size % page != 0 || offset >= top_ ||
+        b.size > top_ - offset || guard > top_ - offset - b.size) {
         (void)STRATA_VERIFY(1, false, foreign_pointer, "strata::virtual_memory_source", b.data,
                             "deallocate_block of a block this source did not hand out");
         return;

@@ -1618,6 +1618,28 @@ TEST(arena_vm, max_capacity_holds_when_the_source_rounds_blocks_up) {
     EXPECT_TRUE(unchanged(a, before));
 }
 
+TEST(arena_vm, a_geometric_block_rounded_past_the_cap_falls_back_to_the_request) {
+    // The source grants the geometric size but rounds it to pages past the room left under the
+    // cap: the arena gives it back and asks for what the request needs, as after a refusal (it
+    // returned nullptr, and every later growth failed the same way).
+    strata::virtual_memory_source src(kReserve);
+    arena_options o;
+    o.block_size = 5000; // granted as 8192
+    o.max_capacity = 20000;
+    arena a(src, o);
+    ASSERT_NE(a.allocate(4900, 16), nullptr);
+    ASSERT_EQ(a.capacity(), 8192u);
+    // The next step asks for 10000 (within the 11808 left) and would get 12288.
+    void* p = a.allocate(4000, 16);
+    ASSERT_NE(p, nullptr);
+    EXPECT_EQ(a.capacity(), 8192u + 4096u);
+    EXPECT_LE(src.committed_bytes(), 20000u);
+    void* q = a.allocate(4000, 16); // 4096 more still fits under the cap
+    EXPECT_NE(q, nullptr);
+    EXPECT_LE(a.capacity(), 20000u);
+    EXPECT_LE(src.committed_bytes(), 20000u);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Fill patterns (checks >= 2) and ASan poisoning
 // ---------------------------------------------------------------------------------------------

@@ -343,7 +343,8 @@ TEST(virtual_memory_source, bad_blocks_are_reported_and_change_nothing) {
         {a.data, page + 1, 8},        // not whole pages
         {a.data, 0, 8},               // no size (not an empty block: data is set)
         {b.data, 4 * page, 8},        // past the highest block
-        {b.data + page, page, 8},     // above the top
+        {b.data + page, page, 8},     // at the top
+        {b.data + 3 * page, page, 8}, // above the top (the checks once wrapped there)
     };
     for (const auto& x : foreign) {
         h.clear();
@@ -369,6 +370,30 @@ TEST(virtual_memory_source, bad_blocks_are_reported_and_change_nothing) {
     EXPECT_EQ(source.holes(), 1u);
     EXPECT_TRUE(source.check());
     source.deallocate_block(b);
+    EXPECT_EQ(source.free_address_space(), source.reserved_bytes());
+}
+
+TEST(virtual_memory_source, a_block_freed_again_after_the_top_came_down_past_it_is_refused) {
+    strata::test::recording_handler h;
+    strata::virtual_memory_source source(16 * page);
+    const auto a = source.allocate_block(page, 8);
+    const auto b = source.allocate_block(page, 8);
+    const auto c = source.allocate_block(page, 8);
+    source.deallocate_block(c); // the top comes down to b's end
+    source.deallocate_block(b); // and to a's
+    h.clear();
+    source.deallocate_block(c); // above the top now: not counted as a live block going back
+    if (strata::test::checks_on) {
+        EXPECT_TRUE(h.saw_one(strata::violation_kind::foreign_pointer));
+    }
+    EXPECT_EQ(source.committed_bytes(), page);
+    EXPECT_TRUE(source.check());
+    const auto d = source.allocate_block(page, 8);
+    EXPECT_NE(d.data, a.data) << "a is live: nothing may be handed out over it";
+    EXPECT_EQ(source.committed_bytes(), 2 * page);
+    source.deallocate_block(d);
+    source.deallocate_block(a);
+    EXPECT_EQ(source.committed_bytes(), 0u);
     EXPECT_EQ(source.free_address_space(), source.reserved_bytes());
 }
 
