@@ -12,6 +12,7 @@
 #include "strata/adapt/allocator_ref.hpp"
 #include "strata/adapt/debug.hpp"
 #include "strata/adapt/fallback.hpp"
+#include "strata/adapt/guarded.hpp"
 #include "strata/adapt/segregator.hpp"
 #include "strata/adapt/std_allocator.hpp"
 #include "strata/adapt/tracked.hpp"
@@ -438,6 +439,58 @@ TEST(Compose, ADoubleFreeOfAQuarantinedBlockGoesToDebugThoughTheSharedHeapOwnsTh
         EXPECT_TRUE(heap.check());
     }
     EXPECT_EQ(heap.stats().live_allocations, 0u);
+}
+
+// The same when the debug side is itself a fallback, or guarded<>, behind allocator_ref: both now
+// forward strata::holds (and guarded forwards claims). Before, the outer fallback asked holds(),
+// got false, and gave the pointer to the heap (checks 1: foreign_pointer from tlsf; checks 0: a
+// crash), and tracked<guarded<debug<>>> called the double free a foreign pointer at checks >= 1.
+TEST(Compose, ADoubleFreeOfAQuarantinedBlockReachesDebugThroughNestedWrappers) {
+    std::vector<std::byte> buf(1 << 20), buf2(1 << 20);
+    strata::tlsf heap{std::span<std::byte>(buf)};
+    strata::tlsf other{std::span<std::byte>(buf2)};
+    using ref = strata::allocator_ref<strata::tlsf>;
+    {
+        strata::test::recording_handler rec;
+        fallback<strata::debug<ref>, ref> inner(heap, other);
+        fallback<strata::allocator_ref<fallback<strata::debug<ref>, ref>>, ref> f(inner, heap);
+        void* p = f.allocate(32);
+        f.deallocate(p, 32);
+        ASSERT_EQ(inner.primary().quarantined_blocks(), 1u);
+        EXPECT_TRUE(strata::holds(inner, p));
+        f.deallocate(p, 32);
+        ASSERT_EQ(rec.count(), 1u);
+        EXPECT_EQ(rec.all()[0].kind, strata::violation_kind::double_free);
+        EXPECT_TRUE(heap.check());
+    }
+    strata::guarded_options go;
+    go.sample_every = 1'000'000; // nothing sampled: every block is debug's
+    go.guard.reserve_bytes = 1 << 20;
+    {
+        strata::test::recording_handler rec;
+        strata::guarded<strata::debug<ref>> g(go, heap);
+        fallback<strata::allocator_ref<strata::guarded<strata::debug<ref>>>, ref> f(g, heap);
+        void* p = f.allocate(32);
+        f.deallocate(p, 32);
+        EXPECT_TRUE(strata::holds(g, p));
+        f.deallocate(p, 32);
+        ASSERT_EQ(rec.count(), 1u);
+        EXPECT_EQ(rec.all()[0].kind, strata::violation_kind::double_free);
+        EXPECT_TRUE(heap.check());
+    }
+    {
+        strata::test::recording_handler rec;
+        strata::tracker t("guarded");
+        strata::tracked<strata::guarded<strata::debug<ref>>> a(t, go, heap);
+        void* p = a.allocate(32);
+        a.deallocate(p, 32);
+        a.deallocate(p, 32);
+        ASSERT_EQ(rec.count(), 1u);
+        EXPECT_EQ(rec.all()[0].kind, strata::violation_kind::double_free);
+        EXPECT_EQ(t.in_use(), 0u);
+    }
+    EXPECT_EQ(heap.stats().live_allocations, 0u);
+    EXPECT_TRUE(heap.check());
 }
 
 TEST(Compose, SegregatorSendsALiveLargeBlockToLargeThoughSmallRemembersTheAddress) {

@@ -12,7 +12,9 @@
 
 #include <gtest/gtest.h>
 
+#include "strata/adapt/allocator_ref.hpp"
 #include "strata/adapt/debug.hpp"
+#include "strata/adapt/tracked.hpp"
 #include "strata/core/check.hpp"
 #include "strata/core/poison.hpp"
 #include "strata/heap/buddy.hpp"
@@ -325,6 +327,34 @@ TEST(DebugQuarantine, IsOffOverAFrameAllocatorAndDropQuarantineServesResetsThrou
     // Forgotten, not given back: the caller recycles A's memory next (here: never; test_heap
     // reports what it still holds at destruction, so free it by hand).
     d.inner().deallocate(static_cast<std::byte*>(p) - 16, 64);
+}
+
+// Also through the wrappers that forward to one (allocator_ref, tracked): debug<> looks through
+// their upstream_type. Before, the quarantine stayed on over allocator_ref<frame_allocator>, and a
+// block held across next_frame() was reported as written after free once its address was handed
+// out again (found by review).
+TEST(DebugQuarantine, IsOffOverAFrameAllocatorBehindAWrapper) {
+    std::vector<std::byte> buf(1 << 16);
+    strata::frame_allocator<2> frames{std::span<std::byte>(buf)};
+    strata::test::recording_handler rec;
+    {
+        debug<strata::allocator_ref<strata::frame_allocator<2>>> d(frames);
+        EXPECT_EQ(d.options().quarantine_bytes, 0u);
+        void* p = d.allocate(64);
+        d.deallocate(p, 64);
+        EXPECT_EQ(d.quarantined_blocks(), 0u);
+        frames.next_frame();
+        frames.next_frame(); // p's frame again
+        void* q = d.allocate(64);
+        std::memset(q, 1, 64);
+        void* r = d.allocate(16);
+        d.deallocate(r, 16);
+        d.deallocate(q, 64);
+    }
+    strata::tracker t("frames");
+    debug<strata::tracked<strata::allocator_ref<strata::frame_allocator<2>>>> dt(t, frames);
+    EXPECT_EQ(dt.options().quarantine_bytes, 0u);
+    EXPECT_EQ(rec.count(), 0u);
 }
 
 // verify() reads each held block, unpoisoned for the read: a handler that throws out of the

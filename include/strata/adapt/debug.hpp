@@ -372,15 +372,28 @@ public:
     [[nodiscard]] const A& inner() const noexcept { return inner_; }
 
 private:
+    // True when B, or an allocator it wraps (upstream_type: allocator_ref, tracked, locked),
+    // recycles its memory at next_frame(): debug<allocator_ref<frame_allocator>> is one too.
+    template <class B>
+    static consteval bool recycles_at_next_frame() {
+        if constexpr (requires(B & b) { b.next_frame(); }) {
+            return true;
+        } else if constexpr (requires { typename B::upstream_type; }) {
+            return recycles_at_next_frame<std::remove_cv_t<typename B::upstream_type>>();
+        } else {
+            return false;
+        }
+    }
+
     static debug_options resolve(debug_options o) noexcept {
         if (o.quarantine_bytes == debug_options::auto_quarantine) {
             // A LIFO allocator needs its frees in order; held back, they would come out of order.
             // A frame allocator recycles its memory at next_frame() without any free, so a held
             // block's memory is handed out again while held, and its late give-back would free
             // the new block.
-            constexpr bool recycles = requires(A & a) { a.next_frame(); };
-            o.quarantine_bytes =
-                marking_allocator<A> || recycles ? 0 : debug_options::default_quarantine_bytes;
+            o.quarantine_bytes = marking_allocator<A> || recycles_at_next_frame<A>()
+                                     ? 0
+                                     : debug_options::default_quarantine_bytes;
         }
         return o;
     }

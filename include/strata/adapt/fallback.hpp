@@ -90,6 +90,11 @@ public:
     [[nodiscard]] bool claims(const void* p) const noexcept requires owning_allocator<Secondary> {
         return strata::claims(primary_, p) || strata::claims(secondary_, p);
     }
+    /// Returns: true when either allocator still holds `p` back (strata::holds): a fallback nested
+    /// in another wrapper routes a free of a block its debug<> holds to it, not to a heap both share.
+    [[nodiscard]] bool holds(const void* p) const noexcept {
+        return strata::holds(primary_, p) || strata::holds(secondary_, p);
+    }
 
     /// Effects: resets both. Only where both reset.
     void reset() noexcept requires resettable_allocator<Primary> && resettable_allocator<Secondary> {

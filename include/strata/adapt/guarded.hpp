@@ -150,6 +150,13 @@ public:
     [[nodiscard]] bool owns(const void* p) const noexcept requires owning_allocator<A> {
         return guard_.owns(p) || inner_.owns(p);
     }
+    /// Returns: true when the guard allocator owns `p` or `A` claims it (core/allocator.hpp,
+    /// claims): with debug<> inside, a double free reaches it and is reported as one.
+    [[nodiscard]] bool claims(const void* p) const noexcept requires owning_allocator<A> {
+        return guard_.owns(p) || strata::claims(inner_, p);
+    }
+    /// Returns: strata::holds(inner(), p): a block debug<> inside still holds back.
+    [[nodiscard]] bool holds(const void* p) const noexcept { return strata::holds(inner_, p); }
     /// Returns: the sum of both allocators' stats (peak: the sum of peaks, an upper bound).
     [[nodiscard]] strata::stats stats() const noexcept {
         strata::stats a = guard_.stats();

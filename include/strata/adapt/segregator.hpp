@@ -91,6 +91,10 @@ public:
     claims(const void* p) const noexcept requires owning_allocator<Small> && owning_allocator<Large> {
         return strata::claims(small_, p) || strata::claims(large_, p);
     }
+    /// Returns: true when either allocator still holds `p` back (strata::holds), as fallback's.
+    [[nodiscard]] bool holds(const void* p) const noexcept {
+        return strata::holds(small_, p) || strata::holds(large_, p);
+    }
 
     /// Effects: resets both. Only where both reset.
     void reset() noexcept requires resettable_allocator<Small> && resettable_allocator<Large> {
