@@ -493,6 +493,32 @@ TEST(Compose, ADoubleFreeOfAQuarantinedBlockReachesDebugThroughNestedWrappers) {
     EXPECT_TRUE(heap.check());
 }
 
+// A sized free naming the wrong side, of a block debug<> on the other side holds, over a heap both
+// sides share: the heap's owns() says yes to the address, yet the block is debug's. At checks >= 1
+// it is a size_mismatch and nothing is freed (the heap was handed debug's user pointer and
+// reported a foreign pointer).
+TEST(Compose, SegregatorSizedFreeOnTheWrongSideOfADebugBlockOverASharedHeap) {
+    if (!strata::test::checks_on) GTEST_SKIP() << "routed by size at checks 0, as documented";
+    std::vector<std::byte> buf(1 << 20);
+    strata::tlsf heap{std::span<std::byte>(buf)};
+    strata::test::recording_handler rec;
+    {
+        segregator<64, strata::debug<strata::allocator_ref<strata::tlsf>>,
+                   strata::allocator_ref<strata::tlsf>>
+            s(heap, heap);
+        void* p = s.allocate(32); // Small: debug's
+        ASSERT_TRUE(s.large().owns(p));
+        s.deallocate(p, 100); // names Large
+        ASSERT_EQ(rec.count(), 1u);
+        EXPECT_EQ(rec.all()[0].kind, strata::violation_kind::size_mismatch);
+        EXPECT_TRUE(s.small().owns(p)); // still live
+        EXPECT_TRUE(heap.check());
+        s.deallocate(p, 32);
+        EXPECT_EQ(rec.count(), 1u);
+    }
+    EXPECT_EQ(heap.stats().live_allocations, 0u);
+}
+
 TEST(Compose, SegregatorSendsALiveLargeBlockToLargeThoughSmallRemembersTheAddress) {
     strata::test::recording_handler rec;
     shared_cell cell;

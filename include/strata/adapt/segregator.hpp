@@ -128,6 +128,13 @@ private:
     static bool verify_owner([[maybe_unused]] const To& to, [[maybe_unused]] const Other& other,
                              [[maybe_unused]] void* p) noexcept {
         if constexpr (owning_allocator<To> && STRATA_CHECKS >= 1) {
+            // A block `other` holds (live in debug<A>, or in its quarantine) is other's, whatever a
+            // plain heap under both sides says of its address (it would take debug's user pointer).
+            if (STRATA_UNLIKELY(strata::holds(other, p))) {
+                return STRATA_VERIFY(1, false, size_mismatch, "strata::segregator", p,
+                                     "sized free names a size on the wrong side of the threshold "
+                                     "(the other allocator holds the block)");
+            }
             if (STRATA_LIKELY(to.owns(p))) return true;
             // Live blocks first: a live block of `other` is other's even when `to` claims its
             // address (debug<A> remembering a block it freed there).
