@@ -34,6 +34,9 @@ using strata::test::test_stack;
 using strata::test::test_tlsf;
 
 using small_stack = basic_test_stack<4096>;
+// debug<> on the small side of one tlsf that both sides share.
+using shared_heap_segregator =
+    segregator<64, strata::debug<strata::allocator_ref<strata::tlsf>>, strata::allocator_ref<strata::tlsf>>;
 
 // An arena takes back only its most recent allocation in the current block, so its live count
 // need not reach 0 after a LIFO free sequence that crossed blocks.
@@ -413,9 +416,7 @@ TEST(Compose, ADoubleFreeOfAQuarantinedBlockGoesToDebugThoughTheSharedHeapOwnsTh
     strata::tlsf heap{std::span<std::byte>(buf)};
     {
         strata::test::recording_handler rec;
-        segregator<64, strata::debug<strata::allocator_ref<strata::tlsf>>,
-                   strata::allocator_ref<strata::tlsf>>
-            s(heap, heap);
+        shared_heap_segregator s(heap, heap);
         void* p = s.allocate(32);
         s.deallocate(p);
         ASSERT_EQ(s.small().quarantined_blocks(), 1u);
@@ -503,9 +504,7 @@ TEST(Compose, SegregatorSizedFreeOnTheWrongSideOfADebugBlockOverASharedHeap) {
     strata::tlsf heap{std::span<std::byte>(buf)};
     strata::test::recording_handler rec;
     {
-        segregator<64, strata::debug<strata::allocator_ref<strata::tlsf>>,
-                   strata::allocator_ref<strata::tlsf>>
-            s(heap, heap);
+        shared_heap_segregator s(heap, heap);
         void* p = s.allocate(32); // Small: debug's
         ASSERT_TRUE(s.large().owns(p));
         s.deallocate(p, 100); // names Large
