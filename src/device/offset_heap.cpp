@@ -142,7 +142,10 @@ offset_allocation offset_heap::allocate_lowest(std::uint64_t size, std::uint64_t
     if (size - 1 >= bytes_ || align - 1 >= bytes_ || (align & (align - 1)) != 0) return {};
     const auto units = static_cast<std::uint32_t>((size + (unit_ - 1)) >> unit_shift_);
     const std::uint64_t a = align > unit_ ? align >> unit_shift_ : 1;
-    const std::uint64_t limit = below == npos ? npos : below >> unit_shift_;
+    // The first unit that does not start below `below` (a block at unit u starts below it when
+    // u * min_alignment < below, so a limit inside a unit keeps that unit).
+    const std::uint64_t limit =
+        below == npos ? npos : (below >> unit_shift_) + ((below & (unit_ - 1)) != 0 ? 1 : 0);
     std::uint32_t steps = 0;
     for (std::uint32_t n = first_; n != nil && steps < max_nodes_; n = nodes_[n].next_phys, ++steps) {
         const node& b = nodes_[n];

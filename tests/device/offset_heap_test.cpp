@@ -613,6 +613,25 @@ TEST(OffsetHeap, MinMemoryPrefersTheSmallestBlockOfItsClass) {
 
 // -- allocate_lowest ------------------------------------------------------------------------------------
 
+TEST(OffsetHeap, AllocateLowestTakesTheLowestFitBelowTheLimit) {
+    checked_heap c(1 << 16, {256, 16, 1});
+    std::vector<offset_allocation> a;
+    for (int i = 0; i < 10; ++i)
+        a.push_back(c.take(256));
+    c.give(a[2]); // hole [512, 768)
+    c.give(a[5]); // hole [1280, 1536)
+    c.give(a[6]); // hole [1280, 1792)
+    EXPECT_EQ(c.lowest(512, 1, resource_kind::linear, npos), 1280u);
+    EXPECT_EQ(c.lowest(100, 1, resource_kind::linear, 1280), 512u);
+    EXPECT_EQ(c.lowest(512, 1, resource_kind::linear, 1280), npos); // the hole below is 256
+    EXPECT_EQ(c.lowest(100, 1, resource_kind::linear, 512), npos);  // nothing starts below 512
+    EXPECT_EQ(c.lowest(100, 256, resource_kind::linear, 513), 512u);
+    // A limit that is not a multiple of min_alignment: a block starting below it still counts.
+    EXPECT_EQ(c.lowest(16, 1, resource_kind::linear, 520), 512u);
+    EXPECT_TRUE(c.model.matches(c.heap));
+    EXPECT_TRUE(c.heap.check());
+}
+
 // -- granularity ------------------------------------------------------------------------------------------
 
 TEST(OffsetHeap, SameKindsPackTightlyAndKindsChangeOnAPageBoundary) {
