@@ -181,7 +181,8 @@ std::uint64_t offset_heap::largest_free_block() const noexcept {
     const unsigned sl = 31u - static_cast<unsigned>(std::countl_zero(sl_bitmap_[fl]));
     std::uint32_t largest = 0;
     std::uint32_t steps = 0;
-    for (std::uint32_t n = heads_[(fl << sli) + sl]; n != nil && steps < max_nodes_;
+    // As far as the own-class probe of allocate() looks, so that the answer can be had.
+    for (std::uint32_t n = heads_[(fl << sli) + sl]; n != nil && steps < own_class_probes;
          n = nodes_[n].next_free, ++steps)
         largest = std::max(largest, nodes_[n].size);
     return std::uint64_t{largest} << unit_shift_;

@@ -611,6 +611,37 @@ TEST(OffsetHeap, MinMemoryPrefersTheSmallestBlockOfItsClass) {
     EXPECT_TRUE(c.model.matches(c.heap));
 }
 
+// largest_free_block() reports what an allocation can reach: the largest class may hold more blocks
+// than the own-class probe looks at, the largest behind them. metrics() walks them all.
+TEST(OffsetHeap, LargestFreeBlockIsServable) {
+    for (auto s : {allocation_strategy::min_time, allocation_strategy::min_memory}) {
+        const std::uint64_t n = offset_heap::own_class_probes + 4;
+        checked_heap c((n + 1) * (132 + 1) * 16, {1024, 16, 1});
+        std::vector<offset_allocation> holes;
+        holes.push_back(c.take(131 * 16));
+        c.take(16);
+        for (std::uint64_t i = 0; i < n; ++i) {
+            holes.push_back(c.take(129 * 16));
+            c.take(16);
+        }
+        c.take(c.heap.free_bytes()); // nothing else free
+        for (const offset_allocation& h : holes)
+            c.give(h); // the 131-unit hole first: last on its list, out of the probe's reach
+        EXPECT_EQ(c.heap.metrics().largest_free_block, 131u * 16);
+        EXPECT_EQ(c.heap.largest_free_block(), 129u * 16);
+        EXPECT_EQ(c.heap.stats().largest_free_block, 129u * 16);
+        EXPECT_TRUE(c.model.matches(c.heap));
+        const offset_allocation a = c.heap.allocate(c.heap.largest_free_block(), 1, resource_kind::linear, s);
+        EXPECT_TRUE(a);
+        EXPECT_TRUE(c.heap.check());
+        // Once the list is short enough, the largest block is in reach again.
+        c.give(c.take(16)); // nothing: keeps the model in step
+        for (std::size_t i = 2; i < holes.size(); ++i)
+            c.model.add(c.heap.allocate(129 * 16), 129 * 16, 1, resource_kind::linear, 129 * 16);
+        EXPECT_EQ(c.heap.largest_free_block(), 131u * 16);
+    }
+}
+
 // -- allocate_lowest ------------------------------------------------------------------------------------
 
 TEST(OffsetHeap, AllocateLowestTakesTheLowestFitBelowTheLimit) {

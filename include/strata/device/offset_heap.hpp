@@ -180,9 +180,11 @@ public:
         return std::size_t{max_nodes_} * node_bytes + sizeof(heads_) + sizeof(sl_bitmap_) +
                sizeof(fl_bitmap_);
     }
-    /// Returns: the largest free block in bytes (0 when full): a request of that size with
-    /// alignment <= min_alignment and no granularity conflict succeeds.
-    /// Complexity: O(free blocks in the largest non-empty class).
+    /// Returns: the largest free block an allocation can reach, in bytes (0 when full): a request
+    /// of that size with alignment <= min_alignment and no granularity conflict succeeds. That is
+    /// the largest free block unless it sits more than own_class_probes blocks down its class's list
+    /// (metrics().largest_free_block walks every block and reports it regardless).
+    /// Complexity: O(1): at most own_class_probes blocks of the largest non-empty class.
     [[nodiscard]] std::uint64_t largest_free_block() const noexcept;
     /// Returns: 1 - largest_free_block / free_bytes (0 when nothing is free): 0 when all free space
     /// is one block, towards 1 as it splinters.
