@@ -5,11 +5,14 @@
 //
 // Header-only so tests/lab can replay through every contender.
 #include <algorithm>
+#include <bit>
 #include <cstddef>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <memory_resource>
 #include <new>
+#include <unordered_map>
 #include <vector>
 
 #if defined(__GLIBC__)
@@ -17,6 +20,8 @@
 #endif
 
 #include "strata/core/bit.hpp"
+#include "strata/device/device_pool.hpp"
+#include "strata/device/offset_heap.hpp"
 #include "strata/engine/engine_heap.hpp"
 #include "strata/heap/buddy.hpp"
 #include "strata/heap/free_list.hpp"
@@ -287,6 +292,185 @@ private:
     stack_allocator stack_;
 };
 
+// The device-memory family: offset_heap and device_pool. Neither allocator ever touches the memory
+// it manages; each adapter reserves a host region that stands in for device memory and turns the
+// offsets it gets back into addresses in that region, because the replay writes the first and last
+// byte of every block (the allocator's own bookkeeping never does). An application keeps the
+// allocator's answer (the offset and node, or the pool's handle) next to its resource; a replay has
+// only the pointer, so each adapter keeps that answer in a side table indexed by the block's offset
+// in min_alignment units: one store per allocation, one load per free.
+
+/// `count` values of T in a reserved, committed mapping: pages are faulted in only where a value is
+/// written, so a table over a large region costs what the live blocks touch.
+template <class T>
+class side_table {
+public:
+    explicit side_table(std::size_t count)
+        : vm_(virtual_memory::reserve(std::max<std::size_t>(count, 1) * sizeof(T))) {
+        if (!vm_.commit(0, vm_.size())) throw std::bad_alloc();
+    }
+    T& operator[](std::size_t i) noexcept { return reinterpret_cast<T*>(vm_.data())[i]; }
+    const T& operator[](std::size_t i) const noexcept { return reinterpret_cast<const T*>(vm_.data())[i]; }
+
+private:
+    virtual_memory vm_;
+};
+
+/// strata::offset_heap over [0, heap_bytes(w)) (the region the other heaps get), min_alignment 16,
+/// no granularity, every block linear. Node pool: two nodes per live block and some to spare (a heap
+/// of n used blocks has at most n + 1 free ones). Footprint: the highest byte any block has reached,
+/// rounded to pages, as for the heaps over a region.
+class offset_heap_replay {
+public:
+    static constexpr std::uint64_t unit = 16;
+    static bool applies(const op_workload& w) noexcept {
+        return w.max_align <= 4096 && heap_bytes(w) / unit < (std::uint64_t{1} << 32) &&
+               w.peak_live_blocks < (std::uint64_t{1} << 29);
+    }
+    explicit offset_heap_replay(const op_workload& w)
+        : region_(heap_bytes(w)), heap_(region_.bytes().size(), options_for(w)),
+          node_(region_.bytes().size() / unit) {}
+    void* allocate(std::size_t size, std::size_t align) noexcept {
+        const offset_allocation a = heap_.allocate(size, align);
+        if (!a) return nullptr;
+        node_[a.offset / unit] = a.node;
+        std::byte* p = region_.bytes().data() + a.offset;
+        region_.touched(p, size);
+        return p;
+    }
+    void deallocate(void* p, std::size_t, std::size_t) noexcept { (void)heap_.deallocate(allocation_of(p)); }
+    [[nodiscard]] std::size_t footprint() const noexcept { return region_.footprint(); }
+    [[nodiscard]] heap_probe probe() const noexcept {
+        return {heap_.free_bytes(), heap_.largest_free_block()};
+    }
+    [[nodiscard]] std::size_t usable_size(const void* p) const noexcept {
+        return heap_.size_of(allocation_of(p));
+    }
+
+private:
+    static offset_heap_options options_for(const op_workload& w) noexcept {
+        offset_heap_options o;
+        o.max_nodes = static_cast<std::uint32_t>(2 * w.peak_live_blocks + 64);
+        o.min_alignment = unit;
+        return o;
+    }
+    [[nodiscard]] offset_allocation allocation_of(const void* p) const noexcept {
+        const auto offset =
+            static_cast<std::uint64_t>(static_cast<const std::byte*>(p) - region_.bytes().data());
+        return {offset, node_[offset / unit]};
+    }
+
+    region region_;
+    offset_heap heap_;
+    side_table<std::uint32_t> node_; // by offset / unit: the node of the live block there
+};
+
+/// strata::device_pool with host callbacks. The "device" is a host region of twice heap_bytes(w)
+/// plus two blocks, handed out by an offset_heap of 4 KiB pages (the driver's part: the callbacks
+/// allocate and free ranges of it; a refusal is the device out of memory). Blocks are the peak live
+/// bytes rounded up to a power of two, from 256 KiB to 64 MiB, so a workload fills one block or a
+/// few; a request of half a block or more gets memory of its own (dedicated). No budget: the pool
+/// grows by blocks and keeps one empty block. Footprint: the device bytes the pool holds (blocks and
+/// dedicated allocations). Free space and the largest free block are over all shared blocks, so
+/// free space split between blocks counts as fragmentation (device_pool_stats::fragmentation).
+class device_pool_replay {
+public:
+    static constexpr std::uint64_t unit = 16;
+    static constexpr std::uint64_t page = 4096;
+    static constexpr std::uint64_t min_block = std::uint64_t{256} << 10;
+    static constexpr std::uint64_t max_block = std::uint64_t{64} << 20;
+
+    static bool applies(const op_workload& w) noexcept {
+        return w.max_align <= 4096 && device_bytes_for(w) / page < (std::uint64_t{1} << 32) &&
+               w.peak_live_blocks < (std::uint64_t{1} << 29);
+    }
+    explicit device_pool_replay(const op_workload& w)
+        : region_(device_bytes_for(w)),
+          device_(region_.bytes().size(), device_options(region_.bytes().size(), block_size_for(w))),
+          handle_(region_.bytes().size() / unit),
+          pool_(
+              device_memory_callbacks{
+                  [this](std::uint64_t size, std::uint64_t* memory) { return device_allocate(size, memory); },
+                  [this](std::uint64_t memory, std::uint64_t size) { device_free(memory, size); }},
+              pool_options(w)) {}
+
+    void* allocate(std::size_t size, std::size_t align) noexcept {
+        const device_allocation h = pool_.allocate(size, align);
+        if (!h) return nullptr;
+        const device_allocation_info& i = *pool_.info(h);
+        const std::uint64_t at = i.memory + i.offset;
+        handle_[at / unit] = h.raw();
+        return region_.bytes().data() + at;
+    }
+    void deallocate(void* p, std::size_t, std::size_t) noexcept { (void)pool_.deallocate(handle_of(p)); }
+    [[nodiscard]] std::size_t footprint() const noexcept { return held_; }
+    [[nodiscard]] heap_probe probe() const noexcept {
+        const device_pool_stats s = pool_.stats();
+        return {s.free_bytes, s.largest_free_block};
+    }
+    [[nodiscard]] std::size_t usable_size(const void* p) const noexcept {
+        return pool_.info(handle_of(p))->size;
+    }
+
+    /// Returns: the bytes of each shared block for `w`.
+    [[nodiscard]] static std::uint64_t block_size_for(const op_workload& w) noexcept {
+        return std::bit_ceil(std::clamp<std::uint64_t>(w.peak_live_bytes, min_block, max_block));
+    }
+    /// Returns: the pool as it is (for the tests: its check() and stats()).
+    [[nodiscard]] const device_pool& pool() const noexcept { return pool_; }
+
+private:
+    static std::uint64_t device_bytes_for(const op_workload& w) noexcept {
+        const std::uint64_t block = block_size_for(w);
+        const std::uint64_t heap = heap_bytes(w);
+        return heap > (std::uint64_t{1} << 46) ? heap : 2 * heap + 2 * block;
+    }
+    static offset_heap_options device_options(std::uint64_t bytes, std::uint64_t block) noexcept {
+        // Ranges of the device: at most one per half block (a smaller request is never dedicated),
+        // with a free range between each two.
+        offset_heap_options o;
+        o.max_nodes = static_cast<std::uint32_t>(
+            std::min<std::uint64_t>(4 * (bytes / block) + 64, std::uint64_t{1} << 30));
+        o.min_alignment = page;
+        return o;
+    }
+    static device_pool_options pool_options(const op_workload& w) noexcept {
+        device_pool_options o;
+        o.block_size = block_size_for(w);
+        o.min_alignment = unit;
+        const std::uint64_t blocks = std::min<std::uint64_t>(w.peak_live_blocks + 2, o.block_size / unit);
+        o.nodes_per_block = static_cast<std::uint32_t>(std::max<std::uint64_t>(2 * blocks + 64, 1024));
+        return o;
+    }
+    bool device_allocate(std::uint64_t size, std::uint64_t* memory) {
+        const offset_allocation a = device_.allocate(size, page);
+        if (!a) return false;
+        ranges_.emplace(a.offset, a.node);
+        held_ += device_.size_of(a);
+        *memory = a.offset;
+        return true;
+    }
+    void device_free(std::uint64_t memory, std::uint64_t) {
+        const auto it = ranges_.find(memory);
+        if (it == ranges_.end()) return;
+        const offset_allocation a{memory, it->second};
+        held_ -= device_.size_of(a);
+        (void)device_.deallocate(a);
+        ranges_.erase(it);
+    }
+    [[nodiscard]] device_allocation handle_of(const void* p) const noexcept {
+        const auto at = static_cast<std::uint64_t>(static_cast<const std::byte*>(p) - region_.bytes().data());
+        return device_allocation::from_raw(handle_[at / unit]);
+    }
+
+    region region_;                                           // the device memory, as host pages
+    offset_heap device_;                                      // the driver: ranges of region_
+    std::unordered_map<std::uint64_t, std::uint32_t> ranges_; // device range offset -> its node
+    std::uint64_t held_ = 0;                                  // device bytes handed to the pool
+    side_table<std::uint64_t> handle_; // by address / unit: the live allocation's handle
+    device_pool pool_;                 // last: its destructor calls device_free
+};
+
 /// Returns: every replay contender, in report order.
 /// strata::engine_heap, a fresh one per replay (its own reservation): thread-cached size classes,
 /// TLSF arenas, spans. Footprint: bytes it has committed; reallocate in place where it can.
@@ -334,6 +518,14 @@ inline const std::vector<op_contender>& op_registry() {
         make_op_contender<buddy_replay>("buddy",
                                         "strata::buddy over a power-of-two region of >= 4x peak live bytes",
                                         "peak live bytes of at most 1 GiB, alignment <= 4096"),
+        make_op_contender<offset_heap_replay>(
+            "offset_heap",
+            "strata::offset_heap: TLSF over the offsets of the same region, metadata outside it",
+            "alignment <= 4096, a region under 64 GiB"),
+        make_op_contender<device_pool_replay>(
+            "device_pool",
+            "strata::device_pool: blocks of the peak rounded to 2^k (256 KiB-64 MiB), host callbacks",
+            "alignment <= 4096"),
         make_op_contender<free_list_replay<free_list_first_fit>>(
             "first_fit", "strata::free_list<first_fit> (the baseline)",
             "at most 500,000 operations, alignment <= 4096"),
