@@ -182,6 +182,64 @@ try {
             same(await page.$$eval('section#handles [data-k=sparse] .cell', (cs) => cs.map((c) => [Number(c.dataset.index), Number(c.dataset.generation), c.dataset.live === 'true'])),
                  a.state.sparse.map((x) => [x.index, x.generation, x.live]), 'handles: sparse slots');
         },
+        async device() {
+            const bars = () => page.$$eval('section#device svg.map rect[data-used]', (rs) => rs.map((r) => ({ block: Number(r.dataset.block),
+                offset: Number(r.dataset.offset), size: Number(r.dataset.size), used: r.dataset.used === 'true', kind: r.dataset.kind })));
+            const apiBars = (st) => st.blocks.flatMap((b) => b.blocks.map((a) => ({ block: b.index, offset: a.offset, size: a.size,
+                used: a.used, kind: a.used ? a.kind : 'free' })));
+            await page.fill('section#device input[type=number]', '65536');
+            await page.selectOption('section#device select[aria-label=alignment]', '4096');
+            await page.selectOption('section#device select[aria-label="resource kind"]', 'optimal');
+            await click('device', 'button[data-action=alloc]');
+            let st = (await api('device')).state;
+            same(st.allocations.map((a) => [a.kind, a.size, a.offset % 4096]), [['optimal', 65536, 0]], 'device: one 64 KiB image, 4 KiB-aligned');
+            await page.selectOption('section#device select[aria-label="resource kind"]', 'linear');
+            await click('device', 'button[data-action=alloc-random]');
+            same((await api('device')).state.live_allocations, 2, 'device: a random buffer too');
+            await click('device', 'button[data-action=free]');
+            same((await api('device')).state.live_allocations, 1, 'device: a random one freed');
+            await click('device', 'button[data-action=fragment]');
+            st = (await api('device')).state;
+            check(st.check, 'device: the pool passes check() after fragment');
+            check(st.fragmentation > 0, 'device: fragment leaves the free space in pieces');
+            same(await bars(), apiBars(st), 'device: block maps after fragment');
+            same(await page.$$eval('section#device path.ticks', (ps) => ps.map((t) => Number(t.dataset.pages))),
+                 st.blocks.map((b) => b.size / st.granularity), 'device: one tick per granularity page');
+            same(await fact('device', 'fragmentation'), (st.fragmentation * 100).toFixed(1) + '%', 'device: fragmentation');
+            // Buffers and images never share a granularity page (neighbours in a block, by offset).
+            for (const b of st.blocks) {
+                const used = b.blocks.filter((a) => a.used);
+                for (let i = 1; i < used.length; i++) {
+                    const [l, r] = [used[i - 1], used[i]];
+                    if (l.kind !== r.kind) check(Math.floor((l.offset + l.size - 1) / st.granularity) < Math.floor(r.offset / st.granularity),
+                        `device: block ${b.index}: ${l.kind} @${l.offset} and ${r.kind} @${r.offset} share a page`);
+                }
+            }
+            // Defragment: the first click plans a pass (arrows to reserved destinations), the second commits it.
+            await click('device', 'button[data-action=defrag]');
+            st = (await api('device')).state;
+            check(st.pass_in_flight && st.moves.length > 0, 'device: the fragmented pool has moves to plan');
+            same(await page.$$eval('section#device path.move', (ps) => ps.map((m) => [Number(m.dataset.srcBlock), Number(m.dataset.srcOffset),
+                Number(m.dataset.dstBlock), Number(m.dataset.dstOffset)])), st.moves.map((m) => [m.src_block, m.src_offset, m.dst_block, m.dst_offset]),
+                 'device: one arrow per planned move');
+            same(await page.$$eval('section#device rect.reserved', (rs) => rs.length), st.moves.length, 'device: each destination reserved');
+            same(await bars(), apiBars(st), 'device: block maps with a pass in flight');
+            check(/commit/.test(await page.textContent('section#device button[data-action=defrag]')), 'device: the button now commits');
+            await click('device', 'button[data-action=defrag]');
+            const after = (await api('device')).state;
+            check(after.check && !after.pass_in_flight, 'device: the pass is committed and the pool checks');
+            same(Number(await fact('device', 'bytes_moved')), after.bytes_moved, 'device: bytes moved');
+            same(after.bytes_moved, st.moves.reduce((n, m) => n + m.size, 0), 'device: bytes moved = the pass\'s moves');
+            same(await page.$$eval('section#device rect.hit', (rs) => rs.map((r) => [Number(r.dataset.block), Number(r.dataset.offset)]).sort()),
+                 after.committed.map((m) => [m.dst_block, m.dst_offset]).sort(), 'device: moved allocations outlined at their destination');
+            same(await bars(), apiBars(after), 'device: block maps after the commit');
+            await click('device', 'rect.used.clickable');
+            same((await api('device')).state.live_allocations, after.live_allocations - 1, 'device: a click frees a block');
+            check(/^free: #\d+/.test(await msg('device')), 'device: the free is described: ' + await msg('device'));
+            // Commit one more pass and plan the next, so the screenshot shows the arrows.
+            for (let i = 0; i < 3; i++) await click('device', 'button[data-action=defrag]');
+            check(/^pass \d+ planned|^defragmentation done/.test(await msg('device')), 'device: the pass is described: ' + await msg('device'));
+        },
         async race() {
             await click('race', 'button[data-action=run]');
             if (!uplot) {

@@ -61,6 +61,7 @@ const std::vector<demo_kind>& demo_kinds() {
         {"tlsf", "TLSF", {"alloc", "free", "probe"}, &make_tlsf_demo},
         {"slab", "Slab + magazines", {"alloc", "free", "flush"}, &make_slab_demo},
         {"handles", "Handles (slot map)", {"spawn", "free", "get"}, &make_handles_demo},
+        {"device", "Device memory pool", {"alloc", "free", "fragment", "defrag"}, &make_device_demo},
         {"race", "Fragmentation race", {"run"}, &make_race_demo},
         {"latency", "Latency tail", {"run"}, &make_latency_demo},
         {"layout", "AoS vs SoA", {"run"}, &make_layout_demo},

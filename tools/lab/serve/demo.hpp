@@ -50,6 +50,7 @@ std::unique_ptr<demo> make_buddy_demo(const limits&);
 std::unique_ptr<demo> make_tlsf_demo(const limits&);
 std::unique_ptr<demo> make_slab_demo(const limits&);
 std::unique_ptr<demo> make_handles_demo(const limits&);
+std::unique_ptr<demo> make_device_demo(const limits&);
 std::unique_ptr<demo> make_race_demo(const limits&);
 std::unique_ptr<demo> make_latency_demo(const limits&);
 std::unique_ptr<demo> make_layout_demo(const limits&);
