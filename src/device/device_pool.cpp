@@ -170,7 +170,14 @@ device_allocation device_pool::allocate(std::uint64_t size, std::uint64_t align,
         }
         const std::uint32_t index = new_slot();
         std::uint64_t memory = 0;
-        if (!callbacks_.allocate(size, &memory)) {
+        bool made = false;
+        try {
+            made = callbacks_.allocate(size, &memory);
+        } catch (...) {
+            free_slots_.push_back(index); // never allocates: new_slot reserved room for every slot
+            throw;
+        }
+        if (!made) {
             free_slots_.push_back(index);
             last_error_ = device_error::out_of_device_memory;
             return {};

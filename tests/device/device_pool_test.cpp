@@ -519,6 +519,44 @@ TEST(DevicePool, HalvingStopsAtTheRequestSize) {
     EXPECT_TRUE(f.pool.check());
 }
 
+TEST(DevicePool, ACallbackThatThrowsLeavesThePoolUnchanged) {
+    fake_device dev;
+    bool throw_next = false;
+    strata::device_memory_callbacks cb = dev.callbacks();
+    cb.allocate = [&throw_next, inner = cb.allocate](std::uint64_t size, std::uint64_t* out) {
+        if (throw_next) throw std::runtime_error("device lost");
+        return inner(size, out);
+    };
+    device_pool pool(std::move(cb), small_blocks());
+    const device_allocation a = pool.allocate(100);
+    const device_allocation d = pool.allocate(700 * KiB); // dedicated: a slot of its own
+    ASSERT_TRUE(a && d);
+    ASSERT_TRUE(pool.deallocate(d)); // its slot is free for the next one
+    const device_allocation fill1 = pool.allocate(500 * KiB);
+    const device_allocation fill2 = pool.allocate(500 * KiB); // the block is full
+    ASSERT_TRUE(fill1 && fill2);
+    ASSERT_EQ(pool.stats().blocks, 1u);
+    const std::uint32_t slots = pool.block_slots();
+    const std::string before = pool.to_json();
+    throw_next = true;
+    EXPECT_THROW((void)pool.allocate(700 * KiB), std::runtime_error); // dedicated
+    EXPECT_THROW((void)pool.allocate(900 * KiB, 1, resource_kind::optimal), std::runtime_error);
+    EXPECT_THROW((void)pool.allocate(500 * KiB), std::runtime_error); // a new block
+    EXPECT_EQ(pool.to_json(), before);
+    EXPECT_EQ(pool.block_slots(), slots);
+    EXPECT_TRUE(pool.check());
+    throw_next = false;
+    ASSERT_TRUE(pool.deallocate(fill1));
+    ASSERT_TRUE(pool.deallocate(fill2));
+    // The free slot is still there: a dedicated allocation takes it rather than a new one.
+    const device_allocation again = pool.allocate(700 * KiB);
+    ASSERT_TRUE(again);
+    EXPECT_EQ(pool.block_slots(), slots);
+    EXPECT_TRUE(pool.check());
+    EXPECT_TRUE(pool.deallocate(again));
+    EXPECT_TRUE(pool.deallocate(a));
+}
+
 // -- retention
 // --------------------------------------------------------------------------------------------------
 
