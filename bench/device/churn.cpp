@@ -9,7 +9,9 @@
 //               (strata-churn's filter: a machine stall hits one pass, not all of them)
 //   metadata    bytes per live allocation at steady state (sampled every 10,000 pairs of one pass)
 //
-//   strata-device-bench churn [--workload w1,w2] [--pairs N] [--rounds R] [--seed S]
+//   strata-device-bench churn [--workload w1,w2] [--pairs N] [--rounds R] [--latency-runs K] [--seed S]
+//
+// The first K rounds (default 5, strata-churn's default) also run the latency pass.
 //
 // Count mode (bench/callgrind.py): `--strata_count=offset_heap/w1 --strata_fills=K` runs a
 // 100,000-pair warm-up then K x 10,000 pairs through churn_alloc_loop<A>, which the timed pass
@@ -257,7 +259,7 @@ int run_churn(int argc, char** argv) {
     std::vector<std::string> workloads{"w1", "w2"};
     std::size_t pairs = churn::default_pairs;
     std::uint64_t seed = churn::default_seed;
-    int rounds = 7;
+    int rounds = 7, latency_runs = 5;
     for (int i = 0; i < argc; ++i) {
         const std::string a = argv[i];
         const char* v = i + 1 < argc ? argv[i + 1] : nullptr;
@@ -270,6 +272,8 @@ int run_churn(int argc, char** argv) {
             workloads = split(v);
         else if (a == "--pairs")
             pairs = std::stoull(v);
+        else if (a == "--latency-runs")
+            latency_runs = std::stoi(v);
         else if (a == "--rounds")
             rounds = std::stoi(v);
         else if (a == "--seed")
@@ -279,11 +283,11 @@ int run_churn(int argc, char** argv) {
             return 2;
         }
     }
-    if (rounds < 1 || pairs == 0) return 2;
+    if (rounds < 1 || latency_runs < 1 || pairs == 0) return 2;
     const auto cal = lab::calibrate();
     std::printf("## churn: free+allocate pairs, %zu pairs a pass, %d interleaved rounds (median), "
                 "latency filtered over %d passes; timer overhead %.1f ns, %.3f GHz counter\n\n",
-                pairs, rounds, rounds, cal.overhead_ns(), cal.ghz());
+                pairs, rounds, std::min(rounds, latency_runs), cal.overhead_ns(), cal.ghz());
     std::printf("| contender | wl | ns/pair median | min | x tlsf | alloc ns p50/p99/p99.9/p99.99 filtered "
                 "(raw p99.99) | "
                 "free ns p50/p99/p99.99 filtered | metadata B/live mean (max) |\n");
@@ -305,7 +309,7 @@ int run_churn(int argc, char** argv) {
                 for (std::size_t k = 0; k < runners.size(); ++k) {
                     const std::size_t c =
                         (k + static_cast<std::size_t>(r)) % runners.size(); // rotate the order
-                    runners[c]->round(w, results[c], true);
+                    runners[c]->round(w, results[c], r < latency_runs);
                 }
             for (std::size_t c = 0; c < runners.size(); ++c)
                 runners[c]->metadata(w, results[c]);
