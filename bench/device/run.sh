@@ -37,7 +37,7 @@ for ((p = 1; p <= processes; ++p)); do
     echo
 done
 
-echo "## strata-churn: the same contenders through bench/churn (offset_heap frees through a node side table)"
+echo "## strata-churn: the same contenders through bench/churn (offset_heap keeps its node in the block: see contenders_device.cpp)"
 echo
 echo '```'
 "$churn" --only tlsf,buddy,buddy_offsets,offset_heap --workload w1,w2 --repeats "$rounds" --latency-runs 5
