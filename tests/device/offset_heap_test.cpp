@@ -789,6 +789,24 @@ TEST(OffsetHeap, StatisticsFollowTheModelExactly) {
     EXPECT_TRUE(c.heap.check());
 }
 
+TEST(OffsetHeap, MovingAHeapKeepsItsAllocations) {
+    offset_heap h(1 << 16, {64, 16, 1024});
+    const offset_allocation a = h.allocate(100, 1, resource_kind::optimal);
+    const offset_allocation b = h.allocate(300, 256);
+    ASSERT_TRUE(a && b);
+    const std::string json = h.to_json();
+    offset_heap g(std::move(h));
+    EXPECT_EQ(g.to_json(), json);
+    EXPECT_TRUE(g.is_live(a));
+    EXPECT_TRUE(g.check());
+    offset_heap k(1 << 10, {});
+    k = std::move(g);
+    EXPECT_TRUE(k.deallocate(a));
+    EXPECT_TRUE(k.deallocate(b));
+    EXPECT_TRUE(k.check());
+    EXPECT_EQ(k.free_block_count(), 1u);
+}
+
 TEST(OffsetHeap, ResetFreesEverythingAndOldAllocationsAreStale) {
     offset_heap h(1 << 16, {64, 16, 256});
     const offset_allocation a = h.allocate(100, 1, resource_kind::optimal);
