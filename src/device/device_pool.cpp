@@ -162,7 +162,10 @@ device_allocation device_pool::allocate(std::uint64_t size, std::uint64_t align,
         return {};
     }
     const std::uint64_t pad = align > options_.min_alignment ? align - options_.min_alignment : 0;
-    if (size >= options_.dedicated_threshold || exceeds(size, pad, options_.block_size)) {
+    // What a block's heap grants: the size rounded up to min_alignment. A block holds it when it
+    // holds `rounded + pad` (a multiple of min_alignment, so the heap's rounding down changes nothing).
+    const std::uint64_t rounded = (size + (options_.min_alignment - 1)) & ~(options_.min_alignment - 1);
+    if (size >= options_.dedicated_threshold || exceeds(rounded, pad, options_.block_size)) {
         // Dedicated: memory of its own (allocations from the device are aligned for any resource).
         if (exceeds(device_bytes_, size, options_.budget)) {
             last_error_ = device_error::budget_exceeded;
@@ -206,7 +209,7 @@ device_allocation device_pool::allocate(std::uint64_t size, std::uint64_t align,
         index = i;
     }
     if (!a) {
-        if (!make_block(options_.block_size, size + pad, index)) return {};
+        if (!make_block(options_.block_size, rounded + pad, index)) return {};
         a = blocks_[index].heap->allocate(size, align, kind, options_.strategy);
         if (!a) { // a halved block too small for this alignment and granularity
             release_if_unneeded(index);

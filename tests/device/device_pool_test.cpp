@@ -509,6 +509,30 @@ TEST(DevicePool, DeviceRefusalHalvesTheBlockThenReportsOutOfDeviceMemory) {
     EXPECT_TRUE(f.pool.check());
 }
 
+// A block size that is not a multiple of min_alignment: its heap holds less than the block, and a
+// request that rounds up past that is not served from a block too small for it.
+TEST(DevicePool, ARequestThatRoundsUpPastTheBlockIsNotServedFromIt) {
+    auto o = small_blocks(1000);
+    o.dedicated_threshold = 4096;
+    pool_fixture f(o);
+    const device_allocation a = f.take(995); // 1008 bytes rounded: the 992-byte heap cannot hold it
+    ASSERT_TRUE(a);
+    EXPECT_TRUE(f.pool.info(a)->dedicated);
+    EXPECT_EQ(f.pool.stats().blocks, 0u);
+    EXPECT_TRUE(f.pool.check());
+    // Halving under a budget: 48 bytes pass it, 24 (a 16-byte heap) cannot hold 20 bytes rounded.
+    auto h = small_blocks(48);
+    h.dedicated_threshold = 1000;
+    h.budget = 30;
+    pool_fixture g(h);
+    const std::string before = g.pool.to_json();
+    EXPECT_FALSE(g.pool.allocate(20));
+    EXPECT_EQ(g.pool.last_error(), device_error::budget_exceeded);
+    EXPECT_EQ(g.pool.to_json(), before);
+    EXPECT_TRUE(g.dev.memory.empty());
+    EXPECT_TRUE(g.pool.check());
+}
+
 TEST(DevicePool, HalvingStopsAtTheRequestSize) {
     pool_fixture f(small_blocks());
     f.dev.refuse_above = 200 * KiB;
