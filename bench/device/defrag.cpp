@@ -9,6 +9,8 @@
 //   textures    64 MiB blocks, granularity 4 KiB, 512 MiB live of 4 KiB-4 MiB: half buffers
 //               (linear, align 256), half images (optimal, align 64 KiB); 50,000 pairs of churn,
 //               then 40% freed at random
+//   many_small  64 MiB blocks, 512 MiB live of 256 B-64 KiB (about 45,000 allocations), 100,000
+//               pairs of churn, then half freed at random: what a pass costs in a large pool
 //
 // Each is defragmented to the end (passes until one has no moves) with max_bytes_per_pass 8 MiB
 // and with no limit. Reported: pool fragmentation (1 - largest free block / free bytes over all
@@ -49,6 +51,7 @@ const spec specs[] = {
     {"one_block", std::uint64_t{64} << 20, 1, 256.0, 13.0, false, 0, 0, 50},
     {"churned_8m", std::uint64_t{8} << 20, 1, 4096.0, 8.0, false, std::uint64_t{256} << 20, 100'000, 50},
     {"textures", std::uint64_t{64} << 20, 4096, 4096.0, 10.0, true, std::uint64_t{512} << 20, 50'000, 40},
+    {"many_small", std::uint64_t{64} << 20, 1, 256.0, 8.0, false, std::uint64_t{512} << 20, 100'000, 50},
 };
 
 struct request {
