@@ -4,7 +4,8 @@
 // included), allocate_lowest checked against a reference search, free, a bad free (a stale or forged
 // allocation: one report, nothing changed), reset, and the largest free block served. A model (a map
 // of the used intervals) checks every answer: rounding, alignment, no overlap, kinds kept a
-// granularity page apart, the counters and the walk; check() after every op.
+// granularity page apart, the counters after every op and the walk as an op of its own; check()
+// after every op (every 16th with 1024 nodes).
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -130,6 +131,7 @@ public:
     }
 
     [[nodiscard]] const std::map<std::uint64_t, used_block>& used() const noexcept { return used_; }
+    [[nodiscard]] std::uint64_t used_bytes() const noexcept { return used_bytes_; }
 
 private:
     std::uint64_t size_;
@@ -196,6 +198,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     offset_heap h(heap_bytes, {nodes, unit, gran});
     heap_model m(h.size(), unit, gran);
     std::vector<offset_allocation> freed; // a few freed allocations, for bad frees
+    unsigned ops = 0;
     while (!in.done()) {
         switch (in.byte() % 10) {
         case 0:
@@ -266,12 +269,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             refused_free(h, a);
             break;
         }
-        case 8: // reset, rarely
+        case 8: // the walk and the figures against the model; rarely, reset
             if (in.byte() % 16 == 0) {
                 h.reset();
                 m.clear();
                 freed.clear();
             }
+            m.compare(h);
             break;
         default: { // what largest_free_block() reports can be had
             const std::uint64_t largest = h.largest_free_block();
@@ -285,9 +289,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             break;
         }
         }
-        require(h.check(), "check() failed");
-        m.compare(h);
+        // check() walks every node: after every op on the small pools, every 16th on the large one
+        // (a broken invariant stays broken until it is seen).
+        if (nodes <= 64 || ++ops % 16 == 0) require(h.check(), "check() failed");
+        require(h.used_bytes() == m.used_bytes() && h.allocation_count() == m.used().size(),
+                "the counters drifted");
     }
+    m.compare(h);
     for (const auto& [off, u] : std::map<std::uint64_t, used_block>(m.used()))
         require(h.deallocate({off, u.node}), "a live allocation was refused at the end");
     require(h.check(), "check() failed after freeing everything");
