@@ -74,9 +74,10 @@ struct harness {
         require(i != nullptr, "a live allocation has no info");
         require(i->offset % e.align == 0 || i->dedicated, "an allocation lost its alignment");
         require(i->kind == e.kind && i->size >= e.size, "an allocation's info changed");
+        // Every byte is e.fill: the first is, and each equals the next (one memcmp, not a loop the
+        // fuzzer instruments byte by byte).
         const unsigned char* p = dev.at(i->memory, i->offset);
-        for (std::uint64_t k = 0; k < e.size; ++k)
-            require(p[k] == e.fill, "an allocation's contents changed");
+        require(p[0] == e.fill && std::memcmp(p, p + 1, e.size - 1) == 0, "an allocation's contents changed");
     }
     void verify_all() {
         for (const auto& [h, e] : live)
