@@ -25,7 +25,8 @@ if [[ ! -f "$build/CMakeCache.txt" ]]; then
         -DSTRATA_CHECKS=0 -DSTRATA_BUILD_BENCH=ON -DSTRATA_BUILD_LAB=OFF -DSTRATA_BUILD_TESTS=OFF \
         -DSTRATA_WERROR=ON >/dev/null
 fi
-cmake --build "$build" --target strata-device-bench strata-churn -j"$jobs" >/dev/null
+log="$build/device-bench-build.log"
+cmake --build "$build" --target strata-device-bench strata-churn -j"$jobs" >"$log" 2>&1 || { cat "$log" >&2; exit 1; }
 bin="$build/bench/device/strata-device-bench"
 churn="$build/bench/churn/strata-churn"
 
