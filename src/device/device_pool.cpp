@@ -104,7 +104,7 @@ bool device_pool::make_block(std::uint64_t size, std::uint64_t at_least, std::ui
             auto heap = std::make_unique<offset_heap>(
                 sz,
                 offset_heap_options{options_.nodes_per_block, options_.min_alignment, options_.granularity});
-            std::vector<device_allocation> owner(options_.nodes_per_block);
+            std::vector<device_allocation> owner(heap->node_id_limit());
             index = new_slot();
             block_slot& b = blocks_[index];
             b.memory = memory;
@@ -201,10 +201,15 @@ device_allocation device_pool::allocate(std::uint64_t size, std::uint64_t align,
         ++total_;
         return h;
     }
-    std::uint32_t index = 0;
+    // The block that served last first (requests come in runs), then the others in order; a block
+    // with fewer free bytes than the request is not asked.
+    std::uint32_t index = hint_;
     offset_allocation a;
+    if (index < blocks_.size() && blocks_[index].heap != nullptr &&
+        blocks_[index].heap->free_bytes() >= rounded)
+        a = blocks_[index].heap->allocate(size, align, kind, options_.strategy);
     for (std::uint32_t i = 0; i < blocks_.size() && !a; ++i) {
-        if (blocks_[i].heap == nullptr) continue;
+        if (i == hint_ || blocks_[i].heap == nullptr || blocks_[i].heap->free_bytes() < rounded) continue;
         a = blocks_[i].heap->allocate(size, align, kind, options_.strategy);
         index = i;
     }
@@ -217,6 +222,7 @@ device_allocation device_pool::allocate(std::uint64_t size, std::uint64_t align,
             return {};
         }
     }
+    hint_ = index;
     block_slot& b = blocks_[index];
     device_allocation h;
     try {
@@ -415,16 +421,21 @@ std::span<defrag_move> device_pool::begin_pass() {
     std::uint32_t moves_left =
         defrag_options_.max_moves_per_pass == 0 ? ~std::uint32_t{0} : defrag_options_.max_moves_per_pass;
     std::vector<offset_block_info> used;
+    std::vector<offset_block_info> holes; // the free blocks, in address order
+    std::vector<std::uint64_t> holes_max; // the largest of holes[0..i]
     for (std::size_t pos = order.size(); pos-- > 0 && moves_left != 0;) {
         const std::uint32_t src = order[pos];
         offset_heap& heap = *blocks_[src].heap;
         used.clear();
-        std::uint64_t lowest_free = offset_heap::npos;
+        holes.clear();
+        holes_max.clear();
         heap.for_each_block([&](const offset_block_info& i) {
-            if (i.used)
+            if (i.used) {
                 used.push_back(i);
-            else if (lowest_free == offset_heap::npos)
-                lowest_free = i.offset;
+            } else {
+                holes.push_back(i);
+                holes_max.push_back(std::max(holes_max.empty() ? 0 : holes_max.back(), i.size));
+            }
         });
         for (std::size_t k = used.size(); k-- > 0 && moves_left != 0;) {
             const offset_block_info& u = used[k];
@@ -437,9 +448,16 @@ std::span<defrag_move> device_pool::begin_pass() {
                 dst = order[q];
                 to = blocks_[dst].heap->allocate(u.size, e->align, u.kind, options_.strategy);
             }
-            if (!to && lowest_free < u.offset) {
-                dst = src;
-                to = heap.allocate_lowest(u.size, e->align, u.kind, u.offset);
+            if (!to) {
+                // Free blocks only shrink during a pass (sources stay allocated), so a hole below u
+                // that fits must be one that was at least u's size at the walk: start the
+                // placement walk at the first such hole, and skip it when there is none below u.
+                const auto first = static_cast<std::size_t>(
+                    std::lower_bound(holes_max.begin(), holes_max.end(), u.size) - holes_max.begin());
+                if (first < holes.size() && holes[first].offset < u.offset) {
+                    dst = src;
+                    to = heap.allocate_lowest(u.size, e->align, u.kind, u.offset, holes[first].node);
+                }
             }
             if (!to) continue;
             const block_slot& d = blocks_[dst];
@@ -474,6 +492,7 @@ void device_pool::finish_pass(bool commit) {
             e->info.memory = d.memory;
             e->info.block = m.dst_block;
             e->info.offset = to.offset;
+            e->info.size = d.heap->size_of(to); // the destination may keep a sliver of slack
             defrag_stats_.bytes_moved += m.size;
             ++defrag_stats_.allocations_moved;
         } else {

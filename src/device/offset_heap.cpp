@@ -36,17 +36,22 @@ offset_heap::offset_heap(std::uint64_t size, const offset_heap_options& options)
     gran_units_ = static_cast<std::uint32_t>(std::min<std::uint64_t>(g, std::uint64_t{1} << 31));
     gran_shift_ = static_cast<unsigned>(std::countr_zero(gran_units_));
     max_nodes_ = options.max_nodes;
-    nodes_ = std::make_unique<node[]>(max_nodes_);
+    nodes_ = std::make_unique<node[]>(std::size_t{max_nodes_} + first_node);
     reset();
 }
 
 void offset_heap::reset() noexcept {
-    for (std::uint32_t i = 0; i < max_nodes_; ++i)
-        nodes_[i] = node{0, 0, nil, nil, nil, i + 1 < max_nodes_ ? i + 1 : nil};
-    std::fill(std::begin(heads_), std::end(heads_), nil);
+    const std::uint32_t end = max_nodes_ + first_node;
+    // The sentinels: edge looks used (and has no offset a live allocation could name).
+    nodes_[edge] = node{~std::uint32_t{0}, 0, edge, edge, list_end, used_tag};
+    nodes_[list_end] = node{~std::uint32_t{0}, 0, edge, edge, list_end, list_end};
+    for (std::uint32_t i = first_node; i < end; ++i)
+        nodes_[i] = node{0, 0, edge, edge, list_end, i + 1 < end ? i + 1 : list_end};
+    std::fill(std::begin(heads_), std::end(heads_), list_end);
     std::fill(std::begin(sl_bitmap_), std::end(sl_bitmap_), 0u);
     fl_bitmap_ = 0;
-    spare_ = 0;
+    pending_ = edge;
+    spare_ = first_node;
     spare_count_ = max_nodes_;
     used_units_ = 0;
     peak_units_ = 0;
@@ -56,8 +61,8 @@ void offset_heap::reset() noexcept {
     node& b = nodes_[first_];
     b.offset = 0;
     b.size = static_cast<std::uint32_t>(bytes_ >> unit_shift_);
-    b.prev_phys = nil;
-    b.next_phys = nil;
+    b.prev_phys = edge;
+    b.next_phys = edge;
     link(first_, b);
 }
 
@@ -74,10 +79,8 @@ void offset_heap::split_front(std::uint32_t n, std::uint32_t front) noexcept {
     g.size = front;
     g.prev_phys = b.prev_phys;
     g.next_phys = n;
-    if (b.prev_phys != nil)
-        nodes_[b.prev_phys].next_phys = f;
-    else
-        first_ = f;
+    nodes_[b.prev_phys].next_phys = f; // edge's link at the start: harmless
+    if (b.prev_phys == edge) first_ = f;
     b.prev_phys = f;
     b.offset += front;
     b.size -= front;
@@ -89,11 +92,11 @@ void offset_heap::split_front(std::uint32_t n, std::uint32_t front) noexcept {
 offset_allocation offset_heap::probe_class(std::uint32_t units, std::uint64_t align, resource_kind kind,
                                            bool smallest) noexcept {
     const unsigned index = class_index(units);
-    std::uint32_t best = nil;
+    std::uint32_t best = list_end;
     std::uint64_t best_at = npos;
     std::uint32_t best_size = ~std::uint32_t{0};
     unsigned probes = 0;
-    for (std::uint32_t n = heads_[index]; n != nil && probes < own_class_probes;
+    for (std::uint32_t n = heads_[index]; n != list_end && probes < own_class_probes;
          n = nodes_[n].next_free, ++probes) {
         if (nodes_[n].size < units || nodes_[n].size >= best_size) continue;
         const std::uint64_t at = place(n, units, align, kind);
@@ -103,7 +106,7 @@ offset_allocation offset_heap::probe_class(std::uint32_t units, std::uint64_t al
         best_size = nodes_[n].size;
         if (!smallest || best_size == units) break;
     }
-    if (best == nil) return {};
+    if (best == list_end) return {};
     return use(best, static_cast<std::uint32_t>(best_at), units, kind);
 }
 
@@ -113,20 +116,21 @@ offset_allocation offset_heap::probe_class(std::uint32_t units, std::uint64_t al
 // and the page, back: up to a page); then the own-class probe.
 offset_allocation offset_heap::allocate_slow(std::uint32_t units, std::uint64_t align, resource_kind kind,
                                              allocation_strategy strategy) noexcept {
+    flush(); // the block in flight may be what fits
     const std::uint64_t a = align > unit_ ? align >> unit_shift_ : 1;
     const bool smallest = strategy == allocation_strategy::min_memory;
     if (smallest) {
         if (offset_allocation r = probe_class(units, a, kind, true)) return r;
     }
     std::uint32_t n = find_fit(std::uint64_t{units} + (a - 1));
-    if (n != nil) {
+    if (n != list_end) {
         const std::uint64_t at = place(n, units, a, kind);
         if (at != npos) return use(n, static_cast<std::uint32_t>(at), units, kind);
     }
     if (gran_units_ > 1) {
         const std::uint64_t front = std::max<std::uint64_t>(a, gran_units_) - 1;
         n = find_fit(std::uint64_t{units} + front + (gran_units_ - 1));
-        if (n != nil) {
+        if (n != list_end) {
             const std::uint64_t at = place(n, units, a, kind);
             if (at != npos) return use(n, static_cast<std::uint32_t>(at), units, kind);
         }
@@ -138,7 +142,7 @@ offset_allocation offset_heap::allocate_slow(std::uint32_t units, std::uint64_t 
 }
 
 offset_allocation offset_heap::allocate_lowest(std::uint64_t size, std::uint64_t align, resource_kind kind,
-                                               std::uint64_t below) noexcept {
+                                               std::uint64_t below, std::uint32_t start) noexcept {
     if (size - 1 >= bytes_ || align - 1 >= bytes_ || (align & (align - 1)) != 0) return {};
     const auto units = static_cast<std::uint32_t>((size + (unit_ - 1)) >> unit_shift_);
     const std::uint64_t a = align > unit_ ? align >> unit_shift_ : 1;
@@ -146,8 +150,11 @@ offset_allocation offset_heap::allocate_lowest(std::uint64_t size, std::uint64_t
     // u * min_alignment < below, so a limit inside a unit keeps that unit).
     const std::uint64_t limit =
         below == npos ? npos : (below >> unit_shift_) + ((below & (unit_ - 1)) != 0 ? 1 : 0);
+    flush();
+    // A start that describes no block (a spare node, or out of range) walks from the first block.
+    if (start - first_node >= max_nodes_ || nodes_[start].size == 0) start = first_;
     std::uint32_t steps = 0;
-    for (std::uint32_t n = first_; n != nil && steps < max_nodes_; n = nodes_[n].next_phys, ++steps) {
+    for (std::uint32_t n = start; n != edge && steps < max_nodes_; n = nodes_[n].next_phys, ++steps) {
         const node& b = nodes_[n];
         if (b.offset >= limit) break;
         if (b.next_free == used_tag || b.size < units) continue;
@@ -160,7 +167,7 @@ offset_allocation offset_heap::allocate_lowest(std::uint64_t size, std::uint64_t
 }
 
 bool offset_heap::refuse(offset_allocation a) const noexcept {
-    if (a.node >= max_nodes_) {
+    if (a.node - first_node >= max_nodes_) {
         (void)STRATA_VERIFY(1, false, foreign_pointer, heap_name, nullptr,
                             "deallocate of an allocation whose node this heap does not have");
     } else {
@@ -176,13 +183,14 @@ bool offset_heap::refuse(offset_allocation a) const noexcept {
 // ---------------------------------------------------------------------------------------------------
 
 std::uint64_t offset_heap::largest_free_block() const noexcept {
+    settle();
     if (fl_bitmap_ == 0) return 0;
     const unsigned fl = 31u - static_cast<unsigned>(std::countl_zero(fl_bitmap_));
     const unsigned sl = 31u - static_cast<unsigned>(std::countl_zero(sl_bitmap_[fl]));
     std::uint32_t largest = 0;
     std::uint32_t steps = 0;
     // As far as the own-class probe of allocate() looks, so that the answer can be had.
-    for (std::uint32_t n = heads_[(fl << sli) + sl]; n != nil && steps < own_class_probes;
+    for (std::uint32_t n = heads_[(fl << sli) + sl]; n != list_end && steps < own_class_probes;
          n = nodes_[n].next_free, ++steps)
         largest = std::max(largest, nodes_[n].size);
     return std::uint64_t{largest} << unit_shift_;
@@ -237,16 +245,19 @@ bool offset_heap::corrupt(const char* what) const noexcept {
 }
 
 bool offset_heap::check() const noexcept {
+    settle();
+    const auto in_range = [&](std::uint32_t n) { return n - first_node < max_nodes_; };
+    if (nodes_[edge].next_free != used_tag) return corrupt("the edge sentinel no longer looks used");
     // The blocks, in address order.
     std::uint64_t at = 0;
     std::uint32_t blocks = 0, used = 0, free_blocks = 0;
     std::uint64_t used_units = 0;
-    std::uint32_t prev = nil;
+    std::uint32_t prev = edge;
     bool prev_free = false;
-    std::uint32_t last_used = nil; // for the granularity rule
-    if (first_ == nil || first_ >= max_nodes_) return corrupt("no first block");
-    for (std::uint32_t n = first_; n != nil; n = nodes_[n].next_phys) {
-        if (n >= max_nodes_) return corrupt("a neighbour link out of range");
+    std::uint32_t last_used = edge; // for the granularity rule
+    if (!in_range(first_)) return corrupt("no first block");
+    for (std::uint32_t n = first_; n != edge; n = nodes_[n].next_phys) {
+        if (!in_range(n)) return corrupt("a neighbour link out of range");
         if (++blocks > max_nodes_) return corrupt("the block list loops");
         const node& b = nodes_[n];
         if (b.size == 0) return corrupt("a spare node in the block list");
@@ -259,7 +270,7 @@ bool offset_heap::check() const noexcept {
             used_units += b.size;
             if (b.prev_free > static_cast<std::uint32_t>(resource_kind::optimal))
                 return corrupt("a used block of no known kind");
-            if (last_used != nil && gran_units_ > 1) {
+            if (last_used != edge && gran_units_ > 1) {
                 const node& l = nodes_[last_used];
                 if (l.prev_free != b.prev_free && (std::uint64_t{l.offset} + l.size - 1) >> gran_shift_ ==
                                                       std::uint64_t{b.offset} >> gran_shift_)
@@ -281,10 +292,10 @@ bool offset_heap::check() const noexcept {
     for (unsigned index = 0; index < class_count; ++index) {
         const unsigned fl = index >> sli;
         const bool bit = (sl_bitmap_[fl] >> (index & (sl_count - 1)) & 1u) != 0;
-        if (bit != (heads_[index] != nil)) return corrupt("a second-level bit disagrees with its list");
-        std::uint32_t back = nil;
-        for (std::uint32_t n = heads_[index]; n != nil; n = nodes_[n].next_free) {
-            if (n >= max_nodes_) return corrupt("a free-list link out of range");
+        if (bit != (heads_[index] != list_end)) return corrupt("a second-level bit disagrees with its list");
+        std::uint32_t back = list_end;
+        for (std::uint32_t n = heads_[index]; n != list_end; n = nodes_[n].next_free) {
+            if (!in_range(n)) return corrupt("a free-list link out of range");
             if (++listed > free_blocks)
                 return corrupt("more listed blocks than free blocks (a loop or a used block)");
             const node& b = nodes_[n];
@@ -300,8 +311,8 @@ bool offset_heap::check() const noexcept {
     if (listed != free_blocks) return corrupt("a free block is on no list");
     // The spare chain.
     std::uint32_t spares = 0;
-    for (std::uint32_t n = spare_; n != nil; n = nodes_[n].next_free) {
-        if (n >= max_nodes_) return corrupt("a spare link out of range");
+    for (std::uint32_t n = spare_; n != list_end; n = nodes_[n].next_free) {
+        if (!in_range(n)) return corrupt("a spare link out of range");
         if (++spares > spare_count_) return corrupt("the spare chain is longer than counted (or loops)");
         if (nodes_[n].size != 0) return corrupt("a block on the spare chain");
     }

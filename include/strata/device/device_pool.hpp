@@ -109,10 +109,12 @@ struct defrag_stats {
 
 /// Figures of a whole pool.
 struct device_pool_stats {
-    std::uint32_t blocks = 0;             ///< shared blocks held (empty ones included)
-    std::uint32_t dedicated = 0;          ///< dedicated allocations
-    std::uint64_t device_bytes = 0;       ///< bytes of device memory held (blocks + dedicated)
-    std::uint64_t used_bytes = 0;         ///< bytes of live allocations (dedicated included)
+    std::uint32_t blocks = 0;       ///< shared blocks held (empty ones included)
+    std::uint32_t dedicated = 0;    ///< dedicated allocations
+    std::uint64_t device_bytes = 0; ///< bytes of device memory held (blocks + dedicated)
+    /// Bytes of live allocations (dedicated included). The destinations a pass in flight reserves
+    /// are counted in neither used_bytes nor free_bytes.
+    std::uint64_t used_bytes = 0;
     std::uint64_t free_bytes = 0;         ///< free bytes inside the shared blocks
     std::uint64_t largest_free_block = 0; ///< over the shared blocks
     std::uint32_t allocations = 0;        ///< live allocations
@@ -129,8 +131,9 @@ struct device_pool_stats {
 ///
 /// - Requests below the dedicated threshold share blocks of block_size bytes, each managed by an
 ///   offset_heap (no byte of device memory is ever read or written by the pool). A request goes
-///   to the first block it fits; when none fits a new block is made through the callback (halving
-///   its size down to what the request needs when the budget or the device refuses the full one).
+///   to the block that served the last one when it fits there, else to the first block it fits; when none
+///   fits a new block is made through the callback (halving its size down to what the request needs when the
+///   budget or the device refuses the full one).
 /// - Requests at or above the threshold (or larger than a block) get memory of their own.
 /// - An empty block is kept for reuse while at most keep_empty_blocks are; trim() frees them all.
 /// - Defragmentation is incremental: begin_defragmentation(), then begin_pass() / end_pass() until
@@ -270,6 +273,7 @@ private:
     std::uint64_t dedicated_bytes_ = 0;
     std::uint32_t dedicated_count_ = 0;
     std::uint64_t total_ = 0;
+    std::uint32_t hint_ = 0; // the block that served the last shared request
     device_error last_error_ = device_error::none;
     // Defragmentation.
     bool defrag_active_ = false;

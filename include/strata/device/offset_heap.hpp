@@ -108,34 +108,57 @@ public:
     /// the class comment). min_time takes the head of the first class whose every block fits;
     /// min_memory first probes the request's own class for the smallest block that fits.
     /// Complexity: O(1): two bit scans and at most own_class_probes blocks probed.
-    [[nodiscard]] offset_allocation
+    [[nodiscard]] STRATA_ALWAYS_INLINE offset_allocation
     allocate(std::uint64_t size, std::uint64_t align = 1, resource_kind kind = resource_kind::linear,
              allocation_strategy strategy = allocation_strategy::min_time) noexcept {
         if (size - 1 >= bytes_ || align - 1 >= bytes_ || (align & (align - 1)) != 0) return {};
         const auto units = static_cast<std::uint32_t>((size + (unit_ - 1)) >> unit_shift_);
-        if (STRATA_LIKELY(align <= unit_ && strategy == allocation_strategy::min_time)) {
-            const std::uint32_t n = find_fit(units);
-            if (STRATA_LIKELY(n != nil)) {
-                const std::uint64_t at = place(n, units, 1, kind);
-                if (STRATA_LIKELY(at != npos)) return use(n, static_cast<std::uint32_t>(at), units, kind);
-            }
+        if (STRATA_LIKELY(align <= unit_ && gran_units_ == 1 && strategy == allocation_strategy::min_time)) {
+            const unsigned index = fit_class(units);
+            if (STRATA_LIKELY(index < class_count)) return use_head(index, units, kind);
         }
         return allocate_slow(units, align, kind, strategy);
     }
 
     /// Returns: the lowest-offset block that fits the request (as allocate) and starts below
-    /// `below` bytes, or a false allocation. Compaction uses it to move blocks down.
-    /// Complexity: O(blocks): a walk in address order.
-    [[nodiscard]] offset_allocation allocate_lowest(std::uint64_t size, std::uint64_t align,
-                                                    resource_kind kind, std::uint64_t below = npos) noexcept;
+    /// `below` bytes, or a false allocation. Compaction uses it to move blocks down. The walk
+    /// starts at node `start` (a node for_each_block reported, so a caller that knows no fit lies
+    /// before it skips that part) or, when `start` describes no block now, at the first block.
+    /// Complexity: O(blocks from the start): a walk in address order.
+    [[nodiscard]] offset_allocation
+    allocate_lowest(std::uint64_t size, std::uint64_t align, resource_kind kind, std::uint64_t below = npos,
+                    std::uint32_t start = offset_allocation::no_node) noexcept;
 
     /// Effects: frees `a` and merges it with its free neighbours. Returns: true; false when `a` is
     /// not a live allocation of this heap (reported at checks >= 1, see the class comment).
     /// Complexity: O(1).
-    bool deallocate(offset_allocation a) noexcept {
-        if (STRATA_UNLIKELY(!is_live(a))) return refuse(a);
-        release(a.node);
+    STRATA_ALWAYS_INLINE bool deallocate(offset_allocation a) noexcept {
+        if (STRATA_UNLIKELY(a.node - first_node >= max_nodes_)) return refuse(a);
+        const node& b = nodes_[a.node];
+        if (STRATA_UNLIKELY((b.next_free != used_tag) |
+                            ((std::uint64_t{b.offset} << unit_shift_) != a.offset) | (a.node == pending_)))
+            return refuse(a);
+        // The merge needs both neighbours' nodes, which sit anywhere in the pool: start fetching
+        // them, count the block free now, and merge it at the next call (see flush()).
+        __builtin_prefetch(&nodes_[b.prev_phys], 1);
+        __builtin_prefetch(&nodes_[b.next_phys], 1);
+        used_units_ -= b.size;
+        --live_;
+        const std::uint32_t q = pending_;
+        pending_ = a.node;
+        if (q != edge) release(q);
         return true;
+    }
+
+    /// Effects: completes the free in flight, if any. deallocate(a) counts `a` free at once but
+    /// merges it with its neighbours at the next deallocate, so that their nodes (anywhere in the
+    /// pool) arrive in the cache meanwhile. Until then the block only looks used to allocation,
+    /// which completes it before it reports failure; every query that looks at free blocks
+    /// completes it first. Nothing else observable changes.
+    void flush() noexcept {
+        const std::uint32_t q = pending_;
+        pending_ = edge;
+        if (q != edge) release(q);
     }
 
     /// Effects: frees every block: the heap is as constructed. Allocations made before are foreign.
@@ -143,8 +166,8 @@ public:
 
     /// Returns: true when `a` is a live allocation of this heap (its node is used and at its offset).
     [[nodiscard]] bool is_live(offset_allocation a) const noexcept {
-        return a.node < max_nodes_ && nodes_[a.node].next_free == used_tag && nodes_[a.node].size != 0 &&
-               (std::uint64_t{nodes_[a.node].offset} << unit_shift_) == a.offset;
+        return a.node - first_node < max_nodes_ && nodes_[a.node].next_free == used_tag &&
+               a.node != pending_ && (std::uint64_t{nodes_[a.node].offset} << unit_shift_) == a.offset;
     }
     /// Returns: the bytes of live allocation `a` (its size rounded up to min_alignment).
     /// Requires: is_live(a).
@@ -170,14 +193,18 @@ public:
     /// Returns: live allocations, and free blocks.
     [[nodiscard]] std::uint32_t allocation_count() const noexcept { return live_; }
     [[nodiscard]] std::uint32_t free_block_count() const noexcept {
+        settle();
         return max_nodes_ - spare_count_ - live_;
     }
     /// Returns: nodes describing a block, and the node pool's size.
     [[nodiscard]] std::uint32_t nodes_in_use() const noexcept { return max_nodes_ - spare_count_; }
     [[nodiscard]] std::uint32_t max_nodes() const noexcept { return max_nodes_; }
+    /// Returns: one past the largest node id an allocation can carry (ids are below it, not
+    /// from 0: the caller may index a side array of this many entries by node).
+    [[nodiscard]] std::uint32_t node_id_limit() const noexcept { return max_nodes_ + first_node; }
     /// Returns: bytes of metadata: the node pool and the class heads and bitmaps.
     [[nodiscard]] std::size_t metadata_bytes() const noexcept {
-        return std::size_t{max_nodes_} * node_bytes + sizeof(heads_) + sizeof(sl_bitmap_) +
+        return (std::size_t{max_nodes_} + first_node) * node_bytes + sizeof(heads_) + sizeof(sl_bitmap_) +
                sizeof(fl_bitmap_);
     }
     /// Returns: the largest free block an allocation can reach, in bytes (0 when full): a request
@@ -204,8 +231,9 @@ public:
     /// Effects: calls visit(offset_block_info) for every block in address order. Complexity: O(blocks).
     template <class Visitor>
     void for_each_block(Visitor&& visit) const {
+        settle();
         std::uint32_t steps = 0;
-        for (std::uint32_t n = first_; n != nil && steps < max_nodes_; n = nodes_[n].next_phys, ++steps) {
+        for (std::uint32_t n = first_; n != edge && steps < max_nodes_; n = nodes_[n].next_phys, ++steps) {
             const node& b = nodes_[n];
             const bool used = b.next_free == used_tag;
             visit(offset_block_info{
@@ -236,15 +264,19 @@ public:
 
 private:
     friend struct test::offset_heap_access;
-    static constexpr std::uint32_t nil = ~std::uint32_t{0};
-    static constexpr std::uint32_t used_tag = nil - 1; // next_free of a used node
+    static constexpr std::uint32_t edge = 0;       // the neighbour beyond either end: looks used
+    static constexpr std::uint32_t list_end = 1;   // ends every class list, the spare chain too
+    static constexpr std::uint32_t first_node = 2; // nodes [2, max_nodes + 2) describe blocks
+    static constexpr std::uint32_t used_tag = ~std::uint32_t{0}; // next_free of a used node
 
-    // One block, used or free, or a spare node (size 0).
+    // One block, used or free, or a spare node (size 0). Two sentinels come first: `edge` (the
+    // physical neighbour past either end; its next_free is used_tag, so it never merges and its
+    // links may be written) and `list_end` (the end of every list; written freely), so linking,
+    // unlinking and merging need no null tests.
     // - offset, size: in min_alignment units; size is never 0 for a block.
-    // - prev_phys, next_phys: the neighbours in address order (nil at the ends).
-    // - prev_free: free: the previous node of its class list (nil at the head); used: its kind.
-    // - next_free: free: the next node of its class list (nil at the end); used: used_tag; spare:
-    //   the next spare node.
+    // - prev_phys, next_phys: the neighbours in address order (edge at the ends).
+    // - prev_free: free: the previous node of its class list (list_end at the head); used: its kind.
+    // - next_free: free: the next node of its class list; used: used_tag; spare: the next spare.
     struct node {
         std::uint32_t offset;
         std::uint32_t size;
@@ -255,20 +287,26 @@ private:
     };
     static_assert(sizeof(node) == node_bytes);
 
-    // Returns the head of the first non-empty class whose every block holds `need` units, or nil.
-    STRATA_ALWAYS_INLINE std::uint32_t find_fit(std::uint64_t need) const noexcept {
-        if (need >= (std::uint64_t{1} << 32)) return nil;
+    // Returns the first non-empty class whose every block holds `need` units, or class_count.
+    STRATA_ALWAYS_INLINE unsigned fit_class(std::uint64_t need) const noexcept {
+        if (STRATA_UNLIKELY(need >= (std::uint64_t{1} << 32))) return class_count;
         unsigned index = class_index(static_cast<std::uint32_t>(need - 1)) + 1;
-        if (index >= class_count) return nil;
         unsigned fl = index >> sli;
-        std::uint32_t sl_map = sl_bitmap_[fl] & (~std::uint32_t{0} << (index & (sl_count - 1)));
+        // index may be class_count (need - 1 in the top class): fl == fl_count, a zero map.
+        std::uint32_t sl_map =
+            fl < fl_count ? sl_bitmap_[fl] & (~std::uint32_t{0} << (index & (sl_count - 1))) : 0;
         if (STRATA_UNLIKELY(sl_map == 0)) {
-            const std::uint32_t fl_map = fl_bitmap_ & (~std::uint32_t{0} << (fl + 1));
-            if (STRATA_UNLIKELY(fl_map == 0)) return nil;
+            const std::uint32_t fl_map = fl + 1 < 32 ? fl_bitmap_ & (~std::uint32_t{0} << (fl + 1)) : 0;
+            if (STRATA_UNLIKELY(fl_map == 0)) return class_count;
             fl = static_cast<unsigned>(std::countr_zero(fl_map));
             sl_map = sl_bitmap_[fl];
         }
-        return heads_[(fl << sli) + static_cast<unsigned>(std::countr_zero(sl_map))];
+        return (fl << sli) + static_cast<unsigned>(std::countr_zero(sl_map));
+    }
+    // Returns the head of fit_class(need), or list_end.
+    STRATA_ALWAYS_INLINE std::uint32_t find_fit(std::uint64_t need) const noexcept {
+        const unsigned index = fit_class(need);
+        return index < class_count ? heads_[index] : list_end;
     }
 
     // Returns where (units) a block of `units` aligned to `align` units and of `kind` starts inside
@@ -281,11 +319,11 @@ private:
         const std::uint64_t end = std::uint64_t{b.offset} + b.size;
         if (gran_units_ > 1) {
             const auto k = static_cast<std::uint32_t>(kind);
-            if (b.prev_phys != nil && nodes_[b.prev_phys].prev_free != k &&
+            if (b.prev_phys != edge && nodes_[b.prev_phys].prev_free != k &&
                 (b.offset - 1) >> gran_shift_ == at >> gran_shift_)
                 at = (at + gran_units_ - 1) & ~std::uint64_t{gran_units_ - 1};
             if (at + units > end) return npos;
-            if (b.next_phys != nil && nodes_[b.next_phys].prev_free != k &&
+            if (b.next_phys != edge && nodes_[b.next_phys].prev_free != k &&
                 (at + units - 1) >> gran_shift_ == end >> gran_shift_)
                 return npos;
             return at;
@@ -293,61 +331,93 @@ private:
         return at + units <= end ? at : npos;
     }
 
+    // The fast path's use: `units` at the start of free node `n` (which holds them). A tail under
+    // 1/16 of the request stays in the block as slack rather than becoming a free block of its own
+    // (a node, a list insert now and a merge later, for space few requests can use). Slack is kept
+    // only where no granularity applies: the block's end must not move onto a neighbour's page.
+    STRATA_ALWAYS_INLINE offset_allocation use_head(unsigned index, std::uint32_t units,
+                                                    resource_kind kind) noexcept {
+        const std::uint32_t n = heads_[index];
+        node& b = nodes_[n];
+        const std::uint32_t back = b.size - units;
+        const bool split = back > (units >> sliver_shift);
+        if (STRATA_UNLIKELY(spare_count_ < static_cast<std::uint32_t>(split))) return {};
+        // Pop the head: its class and position are known, so no search and no branch on either.
+        const std::uint32_t next = b.next_free;
+        __builtin_prefetch(&nodes_[next], 1); // the next request of this class takes it
+        nodes_[next].prev_free = list_end;
+        heads_[index] = next;
+        const unsigned fl = index >> sli;
+        const std::uint32_t left =
+            sl_bitmap_[fl] & ~(static_cast<std::uint32_t>(next == list_end) << (index & (sl_count - 1)));
+        sl_bitmap_[fl] = left;
+        if (STRATA_UNLIKELY(left == 0)) fl_bitmap_ &= ~(std::uint32_t{1} << fl);
+        if (split) split_back(n, b, units, back);
+        return mark_used(n, b, kind);
+    }
+
     // Turns free node `n` into a used block of `units` at `at` (from place()), splitting off the
     // gaps before and after it as free blocks. Returns a false allocation, changing nothing, when
     // the splits need more spare nodes than there are.
-    STRATA_ALWAYS_INLINE offset_allocation use(std::uint32_t n, std::uint32_t at, std::uint32_t units,
-                                               resource_kind kind) noexcept {
+    offset_allocation use(std::uint32_t n, std::uint32_t at, std::uint32_t units,
+                          resource_kind kind) noexcept {
         node& b = nodes_[n];
         const std::uint32_t front = at - b.offset;
-        const std::uint32_t back = b.offset + b.size - at - units;
-        if (STRATA_UNLIKELY(spare_count_ < (front != 0 ? 1u : 0u) + (back != 0 ? 1u : 0u))) return {};
+        std::uint32_t back = b.offset + b.size - at - units;
+        if (back <= (units >> sliver_shift) && gran_units_ == 1) back = 0; // kept as slack
+        if (spare_count_ < (front != 0 ? 1u : 0u) + (back != 0 ? 1u : 0u)) return {};
         unlink(n, b);
-        if (STRATA_UNLIKELY(front != 0)) split_front(n, front);
-        if (back != 0) {
-            const std::uint32_t t = take_spare();
-            node& r = nodes_[t];
-            r.offset = at + units;
-            r.size = back;
-            r.prev_phys = n;
-            r.next_phys = b.next_phys;
-            if (b.next_phys != nil) nodes_[b.next_phys].prev_phys = t;
-            b.next_phys = t;
-            link(t, r);
-        }
+        if (front != 0) split_front(n, front);
+        if (back != 0) split_back(n, b, units, back);
+        return mark_used(n, b, kind);
+    }
+
+    STRATA_ALWAYS_INLINE void split_back(std::uint32_t n, node& b, std::uint32_t units,
+                                         std::uint32_t back) noexcept {
+        const std::uint32_t t = take_spare();
+        node& r = nodes_[t];
+        r.offset = b.offset + units;
+        r.size = back;
+        r.prev_phys = n;
+        r.next_phys = b.next_phys;
+        nodes_[b.next_phys].prev_phys = t;
+        b.next_phys = t;
         b.size = units;
+        link(t, r);
+    }
+
+    STRATA_ALWAYS_INLINE offset_allocation mark_used(std::uint32_t n, node& b, resource_kind kind) noexcept {
         b.prev_free = static_cast<std::uint32_t>(kind);
         b.next_free = used_tag;
-        used_units_ += units;
+        used_units_ += b.size;
         if (used_units_ > peak_units_) peak_units_ = used_units_;
         ++live_;
         ++total_;
-        return {std::uint64_t{at} << unit_shift_, n};
+        return {std::uint64_t{b.offset} << unit_shift_, n};
     }
 
-    // Frees used node `n`: merges it with free neighbours and lists the result.
+    // Completes the free of node `n` (counted free already, still tagged used): merges it with
+    // free neighbours and lists the result.
     STRATA_ALWAYS_INLINE void release(std::uint32_t n) noexcept {
         node* b = &nodes_[n];
-        used_units_ -= b->size;
-        --live_;
-        if (b->prev_phys != nil && nodes_[b->prev_phys].next_free != used_tag) {
-            const std::uint32_t p = b->prev_phys;
-            node& q = nodes_[p];
+        const std::uint32_t p = b->prev_phys;
+        node& q = nodes_[p];
+        if (q.next_free != used_tag) { // edge looks used
             unlink(p, q);
             q.size += b->size;
             q.next_phys = b->next_phys;
-            if (b->next_phys != nil) nodes_[b->next_phys].prev_phys = p;
+            nodes_[b->next_phys].prev_phys = p;
             give_spare(n, *b);
             n = p;
             b = &q;
         }
-        if (b->next_phys != nil && nodes_[b->next_phys].next_free != used_tag) {
-            const std::uint32_t x = b->next_phys;
-            node& r = nodes_[x];
+        const std::uint32_t x = b->next_phys;
+        node& r = nodes_[x];
+        if (r.next_free != used_tag) {
             unlink(x, r);
             b->size += r.size;
             b->next_phys = r.next_phys;
-            if (r.next_phys != nil) nodes_[r.next_phys].prev_phys = n;
+            nodes_[r.next_phys].prev_phys = n;
             give_spare(x, r);
         }
         link(n, *b);
@@ -357,31 +427,30 @@ private:
     STRATA_ALWAYS_INLINE void link(std::uint32_t n, node& b) noexcept {
         const unsigned index = class_index(b.size);
         const std::uint32_t head = heads_[index];
-        b.prev_free = nil;
+        b.prev_free = list_end;
         b.next_free = head;
-        if (head != nil) nodes_[head].prev_free = n;
+        nodes_[head].prev_free = n; // list_end's link when the class was empty: harmless
         heads_[index] = n;
         sl_bitmap_[index >> sli] |= std::uint32_t{1} << (index & (sl_count - 1));
         fl_bitmap_ |= std::uint32_t{1} << (index >> sli);
     }
 
-    // Unlists free node `n`.
+    // Unlists free node `n`. Without branches on where it sat: lists are short in a heap that
+    // merges, so "is it the head" and "does the class empty" are coin tosses a predictor loses.
     STRATA_ALWAYS_INLINE void unlink(std::uint32_t n, const node& b) noexcept {
         const std::uint32_t next = b.next_free;
         const std::uint32_t prev = b.prev_free;
-        if (next != nil) nodes_[next].prev_free = prev;
-        if (prev != nil) {
-            nodes_[prev].next_free = next;
-        } else {
-            const unsigned index = class_index(b.size);
-            heads_[index] = next;
-            if (next == nil) {
-                const unsigned fl = index >> sli;
-                sl_bitmap_[fl] &= ~(std::uint32_t{1} << (index & (sl_count - 1)));
-                if (sl_bitmap_[fl] == 0) fl_bitmap_ &= ~(std::uint32_t{1} << fl);
-            }
-        }
-        (void)n;
+        nodes_[next].prev_free = prev;
+        nodes_[prev].next_free = next; // list_end's link when n is the head: harmless
+        const unsigned index = class_index(b.size);
+        const std::uint32_t head = heads_[index];
+        const std::uint32_t now = head == n ? next : head;
+        heads_[index] = now;
+        const unsigned fl = index >> sli;
+        const std::uint32_t left =
+            sl_bitmap_[fl] & ~(static_cast<std::uint32_t>(now == list_end) << (index & (sl_count - 1)));
+        sl_bitmap_[fl] = left;
+        if (STRATA_UNLIKELY(left == 0)) fl_bitmap_ &= ~(std::uint32_t{1} << fl);
     }
 
     STRATA_ALWAYS_INLINE std::uint32_t take_spare() noexcept {
@@ -403,17 +472,25 @@ private:
     [[nodiscard]] offset_allocation probe_class(std::uint32_t units, std::uint64_t align, resource_kind kind,
                                                 bool smallest) noexcept;
     bool refuse(offset_allocation a) const noexcept;
+    // Completes the free in flight for a query; the heap is not const while one is in flight (only
+    // deallocate leaves one), so the cast is sound.
+    void settle() const noexcept {
+        if (pending_ != edge) const_cast<offset_heap*>(this)->flush();
+    }
     [[nodiscard]] bool corrupt(const char* what) const noexcept;
 
-    std::unique_ptr<node[]> nodes_;
-    std::uint64_t bytes_ = 0;      // managed bytes
-    std::uint64_t unit_ = 16;      // min_alignment
-    unsigned unit_shift_ = 4;      // log2(unit_)
-    std::uint32_t gran_units_ = 1; // granularity in units (1: no constraint)
-    unsigned gran_shift_ = 0;      // log2(gran_units_)
+    static constexpr unsigned sliver_shift = 4; // a tail under 1/16 of the request stays as slack
+
+    std::unique_ptr<node[]> nodes_; // max_nodes_ + 2: the sentinels, then the block nodes
+    std::uint64_t bytes_ = 0;       // managed bytes
+    std::uint64_t unit_ = 16;       // min_alignment
+    unsigned unit_shift_ = 4;       // log2(unit_)
+    std::uint32_t gran_units_ = 1;  // granularity in units (1: no constraint)
+    unsigned gran_shift_ = 0;       // log2(gran_units_)
     std::uint32_t max_nodes_ = 0;
-    std::uint32_t first_ = nil; // the block at offset 0
-    std::uint32_t spare_ = nil; // head of the spare chain
+    std::uint32_t first_ = edge;     // the block at offset 0
+    std::uint32_t spare_ = list_end; // head of the spare chain
+    std::uint32_t pending_ = edge;   // the free in flight (edge: none), see flush()
     std::uint32_t spare_count_ = 0;
     std::uint32_t used_units_ = 0;
     std::uint32_t peak_units_ = 0;
