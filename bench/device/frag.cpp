@@ -79,7 +79,7 @@ struct offset_frag {
     }
     static bool ok(handle h) noexcept { return static_cast<bool>(h); }
     void deallocate(handle h, std::uint32_t) noexcept { (void)heap.deallocate(h); }
-    [[nodiscard]] std::uint64_t largest() const noexcept { return heap.largest_free_block(); }
+    [[nodiscard]] std::uint64_t largest() const noexcept { return heap.metrics().largest_free_block; }
     [[nodiscard]] std::uint64_t free_bytes() const noexcept { return heap.free_bytes(); }
     [[nodiscard]] std::uint64_t capacity() const noexcept { return heap.size(); }
     bool check() const noexcept { return heap.check(); }

@@ -35,6 +35,7 @@ offset_heap::offset_heap(std::uint64_t size, const offset_heap_options& options)
     const std::uint64_t g = options.granularity > unit_ ? options.granularity >> unit_shift_ : 1;
     gran_units_ = static_cast<std::uint32_t>(std::min<std::uint64_t>(g, std::uint64_t{1} << 31));
     gran_shift_ = static_cast<unsigned>(std::countr_zero(gran_units_));
+    sliver_units_ = unit_ >= 32 ? 1u : static_cast<std::uint32_t>(32 >> unit_shift_);
     max_nodes_ = options.max_nodes;
     nodes_ = std::make_unique<node[]>(std::size_t{max_nodes_} + first_node);
     reset();

@@ -65,8 +65,18 @@ struct offset_heap_options {
 ///   a used tag in their place (so a stale or foreign node is told apart in O(1));
 /// - nodes not describing a block form a spare chain; an allocation that needs more nodes than are
 ///   spare fails cleanly (no state change).
+/// - node ids 0 and 1 are sentinels (the neighbour past either end, which looks used, and the end
+///   of every list), so linking and merging test no nulls; blocks have ids [2, node_id_limit()).
 /// Free blocks are never adjacent (a free merges), so a free block's physical neighbours are used:
 /// granularity is settled against those two alone (see place()).
+///
+/// Slack: without granularity, a block keeps a tail of at most 1/16 of the request plus 32 bytes
+/// (at least one min_alignment unit) rather than splitting it off as a free block of its own
+/// (a node, a list insert and a later merge, for space few requests could use); size_of() and the
+/// figures report the block with it. With granularity the end of a block stays where it was asked.
+///
+/// A free is counted at the call and merged with its neighbours at the next deallocate (flush()):
+/// their nodes lie anywhere in the pool, and are fetched meanwhile.
 ///
 /// Sizes are limited to (2^32 - 1) * min_alignment (64 GiB at the default 16).
 ///
@@ -102,8 +112,8 @@ public:
     offset_heap& operator=(const offset_heap&) = delete;
     ~offset_heap() = default;
 
-    /// Returns: a block of at least `size` bytes (rounded up to min_alignment) whose offset is a
-    /// multiple of `align` (any power of two) and of min_alignment, placed so that it shares no
+    /// Returns: a block of at least `size` bytes (rounded up to min_alignment, plus any slack) whose offset
+    /// is a multiple of `align` (any power of two) and of min_alignment, placed so that it shares no
     /// granularity page with a used block of another kind; a false allocation when none fits (see
     /// the class comment). min_time takes the head of the first class whose every block fits;
     /// min_memory first probes the request's own class for the smallest block that fits.
@@ -331,16 +341,17 @@ private:
         return at + units <= end ? at : npos;
     }
 
-    // The fast path's use: `units` at the start of free node `n` (which holds them). A tail under
-    // 1/16 of the request stays in the block as slack rather than becoming a free block of its own
-    // (a node, a list insert now and a merge later, for space few requests can use). Slack is kept
-    // only where no granularity applies: the block's end must not move onto a neighbour's page.
+    // The fast path's use: `units` at the start of free node `n` (which holds them). A tail of at
+    // most 1/16 of the request plus 32 bytes (at least one unit: sliver_units_) stays in the block
+    // as slack rather than becoming a free block of its own (a node, a list insert now and a merge
+    // later, for space few requests can use). Slack is kept only where no granularity applies: the
+    // block's end must not move onto a neighbour's page.
     STRATA_ALWAYS_INLINE offset_allocation use_head(unsigned index, std::uint32_t units,
                                                     resource_kind kind) noexcept {
         const std::uint32_t n = heads_[index];
         node& b = nodes_[n];
         const std::uint32_t back = b.size - units;
-        const bool split = back > (units >> sliver_shift);
+        const bool split = back > (units >> sliver_shift) + sliver_units_;
         if (STRATA_UNLIKELY(spare_count_ < static_cast<std::uint32_t>(split))) return {};
         // Pop the head: its class and position are known, so no search and no branch on either.
         const std::uint32_t next = b.next_free;
@@ -364,7 +375,7 @@ private:
         node& b = nodes_[n];
         const std::uint32_t front = at - b.offset;
         std::uint32_t back = b.offset + b.size - at - units;
-        if (back <= (units >> sliver_shift) && gran_units_ == 1) back = 0; // kept as slack
+        if (back <= (units >> sliver_shift) + sliver_units_ && gran_units_ == 1) back = 0; // kept as slack
         if (spare_count_ < (front != 0 ? 1u : 0u) + (back != 0 ? 1u : 0u)) return {};
         unlink(n, b);
         if (front != 0) split_front(n, front);
@@ -479,14 +490,15 @@ private:
     }
     [[nodiscard]] bool corrupt(const char* what) const noexcept;
 
-    static constexpr unsigned sliver_shift = 4; // a tail under 1/16 of the request stays as slack
+    static constexpr unsigned sliver_shift = 4; // slack: up to 1/16 of the request, + sliver_units_
 
-    std::unique_ptr<node[]> nodes_; // max_nodes_ + 2: the sentinels, then the block nodes
-    std::uint64_t bytes_ = 0;       // managed bytes
-    std::uint64_t unit_ = 16;       // min_alignment
-    unsigned unit_shift_ = 4;       // log2(unit_)
-    std::uint32_t gran_units_ = 1;  // granularity in units (1: no constraint)
-    unsigned gran_shift_ = 0;       // log2(gran_units_)
+    std::unique_ptr<node[]> nodes_;  // max_nodes_ + 2: the sentinels, then the block nodes
+    std::uint64_t bytes_ = 0;        // managed bytes
+    std::uint64_t unit_ = 16;        // min_alignment
+    unsigned unit_shift_ = 4;        // log2(unit_)
+    std::uint32_t gran_units_ = 1;   // granularity in units (1: no constraint)
+    std::uint32_t sliver_units_ = 2; // slack besides 1/16 of the request: 32 bytes, at least a unit
+    unsigned gran_shift_ = 0;        // log2(gran_units_)
     std::uint32_t max_nodes_ = 0;
     std::uint32_t first_ = edge;     // the block at offset 0
     std::uint32_t spare_ = list_end; // head of the spare chain
