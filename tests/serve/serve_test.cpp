@@ -94,8 +94,8 @@ TEST_F(ServeApi, InfoListsEveryDemoAndSessionsAreCreated) {
     std::vector<std::string> names;
     for (const auto& d : info.body["demos"])
         names.push_back(d["name"]);
-    for (const char* want :
-         {"arena", "stack", "pool", "buddy", "tlsf", "slab", "handles", "race", "latency", "layout"})
+    for (const char* want : {"arena", "stack", "pool", "buddy", "tlsf", "slab", "handles", "race", "latency",
+                             "layout", "device"})
         EXPECT_NE(std::find(names.begin(), names.end(), want), names.end()) << want;
     session_ = new_session();
     EXPECT_EQ(session_.size(), 32u);
@@ -348,6 +348,39 @@ TEST_F(ServeApi, BuddySplitsAndCoalesces) {
     EXPECT_TRUE(r["state"]["check"].get<bool>());
     expect_error("buddy", "free", {{"id", a}});
     EXPECT_FALSE(op("buddy", "alloc", {{"size", 8192}})["ok"].get<bool>());
+}
+
+TEST_F(ServeApi, DeviceKeepsKindsApartAndDefragments) {
+    session_ = new_session();
+    json r = op("device", "alloc", {{"kind", "linear"}, {"size", 5000}, {"align", 256}});
+    ASSERT_TRUE(r["ok"].get<bool>()) << r.dump();
+    const std::uint64_t buffer_end =
+        r["result"]["offset"].get<std::uint64_t>() + r["result"]["size"].get<std::uint64_t>();
+    const std::uint64_t buffer_block = r["result"]["block"];
+    r = op("device", "alloc", {{"kind", "optimal"}, {"size", 5000}, {"align", 256}});
+    ASSERT_TRUE(r["ok"].get<bool>()) << r.dump();
+    if (r["result"]["block"] == buffer_block) { // an image never shares the buffer's last granularity page
+        const std::uint64_t page = op("device", "state", json::object())["state"]["granularity"];
+        EXPECT_NE((buffer_end - 1) / page, r["result"]["offset"].get<std::uint64_t>() / page);
+    }
+    EXPECT_TRUE(op("device", "fragment", json::object())["ok"].get<bool>());
+    r = op("device", "state", json::object());
+    const double before = r["state"]["fragmentation"];
+    const std::uint64_t live = r["state"]["live_allocations"];
+    bool done = false;
+    for (int click = 0; click < 200 && !done; ++click) {
+        r = op("device", "defrag", json::object());
+        done = r["result"]["phase"] == "done";
+        EXPECT_TRUE(r["state"]["check"].get<bool>()) << "click " << click;
+    }
+    EXPECT_TRUE(done) << "defragmentation ends";
+    EXPECT_FALSE(r["state"]["defragmenting"].get<bool>());
+    EXPECT_GT(r["state"]["bytes_moved"].get<std::uint64_t>(), 0u);
+    EXPECT_EQ(r["state"]["live_allocations"].get<std::uint64_t>(), live) << "moves keep every allocation";
+    EXPECT_LE(r["state"]["fragmentation"].get<double>(), before);
+    expect_error("device", "alloc", {{"kind", "texture"}});
+    expect_error("device", "alloc", {{"size", 0}});
+    expect_error("device", "free", {{"id", 999999}});
 }
 
 TEST_F(ServeApi, SlabRowsAndTheMagazineColumn) {
@@ -661,8 +694,8 @@ TEST(ServeLimits, TooManySessionsAndTheMemoryBound) {
 TEST_F(ServeApi, EveryDemoFitsTheDefaultBound) {
     session_ = new_session();
     std::size_t bytes = 0;
-    for (const char* d :
-         {"arena", "stack", "pool", "buddy", "tlsf", "slab", "handles", "race", "latency", "layout"}) {
+    for (const char* d : {"arena", "stack", "pool", "buddy", "tlsf", "slab", "handles", "race", "latency",
+                          "layout", "device"}) {
         const json r = op(d, "state", json::object());
         bytes = r["session_bytes"];
     }
