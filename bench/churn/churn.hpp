@@ -42,6 +42,40 @@ namespace strata::churn {
 
 using lab::splitmix64;
 
+/// Latency tails of one run, in ns net of the timer.
+struct tail {
+    double p50 = 0, p99 = 0, p999 = 0, p9999 = 0, max = 0;
+};
+
+/// Returns: the tails of `ticks` (per-call timer ticks).
+inline tail percentiles(std::vector<std::uint32_t> ticks, const lab::calibration& cal) {
+    tail t;
+    if (ticks.empty()) return t;
+    std::sort(ticks.begin(), ticks.end());
+    auto at = [&](double q) {
+        const auto i = static_cast<std::size_t>(q * static_cast<double>(ticks.size() - 1));
+        return cal.net_ns(ticks[i]);
+    };
+    t.p50 = at(0.50);
+    t.p99 = at(0.99);
+    t.p999 = at(0.999);
+    t.p9999 = at(0.9999);
+    t.max = cal.net_ns(ticks.back());
+    return t;
+}
+
+/// Returns: the non-empty comma-separated items of `s` (command-line lists).
+inline std::vector<std::string> split_list(std::string_view s) {
+    std::vector<std::string> out;
+    while (!s.empty()) {
+        const std::size_t comma = s.find(',');
+        const std::string_view item = s.substr(0, comma);
+        if (!item.empty()) out.emplace_back(item);
+        s = comma == std::string_view::npos ? std::string_view{} : s.substr(comma + 1);
+    }
+    return out;
+}
+
 /// One step of the churn: free slot `victim`, then allocate `size` bytes into it.
 struct pair_op {
     std::uint32_t victim;

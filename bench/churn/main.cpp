@@ -15,7 +15,6 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -24,34 +23,6 @@
 namespace {
 
 using namespace strata::churn;
-
-std::vector<std::string> split(const std::string& s) {
-    std::vector<std::string> out;
-    std::stringstream in(s);
-    for (std::string item; std::getline(in, item, ',');)
-        if (!item.empty()) out.push_back(item);
-    return out;
-}
-
-struct tail {
-    double p50 = 0, p99 = 0, p999 = 0, p9999 = 0, max = 0;
-};
-
-tail percentiles(std::vector<std::uint32_t> ticks, const strata::lab::calibration& cal) {
-    tail t;
-    if (ticks.empty()) return t;
-    std::sort(ticks.begin(), ticks.end());
-    auto at = [&](double q) {
-        const auto i = static_cast<std::size_t>(q * static_cast<double>(ticks.size() - 1));
-        return cal.net_ns(ticks[i]);
-    };
-    t.p50 = at(0.50);
-    t.p99 = at(0.99);
-    t.p999 = at(0.999);
-    t.p9999 = at(0.9999);
-    t.max = cal.net_ns(ticks.back());
-    return t;
-}
 
 std::string tail_json(const tail& t) {
     char buf[256];
@@ -89,9 +60,9 @@ int main(int argc, char** argv) {
             return argv[++i];
         };
         if (a == "--workload")
-            workloads = split(value());
+            workloads = split_list(value());
         else if (a == "--only")
-            only = split(value());
+            only = split_list(value());
         else if (a == "--label")
             label = value();
         else if (a == "--pairs")

@@ -21,7 +21,6 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -141,25 +140,6 @@ std::pair<double, double> metadata_pass(A& a, const workload& w) {
     return {samples == 0 ? 0.0 : sum / samples, worst};
 }
 
-struct percentiles {
-    double p50 = 0, p99 = 0, p999 = 0, p9999 = 0, max = 0;
-};
-
-percentiles tail_of(std::vector<std::uint32_t> ticks, const lab::calibration& cal) {
-    percentiles t;
-    if (ticks.empty()) return t;
-    std::sort(ticks.begin(), ticks.end());
-    auto at = [&](double q) {
-        return cal.net_ns(ticks[static_cast<std::size_t>(q * static_cast<double>(ticks.size() - 1))]);
-    };
-    t.p50 = at(0.50);
-    t.p99 = at(0.99);
-    t.p999 = at(0.999);
-    t.p9999 = at(0.9999);
-    t.max = cal.net_ns(ticks.back());
-    return t;
-}
-
 /// One contender's results on one workload, accumulated over the rounds.
 struct result {
     std::string name;
@@ -200,14 +180,6 @@ struct runner_of final : runner {
     }
     std::unique_ptr<A> a;
 };
-
-std::vector<std::string> split(const std::string& s) {
-    std::vector<std::string> out;
-    std::stringstream in(s);
-    for (std::string item; std::getline(in, item, ',');)
-        if (!item.empty()) out.push_back(item);
-    return out;
-}
 
 // Count mode: a contender with its live set, a 100,000-pair warm-up, then fills x 10,000 pairs.
 constexpr std::size_t pairs_per_fill = 10'000;
@@ -270,7 +242,7 @@ int run_churn(int argc, char** argv) {
         }
         ++i;
         if (a == "--workload")
-            workloads = split(v);
+            workloads = churn::split_list(v);
         else if (a == "--pairs")
             pairs = std::stoull(v);
         else if (a == "--latency-runs")
@@ -339,7 +311,7 @@ int run_churn(int argc, char** argv) {
             // filtered allocation p99.99 (<= 200 ns), metadata per live allocation (<= 32 B).
             const result& o = results[0];
             const double ratio = ratio_to_tlsf(o), limit = w.name == "w1" ? 1.2 : 1.0;
-            const double p9999 = tail_of(o.alloc_ticks, cal).p9999;
+            const double p9999 = churn::percentiles(o.alloc_ticks, cal).p9999;
             // The class heads and bitmaps, fixed, over the live set (its size at steady state).
             const double tables = static_cast<double>(sizeof(std::uint32_t) * (offset_heap::class_count +
                                                                                offset_heap::fl_count + 1)) /
@@ -357,8 +329,9 @@ int run_churn(int argc, char** argv) {
         for (const result& r : results) {
             const double ns = median(r.seconds) * per;
             const double best = *std::min_element(r.seconds.begin(), r.seconds.end()) * per;
-            const percentiles fa = tail_of(r.alloc_ticks, cal), ff = tail_of(r.free_ticks, cal);
-            const percentiles ra = tail_of(r.raw_alloc, cal);
+            const churn::tail fa = churn::percentiles(r.alloc_ticks, cal),
+                              ff = churn::percentiles(r.free_ticks, cal);
+            const churn::tail ra = churn::percentiles(r.raw_alloc, cal);
             std::printf(
                 "| %s | %s | %.2f | %.2f | %.2f | %.2f | %.0f/%.0f/%.0f/%.0f (%.0f) | %.0f/%.0f/%.0f | %.1f "
                 "(%.1f) |\n",
