@@ -4,13 +4,15 @@
 // free, device refusal on and off, trim, and defragmentation: begin, passes whose moves the target
 // performs with memcpy (or ignores), frees of allocations whose move is in flight, commit or cancel.
 // Every allocation is filled with its own byte and verified on free and after every pass; moves are
-// checked for overlap and alignment; check() after every op.
+// checked for overlap and alignment; a shared allocation's size is its heap block's (slack included,
+// the destination's after a move) and used_bytes their sum; check() after every op.
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <iterator>
 #include <map>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "strata/device/device_pool.hpp"
@@ -79,9 +81,23 @@ struct harness {
         const unsigned char* p = dev.at(i->memory, i->offset);
         require(p[0] == e.fill && std::memcmp(p, p + 1, e.size - 1) == 0, "an allocation's contents changed");
     }
+    // Every allocation's bytes, and each shared one's size against its heap block (a moved one
+    // takes its destination's size, slack included).
     void verify_all() {
-        for (const auto& [h, e] : live)
+        std::map<std::pair<std::uint32_t, std::uint64_t>, std::uint64_t> used_blocks;
+        for (std::uint32_t b = 0; b < pool.block_slots(); ++b)
+            if (const strata::offset_heap* heap = pool.block(b))
+                heap->for_each_block([&](const strata::offset_block_info& u) {
+                    if (u.used) used_blocks[{b, u.offset}] = u.size;
+                });
+        for (const auto& [h, e] : live) {
             verify(h, e);
+            const strata::device_allocation_info* i = pool.info(h);
+            if (i->dedicated) continue;
+            auto u = used_blocks.find({i->block, i->offset});
+            require(u != used_blocks.end() && u->second == i->size,
+                    "a shared allocation's size is not its block's");
+        }
     }
     void free(device_allocation h) {
         auto it = live.find(h);
@@ -218,6 +234,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                 const strata::device_allocation_info* i = t.pool.info(h);
                 require(i != nullptr && i->size >= n, "no info, or too small");
                 require(i->dedicated || i->offset % align == 0, "misaligned");
+                if (!i->dedicated) { // rounded to min_alignment, plus slack only without granularity
+                    const std::uint64_t unit = o.min_alignment;
+                    const std::uint64_t rounded = (n + unit - 1) / unit * unit;
+                    const std::uint64_t slack =
+                        o.granularity > unit ? 0
+                                             : ((rounded / unit >> 4) + (unit >= 32 ? 1 : 32 / unit)) * unit;
+                    require(i->size >= rounded && i->size <= rounded + slack && i->size % unit == 0,
+                            "a shared size off its rounding and slack");
+                }
                 std::memset(t.dev.at(i->memory, i->offset), t.fill, n);
                 t.live.emplace(h, expected{n, align, kind, t.fill++});
                 if (t.fill == 0) t.fill = 1;
@@ -270,6 +295,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             require(t.pool.check(), "check() failed");
             const strata::device_pool_stats s = t.pool.stats();
             require(s.allocations == t.live.size(), "allocation count drifted");
+            std::uint64_t used = 0;
+            for (const auto& [h, e] : t.live)
+                used += t.pool.info(h)->size;
+            require(s.used_bytes == used, "used_bytes is not the sum of the granted sizes");
             std::uint64_t device_bytes = 0;
             for (const auto& [m, v] : t.dev.memory)
                 device_bytes += v.size();

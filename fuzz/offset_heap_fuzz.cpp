@@ -1,16 +1,19 @@
 // libFuzzer target: strata::offset_heap with its options drawn from the first bytes (min_alignment
 // 1, 16 or 64; granularity none, 256 or 4096; 8, 64 or 1024 nodes, so the node pool runs out too).
 // Ops decoded from the input: allocate (any size, alignment, kind and strategy, invalid ones
-// included), allocate_lowest checked against a reference search, free, a bad free (a stale or forged
-// allocation: one report, nothing changed), reset, and the largest free block served. A model (a map
-// of the used intervals) checks every answer: rounding, alignment, no overlap, kinds kept a
-// granularity page apart, the counters after every op and the walk as an op of its own; check()
-// after every op (every 16th with 1024 nodes).
+// included), allocate_lowest from the first block or a start node (a block's, or any id) checked
+// against a reference search, free (counted at once, merged at the next free), a bad free (a stale,
+// in-flight or forged allocation: one report, nothing changed), flush, reset, and the largest free
+// block served. A model (a map of the used intervals, each with the size the heap granted) checks
+// every answer: rounding and slack, alignment, no overlap, kinds kept a granularity page apart, the
+// counters after every op and the walk as an op of its own; check() after every op (every 16th with
+// 1024 nodes).
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <iterator>
 #include <map>
+#include <utility>
 #include <vector>
 
 #include "strata/device/offset_heap.hpp"
@@ -43,7 +46,13 @@ public:
 
     void add(offset_allocation a, std::uint64_t size, std::uint64_t align, resource_kind kind,
              std::uint64_t granted) {
-        require(granted == round_up(size, unit_), "size not rounded to min_alignment");
+        // Rounded to min_alignment; without granularity, plus a slack of at most 1/16 of the request
+        // and 32 bytes (at least one unit).
+        const std::uint64_t rounded = round_up(size, unit_);
+        const std::uint64_t slack =
+            page_ == 0 ? ((rounded / unit_ >> 4) + std::max<std::uint64_t>(1, 32 / unit_)) * unit_ : 0;
+        require(granted >= rounded && granted <= rounded + slack && granted % unit_ == 0,
+                "size not rounded to min_alignment (plus slack)");
         require(a.offset % align == 0 && a.offset % unit_ == 0, "misaligned allocation");
         require(a.offset + granted <= size_, "allocation past the end");
         auto next = used_.lower_bound(a.offset);
@@ -74,15 +83,16 @@ public:
         used_bytes_ = 0;
     }
 
-    // The lowest offset below `below` where the request fits (see offset_heap::place()).
+    // The lowest offset below `below` where the request fits (see offset_heap::place()), in the
+    // gaps that start at `from` or later (a walk from the block at `from`).
     [[nodiscard]] std::uint64_t lowest_fit(std::uint64_t size, std::uint64_t align, resource_kind kind,
-                                           std::uint64_t below) const {
+                                           std::uint64_t below, std::uint64_t from = 0) const {
         const std::uint64_t bytes = round_up(size, unit_);
         std::uint64_t start = 0;
         const used_block* prev = nullptr;
         std::uint64_t prev_end = 0;
         auto try_gap = [&](std::uint64_t end, const used_block* next) -> std::uint64_t {
-            if (end <= start) return npos - 1; // no gap
+            if (end <= start || start < from) return npos - 1; // no gap, or one before the walk
             std::uint64_t at = round_up(start, std::max(align, unit_));
             if (page_ != 0 && prev != nullptr && prev->kind != kind && (prev_end - 1) / page_ == at / page_)
                 at = round_up(at + 1, page_);
@@ -125,6 +135,7 @@ public:
         });
         require(u == used_.end() && at == size_, "walk: blocks missing");
         require(h.free_block_count() == free_blocks, "free_block_count drifted");
+        require(h.nodes_in_use() == used_.size() + free_blocks, "nodes_in_use drifted");
         require(h.metrics().largest_free_block == largest, "metrics().largest_free_block wrong");
         require(h.largest_free_block() <= largest && (largest == 0) == (h.largest_free_block() == 0),
                 "largest_free_block() out of range");
@@ -215,7 +226,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             const bool valid = n != 0 && n <= h.size() && is_pow2(align) && align <= h.size();
             if (!valid) require(!a, "invalid request served");
             if (a) {
-                require(a.offset != offset_allocation::npos && a.node < nodes, "bad allocation fields");
+                require(a.offset != offset_allocation::npos && a.node >= 2 && a.node < h.node_id_limit(),
+                        "bad allocation fields");
                 m.add(a, n, align, kind, h.size_of(a));
                 require(h.kind_of(a) == kind && h.is_live(a), "kind_of / is_live wrong");
             } else {
@@ -231,9 +243,23 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             const auto kind = in.byte() & 1 ? resource_kind::optimal : resource_kind::linear;
             const std::uint64_t below =
                 in.byte() % 4 == 0 ? npos : std::uint64_t{in.u16()} * 16 + in.byte() % 16;
+            // The start: none, the node of a block the walk reports, or any id (a spare node, a
+            // sentinel, out of range: the walk then starts at the first block).
+            const std::uint8_t sk = in.byte();
+            const std::uint16_t sv = in.u16();
+            std::uint32_t start = offset_allocation::no_node;
+            std::uint64_t from = 0;
+            if (sk % 3 != 0) {
+                std::vector<std::pair<std::uint32_t, std::uint64_t>> blocks;
+                h.for_each_block(
+                    [&](const strata::offset_block_info& b) { blocks.emplace_back(b.node, b.offset); });
+                start = sk % 3 == 1 ? blocks[sv % blocks.size()].first : sv % (h.node_id_limit() + 4);
+                for (const auto& [node, offset] : blocks)
+                    if (node == start) from = offset;
+            }
             const bool nodes_spare = h.nodes_in_use() + 2 <= h.max_nodes();
-            const offset_allocation a = h.allocate_lowest(n, align, kind, below);
-            const std::uint64_t expect = m.lowest_fit(n, align, kind, below);
+            const offset_allocation a = h.allocate_lowest(n, align, kind, below, start);
+            const std::uint64_t expect = m.lowest_fit(n, align, kind, below, from);
             if (a || nodes_spare)
                 require((a ? a.offset : npos) == expect, "allocate_lowest: not the lowest fit");
             if (a) m.add(a, n, align, kind, h.size_of(a));
@@ -247,6 +273,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             const offset_allocation a{it->first, it->second.node};
             m.remove(a.offset);
             require(h.deallocate(a), "a live allocation was refused");
+            require(!h.is_live(a), "an allocation in flight is live");
             if (freed.size() < 16) {
                 freed.push_back(a);
             } else {
@@ -259,8 +286,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             offset_allocation a;
             if (k % 3 == 0 && !freed.empty()) {
                 a = freed[in.byte() % freed.size()];
-            } else if (k % 3 == 1) {
-                a = {std::uint64_t{in.u16()} * 16, nodes + in.byte()};
+            } else if (k % 3 == 1) { // the sentinels 0 and 1, or from node_id_limit() on
+                const std::uint8_t v = in.byte();
+                a = {std::uint64_t{in.u16()} * 16, v < 2 ? std::uint32_t{v} : h.node_id_limit() + v};
             } else if (!m.used().empty()) {
                 const auto& [off, u] = *m.used().begin();
                 a = {off + unit * (1 + in.byte() % 4), u.node};
@@ -269,14 +297,18 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             refused_free(h, a);
             break;
         }
-        case 8: // the walk and the figures against the model; rarely, reset
-            if (in.byte() % 16 == 0) {
+        case 8: { // the walk and the figures against the model; sometimes a flush first; rarely, reset
+            const std::uint8_t k = in.byte();
+            if (k % 16 == 0) {
                 h.reset();
                 m.clear();
                 freed.clear();
+            } else if (k % 4 == 1) {
+                h.flush();
             }
             m.compare(h);
             break;
+        }
         default: { // what largest_free_block() reports can be had
             const std::uint64_t largest = h.largest_free_block();
             if (gran == 1 && largest != 0 && h.nodes_in_use() < h.max_nodes()) {

@@ -1,7 +1,9 @@
 // offset_heap: construction limits, every documented bad input and its answer, alignment and
-// min_alignment rounding, both strategies, allocate_lowest against a reference search, granularity
-// pages between resource kinds, node-pool exhaustion, the statistics and walks against a reference
-// model (a map of the used intervals), to_json, check() against corrupted nodes, and a randomized run.
+// min_alignment rounding, both strategies, slack, the deferred free, allocate_lowest (from the first
+// block or a start node) against a reference search, granularity pages between resource kinds,
+// node-pool exhaustion, the statistics and walks against a reference model (a map of the used
+// intervals with their granted sizes), to_json, check() against corrupted nodes (sentinels
+// included), and a randomized run.
 #include "strata/device/offset_heap.hpp"
 
 #include <algorithm>
@@ -63,7 +65,8 @@ constexpr std::uint64_t npos = offset_heap::npos;
 std::uint64_t round_up(std::uint64_t v, std::uint64_t a) { return (v + a - 1) / a * a; }
 
 // The heap as a map of its used intervals; the free blocks are the gaps between them (free blocks
-// always merge, so each gap is exactly one free block).
+// always merge, so each gap is exactly one free block). A used block is recorded with the size the
+// heap granted, slack included.
 class reference_heap {
 public:
     struct used_block {
@@ -83,12 +86,17 @@ public:
     reference_heap(std::uint64_t size, std::uint64_t unit, std::uint64_t granularity)
         : size_(size), unit_(unit), page_(granularity > unit ? granularity : 0) {}
 
-    // Records a fresh allocation of `size` bytes (before rounding) with `align`; checks that it is
-    // rounded, aligned, in range and disjoint from every live block, and keeps kinds apart.
+    // Records a fresh allocation of `size` bytes (before rounding) with `align` that the heap granted
+    // `granted` bytes; checks that it is rounded (plus, only without granularity, a slack of at most
+    // 1/16 of the request plus 32 bytes, at least one unit), aligned, in range and disjoint from
+    // every live block, and keeps kinds apart.
     ::testing::AssertionResult add(offset_allocation a, std::uint64_t size, std::uint64_t align,
                                    resource_kind kind, std::uint64_t granted) {
         if (!a) return ::testing::AssertionFailure() << "failed allocation";
-        if (granted != round_up(size, unit_))
+        const std::uint64_t rounded = round_up(size, unit_);
+        const std::uint64_t slack =
+            page_ == 0 ? ((rounded / unit_ >> 4) + std::max<std::uint64_t>(1, 32 / unit_)) * unit_ : 0;
+        if (granted < rounded || granted > rounded + slack || granted % unit_ != 0)
             return ::testing::AssertionFailure() << "granted " << granted << " for " << size;
         if (a.offset % align != 0 || a.offset % unit_ != 0)
             return ::testing::AssertionFailure() << "offset " << a.offset << " misaligned for " << align;
@@ -362,6 +370,20 @@ TEST(OffsetHeap, DoubleFreeIsRefusedAndReported) {
     const offset_allocation b = h.allocate(64);
     ASSERT_TRUE(a && b);
     EXPECT_TRUE(h.deallocate(a));
+    // A second free while the first is still in flight (not merged yet) is refused.
+    {
+        recording_handler rec;
+        EXPECT_FALSE(h.deallocate(a));
+        if (strata::test::checks_on) {
+            EXPECT_TRUE(rec.saw_one(strata::violation_kind::double_free));
+            EXPECT_EQ(rec.last().allocator, "strata::offset_heap");
+        } else {
+            EXPECT_TRUE(rec.empty());
+        }
+    }
+    EXPECT_EQ(h.allocation_count(), 1u);
+    EXPECT_EQ(h.used_bytes(), 64u);
+    // And once it is merged (stats() completes it).
     const strata::stats before = h.stats();
     const std::string json = h.to_json();
     {
@@ -386,8 +408,11 @@ TEST(OffsetHeap, ForeignNodeIsRefusedAndReported) {
     const offset_allocation a = h.allocate(64);
     ASSERT_TRUE(a);
     const strata::stats before = h.stats();
+    // Block nodes are [2, node_id_limit()): the two sentinels and everything from the limit are foreign.
+    ASSERT_EQ(h.node_id_limit(), 10u);
     for (const offset_allocation bad :
-         {offset_allocation{a.offset, 8}, offset_allocation{a.offset, 1000}, offset_allocation{}}) {
+         {offset_allocation{a.offset, 0}, offset_allocation{a.offset, 1}, offset_allocation{a.offset, 10},
+          offset_allocation{a.offset, 1000}, offset_allocation{}}) {
         recording_handler rec;
         EXPECT_FALSE(h.deallocate(bad));
         if (strata::test::checks_on) {
@@ -398,9 +423,15 @@ TEST(OffsetHeap, ForeignNodeIsRefusedAndReported) {
     }
     // A node in range that describes a free block, a spare node, or a live block at another offset.
     const offset_allocation wrong_offset{a.offset + 16, a.node};
-    std::uint32_t spare = offset_heap_access::spare_head(h);
-    for (const offset_allocation bad :
-         {wrong_offset, offset_allocation{64, 1}, offset_allocation{0, spare}}) {
+    const std::uint32_t spare = offset_heap_access::spare_head(h);
+    offset_allocation tail;
+    h.for_each_block([&](const offset_block_info& b) {
+        if (!b.used) tail = {b.offset, b.node};
+    });
+    ASSERT_TRUE(tail);
+    ASSERT_GE(spare, 2u);
+    ASSERT_LT(spare, h.node_id_limit());
+    for (const offset_allocation bad : {wrong_offset, tail, offset_allocation{0, spare}}) {
         if (bad == a) continue;
         recording_handler rec;
         EXPECT_FALSE(h.deallocate(bad));
@@ -421,6 +452,7 @@ TEST(OffsetHeap, StaleAllocationWhoseNodeNowDescribesAnotherBlockIsRefused) {
     const offset_allocation stale = live[3];
     EXPECT_TRUE(h.deallocate(stale));
     EXPECT_TRUE(h.deallocate(live[2])); // merges: stale's node may go back to the spare chain
+    h.flush();                          // (the merge of live[2] completes at the next free or here)
     live.erase(live.begin() + 2, live.begin() + 4);
     // Allocate until stale's node is reused for a block at another offset.
     bool reused = false;
@@ -568,14 +600,17 @@ struct strategy_fixture {
         }
         for (const offset_allocation& h : holes)
             c.give(h);
+        c.heap.flush(); // the last free merges now: every hole is on its class list
     }
 };
 
 TEST(OffsetHeap, MinTimeTakesTheFirstClassWhoseEveryBlockFits) {
     strategy_fixture f;
-    // 128 units: every block of class [128, 132) fits: the most recently freed hole.
+    // 128 units: every block of class [128, 132) fits: the most recently freed hole. Its 2-unit
+    // tail is within 128 / 16 units plus 32 bytes: it stays in the block as slack.
     const offset_allocation a = f.c.take(128 * 16);
     EXPECT_EQ(a.offset, f.holes.back().offset);
+    EXPECT_EQ(f.c.heap.size_of(a), 130u * 16);
     // 129 units: that class may hold a 128-unit block: min_time looks above it (the tail).
     const offset_allocation b = f.c.take(129 * 16);
     EXPECT_GT(b.offset, f.walls.back().offset);
@@ -588,6 +623,7 @@ TEST(OffsetHeap, MinMemoryProbesTheOwnClassFirst) {
     const offset_allocation b = f.c.take(129 * 16, 1, resource_kind::linear, allocation_strategy::min_memory);
     EXPECT_LT(b.offset, f.walls.back().offset); // one of the 130-unit holes, not the tail
     EXPECT_EQ(b.offset % (131 * 16), 0u);
+    EXPECT_EQ(f.c.heap.size_of(b), 130u * 16); // its 1-unit tail kept as slack
     EXPECT_TRUE(f.c.model.matches(f.c.heap));
     EXPECT_TRUE(f.c.heap.check());
 }
@@ -606,9 +642,160 @@ TEST(OffsetHeap, MinMemoryPrefersTheSmallestBlockOfItsClass) {
     c.give(holes[2]);
     const offset_allocation a = c.take(129 * 16, 1, resource_kind::linear, allocation_strategy::min_memory);
     EXPECT_EQ(a.offset, holes[1].offset);
+    EXPECT_EQ(c.heap.size_of(a), 129u * 16); // an exact fit
     const offset_allocation b = c.take(129 * 16, 1, resource_kind::linear, allocation_strategy::min_memory);
     EXPECT_EQ(b.offset, holes[2].offset);
+    EXPECT_EQ(c.heap.size_of(b), 130u * 16); // the 1-unit tail kept as slack
     EXPECT_TRUE(c.model.matches(c.heap));
+}
+
+// -- slack and the deferred free ----------------------------------------------------------------------------
+
+// Two holes of `kept` and `split` units (min_alignment `unit`) between walls, nothing else free.
+struct slack_fixture {
+    checked_heap c;
+    offset_allocation kept, split;
+    slack_fixture(std::uint64_t unit, std::uint64_t granularity, std::uint64_t kept_units,
+                  std::uint64_t split_units)
+        : c(1 << 16, {64, unit, granularity}) {
+        kept = c.take(kept_units * unit);
+        c.take(unit);
+        split = c.take(split_units * unit);
+        c.take(unit);
+        c.take(c.heap.free_bytes());
+        c.give(split);
+        c.give(kept); // the head of its class when both share one
+        c.heap.flush();
+    }
+};
+
+// Slack is (request units >> 4) + max(1, 32 / min_alignment) units: a tail of that many units stays
+// in the block, one unit more is split off as a free block.
+TEST(OffsetHeap, ATailOfASixteenthOfTheRequestPlus32BytesStaysAsSlack) {
+    struct slack_case {
+        std::uint64_t unit, request_units, kept_units;
+    };
+    for (const slack_case k :
+         {slack_case{16, 16, 16 + 1 + 2}, slack_case{16, 1, 1 + 0 + 2}, slack_case{16, 160, 160 + 10 + 2},
+          slack_case{64, 1, 1 + 0 + 1}, slack_case{64, 32, 32 + 2 + 1}, slack_case{1, 64, 64 + 4 + 32}}) {
+        for (bool lowest : {false, true}) {
+            slack_fixture f(k.unit, 1, k.kept_units, k.kept_units + 1);
+            const std::uint64_t request = k.request_units * k.unit;
+            const auto take = [&] {
+                if (!lowest) return f.c.take(request);
+                const offset_allocation a = f.c.heap.allocate_lowest(request, 1, resource_kind::linear);
+                EXPECT_TRUE(f.c.model.add(a, request, 1, resource_kind::linear, f.c.heap.size_of(a)));
+                return a;
+            };
+            // The tail of the first hole is exactly the slack: kept in the block.
+            const offset_allocation a = take();
+            EXPECT_EQ(a.offset, f.kept.offset) << k.unit << " " << k.request_units;
+            EXPECT_EQ(f.c.heap.size_of(a), k.kept_units * k.unit);
+            // One unit more: split off as a free block.
+            const offset_allocation b = take();
+            EXPECT_EQ(b.offset, f.split.offset);
+            EXPECT_EQ(f.c.heap.size_of(b), request);
+            const std::uint64_t tail = (k.kept_units + 1 - k.request_units) * k.unit;
+            EXPECT_EQ(f.c.heap.free_block_count(), 1u);
+            EXPECT_EQ(f.c.heap.free_bytes(), tail);
+            // used_bytes, stats and the walk report the slack (the model holds the granted sizes).
+            EXPECT_EQ(f.c.heap.used_bytes(), f.c.heap.size() - tail);
+            EXPECT_EQ(f.c.heap.stats().in_use, f.c.heap.size() - tail);
+            EXPECT_TRUE(f.c.model.matches(f.c.heap));
+            EXPECT_TRUE(f.c.heap.check());
+            // Freeing the block frees its slack with it.
+            f.c.give(a);
+            EXPECT_EQ(f.c.heap.free_bytes(), tail + k.kept_units * k.unit);
+            EXPECT_TRUE(f.c.model.matches(f.c.heap));
+        }
+    }
+}
+
+TEST(OffsetHeap, WithGranularityThereIsNoSlack) {
+    for (bool lowest : {false, true}) {
+        slack_fixture f(16, 1024, 17, 18);
+        const offset_allocation a =
+            lowest ? f.c.heap.allocate_lowest(16 * 16, 1, resource_kind::linear) : f.c.heap.allocate(16 * 16);
+        ASSERT_TRUE(a);
+        EXPECT_EQ(a.offset, f.kept.offset);
+        EXPECT_EQ(f.c.heap.size_of(a), 16u * 16);
+        EXPECT_TRUE(f.c.model.add(a, 16 * 16, 1, resource_kind::linear, f.c.heap.size_of(a)));
+        EXPECT_EQ(f.c.heap.free_block_count(), 2u); // the 1-unit tail is a free block
+        EXPECT_TRUE(f.c.model.matches(f.c.heap));
+        EXPECT_TRUE(f.c.heap.check());
+    }
+}
+
+TEST(OffsetHeap, AFreeCountsAtOnceAndMergesAtTheNextFree) {
+    offset_heap h(1 << 16, {64, 16, 1});
+    const offset_allocation a = h.allocate(256);
+    const offset_allocation b = h.allocate(256);
+    const offset_allocation c = h.allocate(256);
+    ASSERT_TRUE(a && b && c);
+    ASSERT_EQ(c.offset, 512u);
+    // Counted free at once: the figures drop and the allocation is no longer live.
+    EXPECT_TRUE(h.deallocate(c));
+    EXPECT_FALSE(h.is_live(c));
+    EXPECT_EQ(h.used_bytes(), 512u);
+    EXPECT_EQ(h.free_bytes(), h.size() - 512);
+    EXPECT_EQ(h.allocation_count(), 2u);
+    // Not merged yet: allocation takes the tail rather than c's block.
+    const offset_allocation x = h.allocate(256);
+    ASSERT_TRUE(x);
+    EXPECT_EQ(x.offset, 768u);
+    // A flush merges it (with no free neighbour: c's block keeps its node): the next allocation of
+    // its size takes it.
+    h.flush();
+    EXPECT_EQ(h.free_block_count(), 2u);
+    const offset_allocation y = h.allocate(256);
+    EXPECT_EQ(y, c);
+    // The next free completes the one before: a's block is listed once b's free is asked for.
+    EXPECT_TRUE(h.deallocate(a));
+    EXPECT_TRUE(h.deallocate(b));
+    const offset_allocation z = h.allocate(256);
+    EXPECT_EQ(z, a);
+    // The queries see a settled heap: b's block, alone, then the tail.
+    EXPECT_EQ(h.free_block_count(), 2u);
+    EXPECT_EQ(h.stats().in_use, 3u * 256);
+    EXPECT_TRUE(h.check());
+    EXPECT_TRUE(h.deallocate(x));
+    EXPECT_TRUE(h.deallocate(y));
+    EXPECT_TRUE(h.deallocate(z));
+    EXPECT_EQ(h.stats().in_use, 0u);
+    EXPECT_EQ(h.free_block_count(), 1u);
+    EXPECT_EQ(h.nodes_in_use(), 1u);
+    EXPECT_TRUE(h.check());
+}
+
+// When nothing fits, allocation completes the free in flight and tries again.
+TEST(OffsetHeap, AnAllocationThatFindsNoFitCompletesTheFreeInFlight) {
+    offset_heap h(1 << 16, {64, 16, 1});
+    const offset_allocation a = h.allocate(h.size() / 2);
+    const offset_allocation b = h.allocate(h.size() / 2);
+    ASSERT_TRUE(a && b);
+    EXPECT_TRUE(h.deallocate(b));
+    const offset_allocation c = h.allocate(h.size() / 2);
+    EXPECT_EQ(c, b);
+    EXPECT_TRUE(h.deallocate(a));
+    const offset_allocation d =
+        h.allocate(h.size() / 2, 1, resource_kind::linear, allocation_strategy::min_memory);
+    EXPECT_EQ(d, a);
+    EXPECT_TRUE(h.check());
+}
+
+// The same when the fit needs a node for its split and the merge of the free in flight would give
+// one back: the header promises that allocation completes the free before it reports failure.
+TEST(OffsetHeap, AnAllocationShortOfASpareNodeCompletesTheFreeInFlight) {
+    offset_heap h(1 << 12, {3, 16, 1});
+    const offset_allocation a = h.allocate(64);
+    const offset_allocation b = h.allocate(64);
+    ASSERT_TRUE(a && b);
+    ASSERT_EQ(h.nodes_in_use(), 3u); // a, b and the free tail: no spare node
+    EXPECT_TRUE(h.deallocate(b));    // merging b with the tail gives a node back
+    const offset_allocation c = h.allocate(64);
+    EXPECT_TRUE(c) << "min_time fast path: no spare node, the free in flight not completed";
+    EXPECT_EQ(c.offset, 64u);
+    EXPECT_TRUE(h.check());
 }
 
 // largest_free_block() reports what an allocation can reach: the largest class may hold more blocks
@@ -659,6 +846,43 @@ TEST(OffsetHeap, AllocateLowestTakesTheLowestFitBelowTheLimit) {
     EXPECT_EQ(c.lowest(100, 256, resource_kind::linear, 513), 512u);
     // A limit that is not a multiple of min_alignment: a block starting below it still counts.
     EXPECT_EQ(c.lowest(16, 1, resource_kind::linear, 520), 512u);
+    EXPECT_TRUE(c.model.matches(c.heap));
+    EXPECT_TRUE(c.heap.check());
+}
+
+TEST(OffsetHeap, AllocateLowestWalksFromTheStartNode) {
+    checked_heap c(1 << 16, {256, 16, 1});
+    std::vector<offset_allocation> a;
+    for (int i = 0; i < 10; ++i)
+        a.push_back(c.take(256));
+    c.give(a[2]); // hole [512, 768)
+    c.give(a[5]);
+    c.give(a[6]); // hole [1280, 1792): a[6]'s node merges into a[5]'s and goes spare
+    std::map<std::uint64_t, std::uint32_t> node_at;
+    c.heap.for_each_block([&](const offset_block_info& b) { node_at[b.offset] = b.node; });
+    ASSERT_TRUE(c.model.matches(c.heap));
+    const auto lowest_from = [&](std::uint64_t size, std::uint64_t below, std::uint32_t start) {
+        const offset_allocation l = c.heap.allocate_lowest(size, 1, resource_kind::linear, below, start);
+        if (!l) return npos;
+        EXPECT_TRUE(c.model.add(l, size, 1, resource_kind::linear, c.heap.size_of(l)));
+        c.give(l);
+        return l.offset;
+    };
+    // From a later block: the fits before it are skipped.
+    EXPECT_EQ(lowest_from(100, npos, node_at.at(1280)), 1280u);
+    EXPECT_EQ(lowest_from(100, npos, a[3].node), 1280u);       // a used block between the holes
+    EXPECT_EQ(lowest_from(100, npos, a[9].node), 2560u);       // the last used block: the tail after it
+    EXPECT_EQ(lowest_from(100, 1280, node_at.at(1280)), npos); // nothing from there starts below 1280
+    // From the first fit, or an earlier block: the lowest fit.
+    EXPECT_EQ(lowest_from(100, npos, node_at.at(512)), 512u);
+    EXPECT_EQ(lowest_from(100, npos, a[0].node), 512u);
+    EXPECT_EQ(lowest_from(512, npos, a[0].node), 1280u);
+    // A start that describes no block now (a spare node, a sentinel, out of range): the first block.
+    ASSERT_EQ(node_at.count(1536), 0u);
+    EXPECT_EQ(lowest_from(100, npos, a[6].node), 512u);
+    EXPECT_EQ(lowest_from(100, npos, offset_heap_access::spare_head(c.heap)), 512u);
+    for (std::uint32_t foreign : {0u, 1u, c.heap.node_id_limit(), offset_allocation::no_node})
+        EXPECT_EQ(lowest_from(100, npos, foreign), 512u) << foreign;
     EXPECT_TRUE(c.model.matches(c.heap));
     EXPECT_TRUE(c.heap.check());
 }
@@ -891,6 +1115,22 @@ TEST(OffsetHeap, ToJsonParsesAndAgreesWithTheHeap) {
     EXPECT_NE(s.find("\"type\":\"optimal\""), std::string::npos);
 }
 
+// The JSON's figures describe one state: nodes_in_use is allocations + free_blocks, the free in
+// flight merged for all of them.
+TEST(OffsetHeap, ToJsonCountsNodesAfterTheFreeInFlightMerges) {
+    offset_heap h(1 << 16, {64, 16, 1});
+    const offset_allocation a = h.allocate(256);
+    const offset_allocation b = h.allocate(256);
+    ASSERT_TRUE(a && h.allocate(256));
+    EXPECT_TRUE(h.deallocate(a));
+    EXPECT_TRUE(h.deallocate(b)); // in flight: merges with a's block into [0, 512)
+    const std::string s = h.to_json(false);
+    EXPECT_NE(s.find("\"allocations\":1,"), std::string::npos) << s;
+    EXPECT_NE(s.find("\"free_blocks\":2,"), std::string::npos) << s;
+    EXPECT_NE(s.find("\"nodes_in_use\":3,"), std::string::npos) << s;
+    EXPECT_EQ(h.nodes_in_use(), 3u);
+}
+
 // -- check() against corruption -----------------------------------------------------------------------------
 
 // A heap with used blocks of both kinds and free blocks between them; n[i] is the i-th block's node.
@@ -902,6 +1142,7 @@ struct corruptible {
             a.push_back(h.allocate(512, 1, i < 4 ? resource_kind::linear : resource_kind::optimal));
         h.deallocate(a[1]);
         h.deallocate(a[5]);
+        h.flush(); // both merged: the corruption below meets a settled heap
     }
 };
 
@@ -925,10 +1166,27 @@ TEST(OffsetHeap, CheckSeesCorruptedNodes) {
     expect_corruption_seen([](corruptible& c) { A::prev_phys(c.h, c.a[3].node) = c.a[0].node; }, "prev_phys");
     expect_corruption_seen([](corruptible& c) { A::next_phys(c.h, c.a[3].node) = 9999; },
                            "link out of range");
+    expect_corruption_seen([](corruptible& c) { A::next_phys(c.h, c.a[3].node) = c.h.node_id_limit(); },
+                           "link at the node id limit");
+    expect_corruption_seen([](corruptible& c) { A::next_phys(c.h, c.a[3].node) = 1; },
+                           "link to the list_end sentinel");
+    expect_corruption_seen([](corruptible& c) { A::next_phys(c.h, c.a[3].node) = 0; },
+                           "link to the edge sentinel mid-range: the blocks stop short");
     expect_corruption_seen([](corruptible& c) { A::next_phys(c.h, c.a[3].node) = c.a[0].node; }, "loop");
     expect_corruption_seen([](corruptible& c) { A::prev_free(c.h, c.a[2].node) = 7; }, "unknown kind");
-    expect_corruption_seen([](corruptible& c) { A::next_free(c.h, c.a[2].node) = offset_heap::npos >> 32; },
+    expect_corruption_seen([](corruptible& c) { A::next_free(c.h, c.a[2].node) = 1; },
                            "used block turned free: two free blocks adjacent or unlisted");
+    expect_corruption_seen([](corruptible& c) { A::next_free(c.h, c.a[1].node) = c.h.node_id_limit(); },
+                           "free-list link at the node id limit");
+    expect_corruption_seen([](corruptible& c) { A::next_free(c.h, c.a[1].node) = 0; },
+                           "free-list link to the edge sentinel");
+    expect_corruption_seen([](corruptible& c) { A::next_free(c.h, 0) = 1; },
+                           "edge sentinel no longer looks used");
+    expect_corruption_seen(
+        [](corruptible& c) { A::next_free(c.h, A::spare_head(c.h)) = c.h.node_id_limit(); },
+        "spare link at the node id limit");
+    expect_corruption_seen([](corruptible& c) { A::next_free(c.h, A::spare_head(c.h)) = 0; },
+                           "spare link to the edge sentinel");
     expect_corruption_seen([](corruptible& c) { A::next_free(c.h, c.a[1].node) = c.a[1].node; },
                            "free list loop");
     expect_corruption_seen([](corruptible& c) { A::prev_free(c.h, c.a[1].node) = c.a[0].node; },
