@@ -191,7 +191,7 @@ device_allocation device_pool::allocate(std::uint64_t size, std::uint64_t align,
         device_allocation h;
         try {
             h = table_.emplace(
-                entry{device_allocation_info{memory, index, 0, size, kind, true}, {}, align, no_move});
+                entry{device_allocation_info{memory, index, 0, size, kind, true}, {}, align, size, no_move});
         } catch (...) {
             free_slot(index);
             throw;
@@ -228,7 +228,7 @@ device_allocation device_pool::allocate(std::uint64_t size, std::uint64_t align,
     try {
         h = table_.emplace(
             entry{device_allocation_info{b.memory, index, a.offset, b.heap->size_of(a), kind, false}, a,
-                  align, no_move});
+                  align, rounded, no_move});
     } catch (...) {
         b.heap->deallocate(a);
         release_if_unneeded(index);
@@ -361,7 +361,7 @@ bool device_pool::check() const {
             return corrupt("an allocation's node is not live");
         if (b.owner[e->where.node] != h) return corrupt("a heap node names another allocation");
         if (e->where.offset != e->info.offset || b.heap->size_of(e->where) != e->info.size ||
-            b.heap->kind_of(e->where) != e->info.kind)
+            e->asked > e->info.size || b.heap->kind_of(e->where) != e->info.kind)
             return corrupt("an allocation's info disagrees with its node");
         if ((e->info.offset & (e->align - 1)) != 0) return corrupt("an allocation lost its alignment");
         if (e->move != no_move &&
@@ -441,12 +441,13 @@ std::span<defrag_move> device_pool::begin_pass() {
             const offset_block_info& u = used[k];
             const device_allocation h = blocks_[src].owner[u.node];
             entry* e = table_.get(h);
-            if (e == nullptr || e->move != no_move || u.size > bytes_left) continue; // a reserved destination
+            if (e == nullptr || e->move != no_move || e->asked > bytes_left)
+                continue; // a reserved destination
             std::uint32_t dst = src;
             offset_allocation to;
             for (std::size_t q = 0; q < pos && !to; ++q) {
                 dst = order[q];
-                to = blocks_[dst].heap->allocate(u.size, e->align, u.kind, options_.strategy);
+                to = blocks_[dst].heap->allocate(e->asked, e->align, u.kind, options_.strategy);
             }
             if (!to) {
                 // Free blocks only shrink during a pass (sources stay allocated), so a hole below u
@@ -456,16 +457,16 @@ std::span<defrag_move> device_pool::begin_pass() {
                     std::lower_bound(holes_max.begin(), holes_max.end(), u.size) - holes_max.begin());
                 if (first < holes.size() && holes[first].offset < u.offset) {
                     dst = src;
-                    to = heap.allocate_lowest(u.size, e->align, u.kind, u.offset, holes[first].node);
+                    to = heap.allocate_lowest(e->asked, e->align, u.kind, u.offset, holes[first].node);
                 }
             }
             if (!to) continue;
             const block_slot& d = blocks_[dst];
             e->move = static_cast<std::uint32_t>(moves_.size());
             moves_.push_back(defrag_move{h, blocks_[src].memory, src, u.offset, d.memory, dst, to.offset,
-                                         u.size, defrag_op::copy});
+                                         e->asked, defrag_op::copy});
             move_dst_.push_back(to);
-            bytes_left -= u.size;
+            bytes_left -= e->asked;
             --moves_left;
             if (bytes_left == 0) moves_left = 0;
         }

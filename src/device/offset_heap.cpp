@@ -208,6 +208,7 @@ heap_metrics offset_heap::metrics() const noexcept {
 }
 
 std::string offset_heap::to_json(bool blocks) const {
+    settle(); // every figure below describes one state
     std::string out;
     char buf[256];
     std::snprintf(

@@ -66,7 +66,10 @@ struct device_allocation_info {
     std::uint64_t memory = 0; ///< the application's handle of the block (from the allocate callback)
     std::uint32_t block = 0;  ///< the pool's index of that block
     std::uint64_t offset = 0; ///< bytes from the block's start (0 for a dedicated allocation)
-    std::uint64_t size = 0;   ///< bytes reserved (the request rounded up to min_alignment)
+    /// Bytes reserved: the request rounded up to min_alignment, plus any slack its block keeps
+    /// (see offset_heap). A defragmentation move preserves the request's bytes (defrag_move::size);
+    /// the slack may change.
+    std::uint64_t size = 0;
     resource_kind kind = resource_kind::linear;
     bool dedicated = false;
 };
@@ -94,7 +97,7 @@ struct defrag_move {
     std::uint64_t dst_memory;
     std::uint32_t dst_block;
     std::uint64_t dst_offset;
-    std::uint64_t size;
+    std::uint64_t size;             ///< bytes to copy: the request rounded up to min_alignment
     defrag_op op = defrag_op::copy; ///< set to ignore before end_pass() to keep it where it is
 };
 
@@ -248,6 +251,7 @@ private:
         device_allocation_info info;
         offset_allocation where;      // in blocks_[info.block].heap; unused for dedicated
         std::uint64_t align = 1;      // as requested: a move keeps it
+        std::uint64_t asked = 0;      // the request rounded up to min_alignment: what a move copies
         std::uint32_t move = no_move; // index in moves_ while a pass moves it
     };
     struct block_slot {

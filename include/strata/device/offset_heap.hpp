@@ -125,7 +125,9 @@ public:
         const auto units = static_cast<std::uint32_t>((size + (unit_ - 1)) >> unit_shift_);
         if (STRATA_LIKELY(align <= unit_ && gran_units_ == 1 && strategy == allocation_strategy::min_time)) {
             const unsigned index = fit_class(units);
-            if (STRATA_LIKELY(index < class_count)) return use_head(index, units, kind);
+            // A split takes a spare node: with none left, the slow path completes the free in
+            // flight (which may give one back) before it decides.
+            if (STRATA_LIKELY(index < class_count && spare_count_ != 0)) return use_head(index, units, kind);
         }
         return allocate_slow(units, align, kind, strategy);
     }
@@ -207,7 +209,10 @@ public:
         return max_nodes_ - spare_count_ - live_;
     }
     /// Returns: nodes describing a block, and the node pool's size.
-    [[nodiscard]] std::uint32_t nodes_in_use() const noexcept { return max_nodes_ - spare_count_; }
+    [[nodiscard]] std::uint32_t nodes_in_use() const noexcept {
+        settle();
+        return max_nodes_ - spare_count_;
+    }
     [[nodiscard]] std::uint32_t max_nodes() const noexcept { return max_nodes_; }
     /// Returns: one past the largest node id an allocation can carry (ids are below it, not
     /// from 0: the caller may index a side array of this many entries by node).
@@ -341,18 +346,18 @@ private:
         return at + units <= end ? at : npos;
     }
 
-    // The fast path's use: `units` at the start of free node `n` (which holds them). A tail of at
-    // most 1/16 of the request plus 32 bytes (at least one unit: sliver_units_) stays in the block
-    // as slack rather than becoming a free block of its own (a node, a list insert now and a merge
-    // later, for space few requests can use). Slack is kept only where no granularity applies: the
-    // block's end must not move onto a neighbour's page.
+    // The fast path's use: `units` at the start of the head of class `index` (which holds them).
+    // Requires a spare node for the split. A tail of at most 1/16 of the request plus 32 bytes (at
+    // least one unit: sliver_units_) stays in the block as slack rather than becoming a free block
+    // of its own (a node, a list insert now and a merge later, for space few requests can use).
+    // Slack is kept only where no granularity applies: the block's end must not move onto a
+    // neighbour's page.
     STRATA_ALWAYS_INLINE offset_allocation use_head(unsigned index, std::uint32_t units,
                                                     resource_kind kind) noexcept {
         const std::uint32_t n = heads_[index];
         node& b = nodes_[n];
         const std::uint32_t back = b.size - units;
         const bool split = back > (units >> sliver_shift) + sliver_units_;
-        if (STRATA_UNLIKELY(spare_count_ < static_cast<std::uint32_t>(split))) return {};
         // Pop the head: its class and position are known, so no search and no branch on either.
         const std::uint32_t next = b.next_free;
         __builtin_prefetch(&nodes_[next], 1); // the next request of this class takes it
