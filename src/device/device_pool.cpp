@@ -16,6 +16,20 @@ constexpr const char* pool_name = "strata::device_pool";
 
 bool pow2(std::uint64_t v) noexcept { return v != 0 && (v & (v - 1)) == 0; }
 
+// A pass placed a block at `at`, inside one of `holes` (a block's free blocks at the start of the
+// pass, in address order). Placed past the hole's start, it split a free gap off the hole's front,
+// and the hole's node now describes the placed block above that gap: a walk from it would miss the
+// gap. Walks that would start at that hole start at the one before it (or at the first block).
+void restart_hole(std::vector<offset_block_info>& holes, std::uint64_t at) {
+    const auto after =
+        std::upper_bound(holes.begin(), holes.end(), at,
+                         [](std::uint64_t v, const offset_block_info& h) { return v < h.offset; });
+    if (after == holes.begin()) return;
+    const auto k = static_cast<std::size_t>(after - holes.begin()) - 1;
+    if (holes[k].offset == at) return; // placed at the start: the node still begins the hole
+    holes[k].node = k > 0 ? holes[k - 1].node : offset_allocation::no_node;
+}
+
 // a + b > limit, without overflow.
 bool exceeds(std::uint64_t a, std::uint64_t b, std::uint64_t limit) noexcept {
     return b > limit || a > limit - b;
@@ -129,15 +143,13 @@ std::uint32_t device_pool::empty_blocks() const noexcept {
     return n;
 }
 
-void device_pool::release_if_unneeded(std::uint32_t index) {
+std::uint64_t device_pool::release_if_unneeded(std::uint32_t index) {
     const block_slot& b = blocks_[index];
     if (b.heap == nullptr || b.heap->allocation_count() != 0 || empty_blocks() <= options_.keep_empty_blocks)
-        return;
-    if (defrag_active_) {
-        ++defrag_stats_.blocks_freed;
-        defrag_stats_.bytes_freed += b.size;
-    }
+        return 0;
+    const std::uint64_t bytes = b.size;
     free_slot(index);
+    return bytes;
 }
 
 std::uint32_t device_pool::trim() {
@@ -213,16 +225,17 @@ device_allocation device_pool::allocate(std::uint64_t size, std::uint64_t align,
         a = blocks_[i].heap->allocate(size, align, kind, options_.strategy);
         index = i;
     }
+    bool made = false;
     if (!a) {
         if (!make_block(options_.block_size, rounded + pad, index)) return {};
+        made = true;
         a = blocks_[index].heap->allocate(size, align, kind, options_.strategy);
         if (!a) { // a halved block too small for this alignment and granularity
-            release_if_unneeded(index);
+            free_slot(index);
             last_error_ = device_error::out_of_device_memory;
             return {};
         }
     }
-    hint_ = index;
     block_slot& b = blocks_[index];
     device_allocation h;
     try {
@@ -231,9 +244,10 @@ device_allocation device_pool::allocate(std::uint64_t size, std::uint64_t align,
                   align, rounded, no_move});
     } catch (...) {
         b.heap->deallocate(a);
-        release_if_unneeded(index);
+        if (made) free_slot(index); // the pool is as it was
         throw;
     }
+    hint_ = index;
     b.owner[a.node] = h;
     ++total_;
     return h;
@@ -451,13 +465,14 @@ std::span<defrag_move> device_pool::begin_pass() {
             }
             if (!to) {
                 // Free blocks only shrink during a pass (sources stay allocated), so a hole below u
-                // that fits must be one that was at least u's size at the walk: start the
-                // placement walk at the first such hole, and skip it when there is none below u.
+                // that fits its request must be one that was at least that size at the walk: start
+                // the placement walk at the first such hole, and skip it when there is none below u.
                 const auto first = static_cast<std::size_t>(
-                    std::lower_bound(holes_max.begin(), holes_max.end(), u.size) - holes_max.begin());
+                    std::lower_bound(holes_max.begin(), holes_max.end(), e->asked) - holes_max.begin());
                 if (first < holes.size() && holes[first].offset < u.offset) {
                     dst = src;
                     to = heap.allocate_lowest(e->asked, e->align, u.kind, u.offset, holes[first].node);
+                    if (to) restart_hole(holes, to.offset);
                 }
             }
             if (!to) continue;
@@ -500,9 +515,15 @@ void device_pool::finish_pass(bool commit) {
             (void)blocks_[m.dst_block].heap->deallocate(to);
         }
     }
+    // The blocks the pass emptied (past the retention): what the defragmentation freed.
     for (const defrag_move& m : moves_) {
-        if (blocks_[m.src_block].heap != nullptr) release_if_unneeded(m.src_block);
-        if (blocks_[m.dst_block].heap != nullptr) release_if_unneeded(m.dst_block);
+        for (const std::uint32_t block : {m.src_block, m.dst_block}) {
+            if (blocks_[block].heap == nullptr) continue;
+            if (const std::uint64_t bytes = release_if_unneeded(block)) {
+                ++defrag_stats_.blocks_freed;
+                defrag_stats_.bytes_freed += bytes;
+            }
+        }
     }
     moves_.clear();
     move_dst_.clear();

@@ -33,7 +33,9 @@ offset_heap::offset_heap(std::uint64_t size, const offset_heap_options& options)
         throw std::invalid_argument("strata::offset_heap: size must hold 1 to 2^32 - 1 min_alignment units");
     bytes_ = units << unit_shift_;
     const std::uint64_t g = options.granularity > unit_ ? options.granularity >> unit_shift_ : 1;
-    gran_units_ = static_cast<std::uint32_t>(std::min<std::uint64_t>(g, std::uint64_t{1} << 31));
+    // Every offset is below 2^32 units, so a page of 2^32 units holds the whole heap, as any larger one.
+    gran_units_ = std::min<std::uint64_t>(g, std::uint64_t{1} << 32);
+    granularity_ = std::max(options.granularity, unit_); // a smaller page never separates two blocks
     gran_shift_ = static_cast<unsigned>(std::countr_zero(gran_units_));
     sliver_units_ = unit_ >= 32 ? 1u : static_cast<std::uint32_t>(32 >> unit_shift_);
     max_nodes_ = options.max_nodes;
@@ -95,17 +97,22 @@ offset_allocation offset_heap::probe_class(std::uint32_t units, std::uint64_t al
     const unsigned index = class_index(units);
     std::uint32_t best = list_end;
     std::uint64_t best_at = npos;
-    std::uint32_t best_size = ~std::uint32_t{0};
+    std::uint32_t best_size = 0;
     unsigned probes = 0;
     for (std::uint32_t n = heads_[index]; n != list_end && probes < own_class_probes;
          n = nodes_[n].next_free, ++probes) {
-        if (nodes_[n].size < units || nodes_[n].size >= best_size) continue;
+        const std::uint32_t size = nodes_[n].size;
+        if (size < units || (best != list_end && size >= best_size)) continue;
         const std::uint64_t at = place(n, units, align, kind);
         if (at == npos) continue;
+        if (!smallest) { // the first that can be had (use() refuses a split with no spare node)
+            if (offset_allocation r = use(n, static_cast<std::uint32_t>(at), units, kind)) return r;
+            continue;
+        }
         best = n;
         best_at = at;
-        best_size = nodes_[n].size;
-        if (!smallest || best_size == units) break;
+        best_size = size;
+        if (size == units) break;
     }
     if (best == list_end) return {};
     return use(best, static_cast<std::uint32_t>(best_at), units, kind);
@@ -126,16 +133,21 @@ offset_allocation offset_heap::allocate_slow(std::uint32_t units, std::uint64_t 
     std::uint32_t n = find_fit(std::uint64_t{units} + (a - 1));
     if (n != list_end) {
         const std::uint64_t at = place(n, units, a, kind);
-        if (at != npos) return use(n, static_cast<std::uint32_t>(at), units, kind);
+        if (at != npos) {
+            if (offset_allocation r = use(n, static_cast<std::uint32_t>(at), units, kind)) return r;
+        }
     }
     if (gran_units_ > 1) {
         const std::uint64_t front = std::max<std::uint64_t>(a, gran_units_) - 1;
         n = find_fit(std::uint64_t{units} + front + (gran_units_ - 1));
         if (n != list_end) {
             const std::uint64_t at = place(n, units, a, kind);
-            if (at != npos) return use(n, static_cast<std::uint32_t>(at), units, kind);
+            if (at != npos) {
+                if (offset_allocation r = use(n, static_cast<std::uint32_t>(at), units, kind)) return r;
+            }
         }
     }
+    // The own class last: a block there may fit exactly, which needs no spare node.
     if (!smallest) {
         if (offset_allocation r = probe_class(units, a, kind, false)) return r;
     }
@@ -162,7 +174,8 @@ offset_allocation offset_heap::allocate_lowest(std::uint64_t size, std::uint64_t
         const std::uint64_t at = place(n, units, a, kind);
         if (at == npos) continue;
         if (at >= limit) break;
-        return use(n, static_cast<std::uint32_t>(at), units, kind);
+        // A split this fit needs may find no spare node: a later block may need none.
+        if (offset_allocation r = use(n, static_cast<std::uint32_t>(at), units, kind)) return r;
     }
     return {};
 }
@@ -210,7 +223,7 @@ heap_metrics offset_heap::metrics() const noexcept {
 std::string offset_heap::to_json(bool blocks) const {
     settle(); // every figure below describes one state
     std::string out;
-    char buf[256];
+    char buf[640]; // the totals line: 11 figures of up to 20 digits and their names
     std::snprintf(
         buf, sizeof buf,
         "{\"size\":%llu,\"min_alignment\":%llu,\"granularity\":%llu,\"used_bytes\":%llu,"

@@ -1064,4 +1064,119 @@ TEST(DevicePool, RandomizedRunKeepsContentsAndInvariants) {
     EXPECT_TRUE(f.pool.check());
 }
 
+// Fake device memory that only counts: for tests that never look at the bytes.
+struct counting_device {
+    std::map<std::uint64_t, std::uint64_t> live;
+    std::uint64_t next = 1;
+    strata::device_memory_callbacks callbacks() {
+        return {[this](std::uint64_t size, std::uint64_t* out) {
+                    live.emplace(next, size);
+                    *out = next++;
+                    return true;
+                },
+                [this](std::uint64_t m, std::uint64_t) { live.erase(m); }};
+    }
+};
+
+// Frees what a test leaves in its pool (an ASSERT that returns early included), so that the pool's
+// destructor reports no leak.
+struct drain {
+    device_pool& pool;
+    ~drain() {
+        if (pool.defragmenting()) pool.end_defragmentation();
+        std::vector<device_allocation> all;
+        pool.for_each_allocation(
+            [&](device_allocation h, const strata::device_allocation_info&) { all.push_back(h); });
+        for (device_allocation h : all)
+            pool.deallocate(h);
+    }
+};
+
+device_pool_options one_block(std::uint64_t block_size) {
+    device_pool_options o;
+    o.block_size = block_size;
+    o.dedicated_threshold = std::uint64_t{1} << 30; // everything shares the block
+    o.min_alignment = 16;
+    return o;
+}
+
+const defrag_move* move_of(std::span<defrag_move> moves, device_allocation h) {
+    for (const defrag_move& m : moves)
+        if (m.allocation == h) return &m;
+    return nullptr;
+}
+
+// A pass moves an allocation that keeps slack into a hole of its request's size.
+TEST(DevicePool, ADefragPassMovesAnAllocationWithSlackIntoAHoleOfItsRequestSize) {
+    counting_device dev;
+    device_pool pool(dev.callbacks(), one_block(320)); // 20 units of 16 bytes
+    drain cleanup{pool};
+    const device_allocation a0 = pool.allocate(144); // [0, 144)
+    const device_allocation a1 = pool.allocate(16);  // [144, 160)
+    const device_allocation u = pool.allocate(144);  // the 160-byte tail: 16 bytes of slack
+    ASSERT_TRUE(a0 && a1 && u);
+    ASSERT_EQ(pool.info(u)->offset, 160u);
+    ASSERT_EQ(pool.info(u)->size, 160u); // slack kept
+    ASSERT_TRUE(pool.deallocate(a0));    // a 144-byte hole at 0: u's request fits it exactly
+    ASSERT_TRUE(pool.begin_defragmentation());
+    const std::span<defrag_move> moves = pool.begin_pass();
+    const defrag_move* m = move_of(moves, u);
+    ASSERT_NE(m, nullptr) << "u (144 bytes asked) is not moved into the 144-byte hole at 0";
+    EXPECT_EQ(m->dst_offset, 0u);
+    EXPECT_EQ(m->size, 144u);
+    EXPECT_TRUE(pool.check());
+}
+
+// A move of the pass that lands past a hole's start leaves a gap in front of it that a later move
+// of the same pass can take.
+TEST(DevicePool, ADefragPassUsesTheFrontGapAnEarlierMoveOfThePassLeft) {
+    counting_device dev;
+    device_pool pool(dev.callbacks(), one_block(256)); // 16 units of 16 bytes
+    drain cleanup{pool};
+    const device_allocation a0 = pool.allocate(32);     // [0, 32)
+    const device_allocation hole = pool.allocate(128);  // [32, 160)
+    const device_allocation u1 = pool.allocate(32);     // [160, 192)
+    const device_allocation u2 = pool.allocate(64, 64); // [192, 256)
+    ASSERT_TRUE(a0 && hole && u1 && u2);
+    ASSERT_EQ(pool.info(u1)->offset, 160u);
+    ASSERT_EQ(pool.info(u2)->offset, 192u);
+    ASSERT_TRUE(pool.deallocate(hole)); // the hole [32, 160)
+    ASSERT_TRUE(pool.begin_defragmentation());
+    const std::span<defrag_move> moves = pool.begin_pass();
+    // u2 (walked first, from the top) goes to 64 (its alignment), leaving [32, 64) free below it.
+    const defrag_move* m2 = move_of(moves, u2);
+    ASSERT_NE(m2, nullptr);
+    EXPECT_EQ(m2->dst_offset, 64u);
+    // u1 (32 bytes) fits the lowest hole [32, 64).
+    const defrag_move* m1 = move_of(moves, u1);
+    ASSERT_NE(m1, nullptr) << "u1 is not moved into the 32-byte hole at 32 below it";
+    EXPECT_EQ(m1->dst_offset, 32u);
+    EXPECT_TRUE(pool.check());
+}
+
+// defrag_stats counts the blocks its passes emptied, not those the application emptied meanwhile.
+TEST(DevicePool, BlocksTheApplicationFreesDuringADefragmentationAreNotItsFigures) {
+    counting_device dev;
+    device_pool_options o;
+    o.block_size = 4096;
+    o.keep_empty_blocks = 0;
+    device_pool pool(dev.callbacks(), o);
+    drain cleanup{pool};
+    const device_allocation a = pool.allocate(1000);
+    const device_allocation b = pool.allocate(1000);
+    const device_allocation c = pool.allocate(1500); // a second block
+    const device_allocation d = pool.allocate(1500);
+    ASSERT_TRUE(a && b && c && d);
+    ASSERT_EQ(pool.stats().blocks, 2u);
+    ASSERT_TRUE(pool.begin_defragmentation());
+    ASSERT_TRUE(pool.deallocate(c));
+    ASSERT_TRUE(pool.deallocate(d)); // the application empties the second block: it is freed
+    ASSERT_EQ(pool.stats().blocks, 1u);
+    const strata::defrag_stats s = pool.end_defragmentation();
+    EXPECT_EQ(s.passes, 0u);
+    EXPECT_EQ(s.allocations_moved, 0u);
+    EXPECT_EQ(s.blocks_freed, 0u) << "a defragmentation that ran no pass reports a block freed";
+    EXPECT_EQ(s.bytes_freed, 0u);
+}
+
 } // namespace

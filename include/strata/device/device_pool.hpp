@@ -52,9 +52,10 @@ struct device_pool_options {
 
 /// Why the last allocate() failed.
 enum class device_error : std::uint8_t {
-    none,                 ///< it succeeded
-    invalid_argument,     ///< size 0, or an alignment that is 0 or not a power of two
-    budget_exceeded,      ///< a new block or dedicated allocation would pass the budget
+    none,             ///< it succeeded
+    invalid_argument, ///< size 0 or within min_alignment of 2^64, or an alignment that is 0 or not a power of
+                      ///< two
+    budget_exceeded,  ///< a new block or dedicated allocation would pass the budget
     out_of_device_memory, ///< the allocate callback refused
 };
 
@@ -67,8 +68,8 @@ struct device_allocation_info {
     std::uint32_t block = 0;  ///< the pool's index of that block
     std::uint64_t offset = 0; ///< bytes from the block's start (0 for a dedicated allocation)
     /// Bytes reserved: the request rounded up to min_alignment, plus any slack its block keeps
-    /// (see offset_heap). A defragmentation move preserves the request's bytes (defrag_move::size);
-    /// the slack may change.
+    /// (see offset_heap); for a dedicated allocation, the request itself. A defragmentation move
+    /// preserves the request's bytes (defrag_move::size); the slack may change.
     std::uint64_t size = 0;
     resource_kind kind = resource_kind::linear;
     bool dedicated = false;
@@ -264,7 +265,7 @@ private:
     [[nodiscard]] bool make_block(std::uint64_t size, std::uint64_t at_least, std::uint32_t& index);
     [[nodiscard]] std::uint32_t new_slot();
     void free_slot(std::uint32_t index);
-    void release_if_unneeded(std::uint32_t index);
+    std::uint64_t release_if_unneeded(std::uint32_t index); // the bytes freed (0: kept)
     [[nodiscard]] std::uint32_t empty_blocks() const noexcept;
     void finish_pass(bool commit);
 

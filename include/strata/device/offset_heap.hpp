@@ -106,6 +106,8 @@ public:
     /// std::bad_alloc when the node pool cannot be allocated.
     explicit offset_heap(std::uint64_t size, const offset_heap_options& options = {});
 
+    /// Effects: takes `other`'s node pool and blocks. A moved-from heap may only be destroyed or
+    /// assigned to.
     offset_heap(offset_heap&&) noexcept = default;
     offset_heap& operator=(offset_heap&&) noexcept = default;
     offset_heap(const offset_heap&) = delete;
@@ -132,8 +134,9 @@ public:
         return allocate_slow(units, align, kind, strategy);
     }
 
-    /// Returns: the lowest-offset block that fits the request (as allocate) and starts below
-    /// `below` bytes, or a false allocation. Compaction uses it to move blocks down. The walk
+    /// Returns: the lowest-offset block that fits the request (as allocate; a fit whose splits need
+    /// more spare nodes than are left is passed over) and starts below `below` bytes, or a false
+    /// allocation. Compaction uses it to move blocks down. The walk
     /// starts at node `start` (a node for_each_block reported, so a caller that knows no fit lies
     /// before it skips that part) or, when `start` describes no block now, at the first block.
     /// Complexity: O(blocks from the start): a walk in address order.
@@ -194,9 +197,7 @@ public:
     /// Returns: the managed bytes (a multiple of min_alignment).
     [[nodiscard]] std::uint64_t size() const noexcept { return bytes_; }
     [[nodiscard]] std::uint64_t min_alignment() const noexcept { return unit_; }
-    [[nodiscard]] std::uint64_t granularity() const noexcept {
-        return std::uint64_t{gran_units_} << unit_shift_;
-    }
+    [[nodiscard]] std::uint64_t granularity() const noexcept { return granularity_; }
     /// Returns: bytes of live blocks, and of free blocks (size() - used_bytes()).
     [[nodiscard]] std::uint64_t used_bytes() const noexcept {
         return std::uint64_t{used_units_} << unit_shift_;
@@ -335,7 +336,7 @@ private:
         if (gran_units_ > 1) {
             const auto k = static_cast<std::uint32_t>(kind);
             if (b.prev_phys != edge && nodes_[b.prev_phys].prev_free != k &&
-                (b.offset - 1) >> gran_shift_ == at >> gran_shift_)
+                (std::uint64_t{b.offset} - 1) >> gran_shift_ == at >> gran_shift_)
                 at = (at + gran_units_ - 1) & ~std::uint64_t{gran_units_ - 1};
             if (at + units > end) return npos;
             if (b.next_phys != edge && nodes_[b.next_phys].prev_free != k &&
@@ -501,7 +502,8 @@ private:
     std::uint64_t bytes_ = 0;        // managed bytes
     std::uint64_t unit_ = 16;        // min_alignment
     unsigned unit_shift_ = 4;        // log2(unit_)
-    std::uint32_t gran_units_ = 1;   // granularity in units (1: no constraint)
+    std::uint64_t gran_units_ = 1;   // granularity in units (1: none), at most 2^32 (one page: all)
+    std::uint64_t granularity_ = 1;  // as asked, in bytes
     std::uint32_t sliver_units_ = 2; // slack besides 1/16 of the request: 32 bytes, at least a unit
     unsigned gran_shift_ = 0;        // log2(gran_units_)
     std::uint32_t max_nodes_ = 0;
