@@ -62,6 +62,18 @@ using strata::test::test_rng;
 
 constexpr std::uint64_t npos = offset_heap::npos;
 
+// Expects `h` to refuse freeing `bad`, reported as `kind` at checks >= 1 (nothing at 0).
+void expect_refused(offset_heap& h, offset_allocation bad, strata::violation_kind kind) {
+    recording_handler rec;
+    EXPECT_FALSE(h.deallocate(bad));
+    if (strata::test::checks_on) {
+        EXPECT_TRUE(rec.saw_one(kind));
+        EXPECT_EQ(rec.last().allocator, "strata::offset_heap");
+    } else {
+        EXPECT_TRUE(rec.empty());
+    }
+}
+
 std::uint64_t round_up(std::uint64_t v, std::uint64_t a) { return (v + a - 1) / a * a; }
 
 // The heap as a map of its used intervals; the free blocks are the gaps between them (free blocks
@@ -371,31 +383,13 @@ TEST(OffsetHeap, DoubleFreeIsRefusedAndReported) {
     ASSERT_TRUE(a && b);
     EXPECT_TRUE(h.deallocate(a));
     // A second free while the first is still in flight (not merged yet) is refused.
-    {
-        recording_handler rec;
-        EXPECT_FALSE(h.deallocate(a));
-        if (strata::test::checks_on) {
-            EXPECT_TRUE(rec.saw_one(strata::violation_kind::double_free));
-            EXPECT_EQ(rec.last().allocator, "strata::offset_heap");
-        } else {
-            EXPECT_TRUE(rec.empty());
-        }
-    }
+    expect_refused(h, a, strata::violation_kind::double_free);
     EXPECT_EQ(h.allocation_count(), 1u);
     EXPECT_EQ(h.used_bytes(), 64u);
     // And once it is merged (stats() completes it).
     const strata::stats before = h.stats();
     const std::string json = h.to_json();
-    {
-        recording_handler rec;
-        EXPECT_FALSE(h.deallocate(a));
-        if (strata::test::checks_on) {
-            EXPECT_TRUE(rec.saw_one(strata::violation_kind::double_free));
-            EXPECT_EQ(rec.last().allocator, "strata::offset_heap");
-        } else {
-            EXPECT_TRUE(rec.empty());
-        }
-    }
+    expect_refused(h, a, strata::violation_kind::double_free);
     EXPECT_EQ(h.stats(), before);
     EXPECT_EQ(h.to_json(), json);
     EXPECT_TRUE(h.check());
@@ -413,13 +407,7 @@ TEST(OffsetHeap, ForeignNodeIsRefusedAndReported) {
     for (const offset_allocation bad :
          {offset_allocation{a.offset, 0}, offset_allocation{a.offset, 1}, offset_allocation{a.offset, 10},
           offset_allocation{a.offset, 1000}, offset_allocation{}}) {
-        recording_handler rec;
-        EXPECT_FALSE(h.deallocate(bad));
-        if (strata::test::checks_on) {
-            EXPECT_TRUE(rec.saw_one(strata::violation_kind::foreign_pointer));
-        } else {
-            EXPECT_TRUE(rec.empty());
-        }
+        expect_refused(h, bad, strata::violation_kind::foreign_pointer);
     }
     // A node in range that describes a free block, a spare node, or a live block at another offset.
     const offset_allocation wrong_offset{a.offset + 16, a.node};
@@ -433,11 +421,7 @@ TEST(OffsetHeap, ForeignNodeIsRefusedAndReported) {
     ASSERT_LT(spare, h.node_id_limit());
     for (const offset_allocation bad : {wrong_offset, tail, offset_allocation{0, spare}}) {
         if (bad == a) continue;
-        recording_handler rec;
-        EXPECT_FALSE(h.deallocate(bad));
-        if (strata::test::checks_on) {
-            EXPECT_TRUE(rec.saw_one(strata::violation_kind::double_free));
-        }
+        expect_refused(h, bad, strata::violation_kind::double_free);
     }
     EXPECT_EQ(h.stats(), before);
     EXPECT_TRUE(h.check());
@@ -465,13 +449,7 @@ TEST(OffsetHeap, StaleAllocationWhoseNodeNowDescribesAnotherBlockIsRefused) {
     ASSERT_TRUE(reused);
     ASSERT_FALSE(h.is_live(stale));
     const strata::stats before = h.stats();
-    {
-        recording_handler rec;
-        EXPECT_FALSE(h.deallocate(stale));
-        if (strata::test::checks_on) {
-            EXPECT_TRUE(rec.saw_one(strata::violation_kind::double_free));
-        }
-    }
+    expect_refused(h, stale, strata::violation_kind::double_free);
     EXPECT_EQ(h.stats(), before);
     EXPECT_TRUE(h.check());
     for (const offset_allocation& a : live)
@@ -1041,13 +1019,7 @@ TEST(OffsetHeap, ResetFreesEverythingAndOldAllocationsAreStale) {
     EXPECT_EQ(h.allocation_count(), 0u);
     EXPECT_EQ(h.free_bytes(), h.size());
     EXPECT_EQ(h.nodes_in_use(), 1u);
-    {
-        recording_handler rec;
-        EXPECT_FALSE(h.deallocate(b));
-        if (strata::test::checks_on) {
-            EXPECT_TRUE(rec.saw_one(strata::violation_kind::double_free));
-        }
-    }
+    expect_refused(h, b, strata::violation_kind::double_free);
     EXPECT_TRUE(h.check());
 }
 
