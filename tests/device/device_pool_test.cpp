@@ -1064,20 +1064,6 @@ TEST(DevicePool, RandomizedRunKeepsContentsAndInvariants) {
     EXPECT_TRUE(f.pool.check());
 }
 
-// Fake device memory that only counts: for tests that never look at the bytes.
-struct counting_device {
-    std::map<std::uint64_t, std::uint64_t> live;
-    std::uint64_t next = 1;
-    strata::device_memory_callbacks callbacks() {
-        return {[this](std::uint64_t size, std::uint64_t* out) {
-                    live.emplace(next, size);
-                    *out = next++;
-                    return true;
-                },
-                [this](std::uint64_t m, std::uint64_t) { live.erase(m); }};
-    }
-};
-
 // Frees what a test leaves in its pool (an ASSERT that returns early included), so that the pool's
 // destructor reports no leak.
 struct drain {
@@ -1108,7 +1094,7 @@ const defrag_move* move_of(std::span<defrag_move> moves, device_allocation h) {
 
 // A pass moves an allocation that keeps slack into a hole of its request's size.
 TEST(DevicePool, ADefragPassMovesAnAllocationWithSlackIntoAHoleOfItsRequestSize) {
-    counting_device dev;
+    fake_device dev;
     device_pool pool(dev.callbacks(), one_block(320)); // 20 units of 16 bytes
     drain cleanup{pool};
     const device_allocation a0 = pool.allocate(144); // [0, 144)
@@ -1130,7 +1116,7 @@ TEST(DevicePool, ADefragPassMovesAnAllocationWithSlackIntoAHoleOfItsRequestSize)
 // A move of the pass that lands past a hole's start leaves a gap in front of it that a later move
 // of the same pass can take.
 TEST(DevicePool, ADefragPassUsesTheFrontGapAnEarlierMoveOfThePassLeft) {
-    counting_device dev;
+    fake_device dev;
     device_pool pool(dev.callbacks(), one_block(256)); // 16 units of 16 bytes
     drain cleanup{pool};
     const device_allocation a0 = pool.allocate(32);     // [0, 32)
@@ -1156,7 +1142,7 @@ TEST(DevicePool, ADefragPassUsesTheFrontGapAnEarlierMoveOfThePassLeft) {
 
 // defrag_stats counts the blocks its passes emptied, not those the application emptied meanwhile.
 TEST(DevicePool, BlocksTheApplicationFreesDuringADefragmentationAreNotItsFigures) {
-    counting_device dev;
+    fake_device dev;
     device_pool_options o;
     o.block_size = 4096;
     o.keep_empty_blocks = 0;

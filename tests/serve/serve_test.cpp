@@ -577,9 +577,9 @@ std::string raw_exchange(int port, const std::string& request) {
     return reply;
 }
 
-// httplib inflated gzip and brotli bodies with no bound (its limit applies to the compressed
-// bytes): a 460-byte brotli body became 2 GB. A compressed body is now refused, uninflated; the
-// operation it names does not run (found by review).
+// httplib inflates gzip and brotli bodies with no bound (its limit applies to the compressed
+// bytes: a 460-byte brotli body can become 2 GB). A compressed body is refused, uninflated; the
+// operation it names does not run.
 TEST_F(ServeApi, CompressedBodiesAreRefusedUninflated) {
     session_ = new_session();
     const std::string alloc = json{{"session", session_}, {"size", 8}}.dump();
@@ -621,10 +621,9 @@ TEST_F(ServeApi, APostWithoutALengthHasNoBody) {
     EXPECT_NE(reply.find("\"session\""), std::string::npos) << reply;
 }
 
-// httplib's body limit covers Content-Length only: a chunked body was read whole (hundreds of MB)
-// before the API refused it, and one with another transfer coding was read until the client
-// closed. Now a chunked body stops at the limit as it arrives: here it never ends, and the answer
-// still comes at once (found by review).
+// httplib's body limit covers Content-Length only, so the server bounds other bodies itself: a
+// chunked body stops at the limit as it arrives (here it never ends, and the answer still comes at
+// once), and a body in another transfer coding is refused.
 TEST_F(ServeApi, AChunkedBodyIsCutAtTheLimitAndOtherCodingsAreRefused) {
     // (Connection: close, so the exchange ends with the answer instead of the keep-alive timeout.)
     std::string request = "POST /api/session HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: "

@@ -165,11 +165,11 @@ public:
         return true;
     }
 
-    /// Effects: completes the free in flight, if any. deallocate(a) counts `a` free at once but
-    /// merges it with its neighbours at the next deallocate, so that their nodes (anywhere in the
-    /// pool) arrive in the cache meanwhile. Until then the block only looks used to allocation,
-    /// which completes it before it reports failure; every query that looks at free blocks
-    /// completes it first. Nothing else observable changes.
+    /// Effects: completes the free in flight, if any. deallocate(a) counts `a` free at once and
+    /// merges it with its neighbours at the next deallocate, by when their nodes (anywhere in the
+    /// pool) are in the cache. A block in flight looks used to allocation alone, which completes
+    /// it before it reports failure; every query that looks at free blocks completes it first.
+    /// Nothing else observable differs.
     void flush() noexcept {
         const std::uint32_t q = pending_;
         pending_ = edge;
