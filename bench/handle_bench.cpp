@@ -1,4 +1,4 @@
-// Handle family benchmarks: seed 001's four particle sets (alloc/free, churn, iteration) for a naive
+// Handle family benchmarks: the showdown's four particle sets (alloc/free, churn, iteration) for a naive
 // flag-scan pool, a free-list pool, packed_array, slot_map (erase by handle and by dense index),
 // handle_table and plf::colony, with the 24-byte particle and the 32-byte padded one; valid-handle
 // lookup. The workload and designs are tools/lab/showdown.hpp, shared with `strata-lab showdown`.

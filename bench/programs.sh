@@ -17,7 +17,7 @@
 # tree (through /usr/bin/time, see below), i.e. of the program itself, not a sum. CPU time (user + sys of the whole tree) is
 # printed too: on a loaded machine it moves less than wall time. Every run's output is compared with glibc's:
 # a malloc that changes a program's output is reported as DIFF (the test suite's check, again).
-# Targets (issue 8): wall <= 1.05x mimalloc's, peak RSS <= 1.2x mimalloc's.
+# Targets: wall <= 1.05x mimalloc's, peak RSS <= 1.2x mimalloc's.
 set -euo pipefail
 unset CDPATH # a cd into a relative path would echo it, or go elsewhere
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." >/dev/null && pwd)"

@@ -307,7 +307,7 @@ int run_churn(int argc, char** argv) {
                    *std::min_element(results[1].seconds.begin(), results[1].seconds.end());
         };
         {
-            // The targets for offset_heap: time against tlsf (W1: <= 1.2x, W2: <= 1x), the
+            // offset_heap's targets: time against tlsf (W1: <= 1.2x, W2: <= 1x), the
             // filtered allocation p99.99 (<= 200 ns), metadata per live allocation (<= 32 B).
             const result& o = results[0];
             const double ratio = ratio_to_tlsf(o), limit = w.name == "w1" ? 1.2 : 1.0;

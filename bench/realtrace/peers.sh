@@ -7,7 +7,7 @@
 # (sqlite3 running a generated script, python3 running a generated workload). Each is replayed by
 # strata-replay-malloc under glibc, mimalloc, jemalloc, tcmalloc, tbbmalloc and libstrata_malloc.so
 # (LD_PRELOAD); RUNS runs each, median time and median peak RSS. Prints a table with ratios vs
-# mimalloc (issue 8's targets: peak RSS <= 1.2x mimalloc).
+# mimalloc (target: peak RSS <= 1.2x mimalloc).
 set -euo pipefail
 unset CDPATH # a cd into a relative path would echo it, or go elsewhere
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." >/dev/null && pwd)"

@@ -16,8 +16,8 @@ constexpr const char* who = "strata::guard_page_allocator";
 // Address space comes from three places: ranges out of quarantine (`free`), then the never-used
 // tail above top_. Freed ranges are kept address-ordered and merged with their neighbours (and
 // with the tail, which then moves down), and a request takes the smallest range that fits and
-// leaves the rest free: a range is reused for any size it can hold, not only the size it had (a
-// buffer growing a page at a time used to need a fresh range per size and exhausted 1 GiB).
+// leaves the rest free: a range is reused for any size it can hold, not only the size it had, so a
+// buffer growing a page at a time does not need a fresh range for every size.
 // Every byte of a free range is decommitted and PROT_NONE, so a slot carved out of merged ranges
 // commits only its own data pages and its guard pages stay inaccessible.
 struct guard_page_allocator::state {

@@ -85,8 +85,8 @@ bool pool::add_chunk(std::span<std::byte> memory, memory_block block) noexcept {
         return sizeof(chunk) + alignof(chunk) + (keep_bits ? bit_words(count) * 8 : 0);
     };
     // Estimate (one state bit per slot at checks >= 1), then settle on the largest count that fits.
-    // Both without overflow: slot sizes reach 2^62, where n * slot_size and 8 * slot_size wrapped
-    // (a 4 KiB buffer was taken to hold hundreds of such slots).
+    // Both without overflow: slot sizes reach 2^62, where n * slot_size and 8 * slot_size would
+    // wrap and a small buffer would seem to hold hundreds of such slots.
     const std::size_t cap = options_.max_slots - std::min(options_.max_slots, slots_);
     auto fits = [&](std::size_t n) {
         const std::size_t meta = meta_bytes(n);

@@ -44,8 +44,7 @@ struct guard_options {
 /// never-used tail of the reservation), and a request takes the smallest free range that holds its
 /// slot, the rest staying free: address space is reused for any size. A slot still needs one
 /// free range (or the tail) that holds it whole, so fragmentation remains: a buffer growing a page
-/// at a time, old and new live together, reaches about a third of the reservation (it stopped at
-/// 2.8 MiB of 1 GiB when ranges were reused only for their own size). Free ranges stay
+/// at a time, old and new live together, reaches about a third of the reservation. Free ranges stay
 /// decommitted and PROT_NONE, so a slot carved from them still has inaccessible guard pages.
 /// Complexity per allocate and free: O(log free ranges) (two ordered indexes), plus the system
 /// calls.

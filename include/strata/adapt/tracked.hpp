@@ -45,8 +45,8 @@ struct tracker_counters {
 ///    additive, so the sum is exact and the hot path touches them once, whatever the depth.
 ///    Per-frame counters are differences from snapshots reset_frame() takes: free on the hot path.
 ///  - Every hot counter only grows (in_use = allocated - freed), so a pair costs one store per
-///    counter instead of a ++/-- chain through memory. Measured (bench/adapt_bench.cpp, release):
-///    +1.0-1.4 ns per allocate/free pair at depth 1 (+1.6-2.5 ns on strata-churn), +2.5-5.2 ns at depth 3.
+///    counter instead of a ++/-- chain through memory. The overhead per depth is measured by
+///    bench/adapt_bench.cpp (docs/benchmarks.md, "Adapter overhead").
 ///
 /// Budgets: when an allocation takes in_use from at most budget() to above it, the callback runs
 /// once (after the bytes are counted). It does not run again while in_use stays above the budget;

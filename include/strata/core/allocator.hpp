@@ -1,5 +1,5 @@
 #pragma once
-// The allocator contract every strata allocator models (see DESIGN.md, "The allocator contract").
+// The allocator contract every strata allocator models (docs/design.md, "The allocator contract").
 #include <concepts>
 #include <cstddef>
 

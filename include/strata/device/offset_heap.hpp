@@ -167,7 +167,7 @@ public:
 
     /// Effects: completes the free in flight, if any. deallocate(a) counts `a` free at once and
     /// merges it with its neighbours at the next deallocate, by when their nodes (anywhere in the
-    /// pool) are in the cache. A block in flight looks used to allocation alone, which completes
+    /// pool) are in the cache. Only allocation sees a block in flight as used, and it completes
     /// it before it reports failure; every query that looks at free blocks completes it first.
     /// Nothing else observable differs.
     void flush() noexcept {

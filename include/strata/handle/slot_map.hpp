@@ -184,7 +184,7 @@ public:
     bool erase(Handle h) noexcept {
         // Take the handle apart before the first branch. Inlined after key_of, the index then folds
         // to the slot key_of loaded instead of waiting for the generation load and the compose (see
-        // docs/handles.md, "A fourth look").
+        // docs/handles.md, "Erase by handle").
         const word slot = h.index();
         const word gen = h.generation();
         if (iterating_ != 0) {

@@ -35,7 +35,7 @@ struct buddy_access; // the tests corrupt the bookkeeping to show that check() s
 /// - orders from `small_orders` up: the buddy tree's own shape, one array per order (blocks >> k
 ///   records of 8 bytes: list links or requested size) and a free and a used bitmap per order.
 ///   Per min_block these blocks' records would be 1.5 KiB or more apart, each on a line of its
-///   own, cold when a split or merge needs it (that was the allocation tail); here a block and its
+///   own, cold when a split or merge needs it (the slowest allocations); here a block and its
 ///   buddy are neighbours, and all the large orders together take under 1/64 of the space.
 /// About 12.2 bytes per min_block in all. Requests are rounded up to a power of two no smaller than
 /// min_block; the waste this causes is reported by metrics().

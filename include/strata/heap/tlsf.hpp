@@ -56,9 +56,8 @@ public:
     static constexpr std::size_t header_size = 16;   ///< in-band bytes per block
     static constexpr std::size_t min_payload = 16;   ///< smallest block payload (two free-list links)
     static constexpr std::size_t pool_overhead = 48; ///< pool record + end sentinel, per pool
-    /// Blocks start on multiples of this: header and links (32 bytes) share one cache line. On a
-    /// 16-byte grid a quarter of the free blocks had their links on the next line, a second miss
-    /// on every list operation that touched them (docs/heaps.md, performance pass 9).
+    /// Blocks start on multiples of this: header and links (32 bytes) share one cache line, so a
+    /// list operation on a free block touches one line, not two (docs/heaps.md, "Block layout").
     static constexpr std::size_t block_granule = 32;
     static constexpr unsigned sl_count = 1u << SLI;
     static constexpr unsigned fl_shift = SLI + 4; ///< sizes below 2^fl_shift use exact 16-byte classes
@@ -130,12 +129,11 @@ public:
     ///
     /// Why one call late: `p` is a block the program picked, typically long untouched, so its header
     /// is a cache miss, and merging needs it at once: freed on the spot, the whole free waits for that
-    /// line. Parked, its header arrives while the program runs on (W1 on a Zen 4: 41 -> 28 ticks
-    /// per free+allocate pair, docs/heaps.md performance pass 7). Nothing observable
-    /// changes: a block in flight is only unavailable to allocation, which completes it before it
-    /// reports failure, and every query (stats, walks, check, bitmaps, largest_free_block) completes
-    /// it before it looks. At checks >= 1 a second free of the block in flight is a double free; in
-    /// ASan builds and at checks >= 2 its bytes are poisoned and filled at the call.
+    /// line. Parked, its header arrives while the program runs on (docs/heaps.md, "The free in
+    /// flight"). Nothing observable changes: a block in flight is only unavailable to allocation, which
+    /// completes it before it reports failure, and every query (stats, walks, check, bitmaps,
+    /// largest_free_block) completes it before it looks. At checks >= 1 a second free of the block in flight
+    /// is a double free; in ASan builds and at checks >= 2 its bytes are poisoned and filled at the call.
     STRATA_ALWAYS_INLINE void deallocate(void* p) noexcept {
         // No test for nullptr on the fast path: it parks like any block, which completes the free
         // in flight and leaves none (a flush); prefetching address -16 is harmless.
@@ -167,8 +165,7 @@ public:
 
     /// Effects: as deallocate(p). TLSF knows its blocks: the size is only a hint, never trusted.
     /// Completing p's free (at the next call) reads p's physical successor's header to merge; it
-    /// sits at p + size rounded up to 16 unless the block kept slack, so start fetching it now
-    /// (W2 on a Zen 4: about 0.91x of the time without it, docs/heaps.md performance pass 7).
+    /// sits at p + size rounded up to 16 unless the block kept slack, so start fetching it now.
     STRATA_ALWAYS_INLINE void deallocate(void* p, std::size_t size,
                                          std::size_t /*align*/ = default_alignment) noexcept {
         __builtin_prefetch(
@@ -382,8 +379,8 @@ private:
         __builtin_prefetch(next, 1);
         heads_[index] = next; // the new head's back link goes stale: remove() tells heads by heads_
         // Clear the class's bit without a branch when the pop empties it: lists are short in a heap
-        // that coalesces (W1 empties a class on 22% of allocations), so a branch here is a coin
-        // toss the predictor loses (0.22 mispredictions per W1 pair under cachegrind's model).
+        // that coalesces, so whether a pop empties its class is close to a coin toss, and a branch
+        // on it would be mispredicted often.
         const std::uint32_t emptied = next == nil() ? 1u : 0u;
         const std::uint32_t sl_left = sl_bitmap_[fl] & ~(emptied << (index & (sl_count - 1)));
         sl_bitmap_[fl] = sl_left;
@@ -402,9 +399,9 @@ private:
     //
     // A sliver is a tail under 1/16 of the request (at most max_sliver): it stays in the block as
     // slack instead of being listed. Good fit hands out blocks up to two class steps (1/16 at
-    // SLI 5) larger than the request, so most of W2's splits made such slivers, and every sliver
-    // was a list insert then and a merge with cold headers later (W2: 46% -> 21% of allocations
-    // split, 24% faster, internal waste 0.1% -> 1.9%; docs/heaps.md, performance pass 5).
+    // SLI 5) larger than the request, so many splits would cut such slivers, each a list insert
+    // now and a merge with cold headers later, for space few requests can use. The price is a
+    // little internal waste (docs/heaps.md, "Slivers").
     STRATA_ALWAYS_INLINE void* use(block* b, std::size_t need, std::size_t asked) noexcept {
         const std::size_t have = b->size();
         const auto self = reinterpret_cast<std::uintptr_t>(b);

@@ -122,7 +122,7 @@ public:
             ++total_;
             // An emptied chained block starts where the previous block stopped, the same position:
             // go back there, so each position names one place (a marker at the empty block's start
-            // was refused once a rewind had taken the arena off that block).
+            // stays valid after a rewind takes the arena off that block).
             if (STRATA_UNLIKELY(head_ != nullptr && b == reinterpret_cast<std::byte*>(head_ + 1)))
                 leave_empty_block();
             // Markers taken above b are stale now. Recording it is the checked builds' price.

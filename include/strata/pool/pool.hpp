@@ -116,7 +116,7 @@ public:
 #else
         if (STRATA_UNLIKELY(p == nullptr)) return;
         // No counters here: a counter bump is a store-to-load chain through memory and costs about
-        // as much as the free list itself (+65 % per pair measured). live() counts the free list.
+        // as much as the free list itself. live() counts the free list.
         *static_cast<void**>(p) = free_;
         free_ = p;
 #endif

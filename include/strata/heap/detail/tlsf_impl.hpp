@@ -72,9 +72,9 @@ void* basic_tlsf<SLI>::allocate_aligned(std::size_t size, std::size_t align) noe
 
 // The good-fit search rounds a request up to the next class so that any block found fits. When that
 // finds nothing, a block that fits may still sit in the request's own class: probe the head of that
-// one list, at most own_class_probes blocks, so the worst case stays O(1) (a whole list took 0.36 ms
-// for a failing request with 100,000 blocks in the class; found by review). largest_free_block()
-// looks no further, so what it reports can always be had.
+// one list, at most own_class_probes blocks, so the worst case stays O(1) (walking the whole list
+// would make a failing request O(blocks in the class)). largest_free_block() looks no further, so
+// what it reports can always be had.
 template <unsigned SLI>
 auto basic_tlsf<SLI>::take_from_own_class(std::size_t need) noexcept -> block* {
     block* b = heads_[class_index(need)];
