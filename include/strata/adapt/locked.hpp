@@ -1,7 +1,7 @@
 #pragma once
 // locked<A, Mutex>: thread safety by composition. Every verb of `A` runs under one mutex, so a
 // single-threaded allocator can be shared between threads without changing it (docs/design.md,
-// "Threads"). For hot shared allocation prefer per-thread allocators; this is the simple, correct
+// "Threading"). For hot shared allocation prefer per-thread allocators; this is the simple, correct
 // baseline, and cheap when uncontended (one uncontended lock/unlock pair per call).
 #include <cstddef>
 #include <mutex>
