@@ -16,7 +16,6 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <sched.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -28,6 +27,7 @@
 #include <cstring>
 #include <new>
 
+#include "strata/core/spinlock.hpp"
 #include "strata/engine/engine_heap.hpp"
 
 extern "C" {
@@ -154,14 +154,14 @@ void fork_child() noexcept { engine_heap::after_fork_child(); }
         in_init = false;
         return h;
     }
-    while (init_state.load(std::memory_order_acquire) == 1) {
+    // Another thread builds: wait for it as a spinlock waits (core/spinlock.hpp).
+    for (strata::spin_backoff b; init_state.load(std::memory_order_acquire) == 1; b.wait()) {
         if (getpid() != init_pid.load(std::memory_order_relaxed)) {
             // Forked mid-build: the builder is not in this process. This copy of the state says
             // "failed", so the child is served by glibc from now on.
             init_state.store(3, std::memory_order_relaxed);
             break;
         }
-        sched_yield();
     }
     return global_heap.load(std::memory_order_acquire);
 }
