@@ -29,7 +29,7 @@ constexpr std::uint32_t class_granules(unsigned c) noexcept {
     return static_cast<std::uint32_t>((16 * bs + granule - 1) / granule);
 }
 
-/// Effects: adds `delta` (wrapping: pass 0 - n to subtract) to a counter that only holders of one
+/// Effects: adds `delta` (wrapping: give 0 - n to subtract) to a counter that only holders of one
 /// lock write and anyone may read: a plain load and store, not a locked read-modify-write.
 inline void add_under_lock(std::atomic<std::size_t>& counter, std::size_t delta) noexcept {
     counter.store(counter.load(std::memory_order_relaxed) + delta, std::memory_order_relaxed);

@@ -99,8 +99,8 @@ void engine_heap::medium_deallocate(void* p, run* head) noexcept {
     if (options_.medium_retain_bytes != 0 && (medium_dirty_ += usable) > options_.medium_retain_bytes / 2)
         purge_free_medium(false);
     // An empty arena other than the first goes back to the span pool (retention decides whether
-    // its pages stay resident). live_allocations() is O(1) and leaves the free in flight; stats()
-    // completed it and scanned the top class on every medium free (W4: 0.75x the time).
+    // its pages stay resident). live_allocations() is O(1) and leaves the free in flight (stats()
+    // would complete it and scan the top class on every medium free).
     if (t->live_allocations() == 0 && head != arenas_[0]) {
         unsigned a = 0;
         while (arenas_[a] != head)

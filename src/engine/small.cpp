@@ -49,7 +49,7 @@ void* engine_heap::small_slow(thread_heap* h, unsigned c) noexcept {
                 r->carved = static_cast<std::uint16_t>(r->carved + k);
                 // The next carve of this run writes the block after these, often on a page this
                 // thread has not touched for a long time: start its TLB walk and line fill now,
-                // so that carve does not wait for them (those waits were W2's slowest allocations).
+                // so that carve does not wait for them.
                 if (r->carved < r->capacity) __builtin_prefetch(first + k * bs, 1);
             }
             if (free_block* b = r->free) {
@@ -187,8 +187,7 @@ engine_heap::run* engine_heap::new_run(thread_heap* h, unsigned c) noexcept {
     // when this thread's runs are past `populate_after_bytes`: otherwise, as runs move between
     // classes and classes reach new highs, carving keeps reaching untouched pages in the middle of
     // steady churn. Below the threshold fresh runs stay lazy, so a small program stays small, and so
-    // does each of a program's many light threads (with the process-wide total, 200 threads keeping
-    // a block of each of 8 classes each had every run faulted in whole: 95 MiB against glibc's 1).
+    // does each of a program's many light threads (the threshold is per thread for that reason).
     if (!r->populated && (!fresh || thread_populates(h))) populate(r, 0); // nothing carved yet
     const std::size_t bs = class_size(c);
     r->free = nullptr;
@@ -241,7 +240,7 @@ void engine_heap::local_free_slow(thread_heap* h, run* d) noexcept {
     }
     if (d->used == 0 && h->current[c] != d) {
         // One empty run per class stays parked in the partial list, carved and ready: a class that
-        // oscillates around a run boundary (8-block runs of the big classes do) neither gives the
+        // oscillates around a run boundary (the big classes' 16-block runs do) neither gives the
         // run up nor re-threads it on every cycle.
         if (h->spare[c] == nullptr || h->spare[c] == d) {
             h->spare[c] = d;

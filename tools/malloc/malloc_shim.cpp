@@ -72,9 +72,7 @@ void warn_bad_env(const char* name, const char* value, const char* unit) noexcep
 
 /// Returns: environment variable `name` read as a count of 2^shift-byte units, in bytes; `fallback`
 /// when it is unset or empty. Anything but decimal digits ("64MB", "-1", " 64", "abc") or a count
-/// whose bytes overflow size_t is refused: `fallback`, and one warning line on stderr. (Read up to
-/// the first non-digit, "64MB" was 64 MiB, and 2^44 MiB wrapped to 0; "-1" and "abc" were the
-/// default without a word.)
+/// whose bytes overflow size_t is refused: `fallback`, and one warning line on stderr.
 std::size_t env_size(const char* name, std::size_t fallback, unsigned shift, const char* unit) noexcept {
     const char* v = std::getenv(name); // getenv reads environ; it never allocates
     if (v == nullptr || *v == '\0') return fallback;

@@ -39,10 +39,10 @@
 
 #include "strata/core/check.hpp"
 #include "strata/core/iteration_guard.hpp"
+#include "strata/handle/detail/sparse_slots.hpp"
 #include "strata/handle/fwd.hpp"
 #include "strata/handle/handle.hpp"
 #include "strata/handle/policy.hpp"
-#include "strata/handle/detail/sparse_slots.hpp"
 
 namespace strata {
 
@@ -156,9 +156,8 @@ public:
     /// is unchanged.
     template <class... Args>
 #if defined(__GNUC__)
-    // flatten: the append is inlined, its reallocation branch folds away against the capacity
-    // test (left alone g++ 12 called an out-of-line vector::emplace_back with the value spilled to
-    // the stack, ~30 instructions a spawn).
+    // flatten: the append is inlined and its reallocation branch folds away against the capacity
+    // test (otherwise g++ may call an out-of-line vector::emplace_back with the value on the stack).
     [[gnu::flatten]]
 #endif
     Handle
@@ -183,8 +182,7 @@ public:
     /// foreign handle or during for_each/erase_if (reported at checks >= 1, see the header).
     bool erase(Handle h) noexcept {
         // Take the handle apart before the first branch. Inlined after key_of, the index then folds
-        // to the slot key_of loaded instead of waiting for the generation load and the compose (see
-        // docs/handles.md, "A fourth look").
+        // to the slot key_of loaded instead of waiting for the generation load and the compose.
         const word slot = h.index();
         const word gen = h.generation();
         if (iterating_ != 0) {
