@@ -308,7 +308,7 @@ private:
         return reinterpret_cast<std::byte*>(data_ + (index_of(r) << engine_detail::granule_shift));
     }
 
-    // Every lock of this heap, in order (check, fork; stats.cpp).
+    // Every lock of this heap, in order (check, fork; engine_heap.cpp).
     void lock_all() noexcept;
     void unlock_all() noexcept;
 
