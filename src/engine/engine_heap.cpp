@@ -22,11 +22,13 @@ __thread tls_slot tls[max_instances] __attribute__((tls_model("initial-exec")));
 constinit run empty_run{};
 constinit registry_type registry;
 
+/// Returns: a block of the heap for a frame arena (empty when out of memory).
 memory_block block_source::allocate_block(std::size_t size, std::size_t align) noexcept {
     void* p = heap->allocate(size, align);
     return p != nullptr ? memory_block{static_cast<std::byte*>(p), size, align} : memory_block{};
 }
 
+/// Effects: gives a frame arena's block back to the heap.
 void block_source::deallocate_block(memory_block b) noexcept { heap->deallocate(b.data); }
 
 } // namespace engine_detail
@@ -37,6 +39,7 @@ using namespace engine_detail;
 // Construction
 // -------------------------------------------------------------------------------------------------
 
+/// Effects: reserves the heap's address space and takes a TLS slot in the registry.
 engine_heap::engine_heap(engine_options options) : options_(options) {
     const std::size_t page = virtual_memory::page_size();
     granule_count_ = std::max<std::size_t>(options.reserve_bytes >> granule_shift, 16);
@@ -75,6 +78,7 @@ engine_heap::engine_heap(engine_options options) : options_(options) {
     registry.epochs[slot] = epoch_;
 }
 
+/// Effects: frees the TLS slot (the reservation goes with vm_).
 engine_heap::~engine_heap() {
     lock_guard g(registry.lock);
     registry.instances[slot_] = nullptr;
@@ -124,6 +128,7 @@ void* engine_heap::allocate_slow(std::size_t size, std::size_t align) noexcept {
 // realloc, calloc, usable size
 // -------------------------------------------------------------------------------------------------
 
+/// Returns: `p` resized in place when its tier allows, else a new block with its bytes copied.
 void* engine_heap::reallocate(void* p, std::size_t new_size, std::size_t align) noexcept {
     if (p == nullptr) return allocate(new_size, align);
     if (new_size == 0) {
@@ -162,6 +167,7 @@ void* engine_heap::reallocate(void* p, std::size_t new_size, std::size_t align) 
     return q;
 }
 
+/// Returns: a zeroed block; a large span that is still clean (never written) is not written twice.
 void* engine_heap::allocate_zeroed(std::size_t size, std::size_t align) noexcept {
     if (size > medium_max || align > granule) {
         if (align == 0 || (align & (align - 1)) != 0) return nullptr;
@@ -175,6 +181,7 @@ void* engine_heap::allocate_zeroed(std::size_t size, std::size_t align) noexcept
     return p;
 }
 
+/// Returns: the usable bytes of `p` by its span kind: the class size, the TLSF block, the span.
 std::size_t engine_heap::usable_size(const void* p) const noexcept {
     if (!owns(p)) return 0;
     const run* d = runs_ + ((reinterpret_cast<std::uintptr_t>(p) - data_) >> granule_shift);
@@ -197,6 +204,7 @@ std::size_t engine_heap::usable_size(const void* p) const noexcept {
 // Frame arenas
 // -------------------------------------------------------------------------------------------------
 
+/// Returns: the calling thread's frame arena, made in its cache on first use.
 arena& engine_heap::frame_arena() {
     thread_heap* h = thread_cache();
     if (h == nullptr) throw std::bad_alloc();
@@ -214,6 +222,7 @@ arena& engine_heap::frame_arena() {
 // fork
 // -------------------------------------------------------------------------------------------------
 
+/// Effects: takes this heap's four locks in their order.
 void engine_heap::lock_all() noexcept {
     heaps_lock_.lock();
     abandon_lock_.lock();
@@ -221,6 +230,7 @@ void engine_heap::lock_all() noexcept {
     span_lock_.lock();
 }
 
+/// Effects: releases this heap's four locks in reverse order.
 void engine_heap::unlock_all() noexcept {
     span_lock_.unlock();
     medium_lock_.unlock();
@@ -228,12 +238,14 @@ void engine_heap::unlock_all() noexcept {
     heaps_lock_.unlock();
 }
 
+/// Effects: takes the registry lock and every live heap's locks (pthread_atfork prepare).
 void engine_heap::prepare_fork() noexcept {
     registry.lock.lock();
     for (engine_heap* e : registry.instances)
         if (e != nullptr) e->lock_all();
 }
 
+/// Effects: releases what prepare_fork took.
 void engine_heap::after_fork_parent() noexcept {
     for (engine_heap* e : registry.instances)
         if (e != nullptr) e->unlock_all();

@@ -136,6 +136,7 @@ void engine_heap::purge_free_medium(bool all) noexcept {
 // trim
 // -------------------------------------------------------------------------------------------------
 
+/// Effects: frees emptied abandoned runs, purges every big free medium block and every dirty free span.
 void engine_heap::trim() noexcept {
     sweep_abandoned();
     {

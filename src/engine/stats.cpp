@@ -12,6 +12,7 @@ using namespace engine_detail;
 // Counters
 // -------------------------------------------------------------------------------------------------
 
+/// Returns: class `c`'s counters: live threads' plus exited threads' plus cacheless remote frees.
 engine_class_stats engine_heap::class_stats(unsigned c) const noexcept {
     engine_class_stats s;
     if (c >= class_count) return s;
@@ -30,6 +31,7 @@ engine_class_stats engine_heap::class_stats(unsigned c) const noexcept {
     return s;
 }
 
+/// Returns: the calling thread's counters.
 engine_thread_stats engine_heap::thread_stats() const noexcept {
     engine_thread_stats s;
     const tls_slot& t = tls[slot_];
@@ -51,6 +53,7 @@ engine_thread_stats engine_heap::thread_stats() const noexcept {
     return s;
 }
 
+/// Returns: the totals of every class and of the medium and large tiers.
 strata::stats engine_heap::stats() const noexcept {
     strata::stats s;
     for (unsigned c = 0; c < class_count; ++c) {
@@ -68,11 +71,13 @@ strata::stats engine_heap::stats() const noexcept {
     return s;
 }
 
+/// Returns: granules handed out, less free ones, plus dirty free ones.
 std::size_t engine_heap::committed_bytes() const noexcept {
     lock_guard g(span_lock_);
     return (top_ - free_granules_ + dirty_free_) << granule_shift;
 }
 
+/// Returns: bytes of dirty free spans.
 std::size_t engine_heap::retained_bytes() const noexcept {
     lock_guard g(span_lock_);
     return dirty_free_ << granule_shift;
@@ -82,6 +87,7 @@ std::size_t engine_heap::retained_bytes() const noexcept {
 // check
 // -------------------------------------------------------------------------------------------------
 
+/// Returns: whether every invariant holds: span tiling, free bins, run free lists, TLSF arenas.
 bool engine_heap::check() const noexcept {
     auto* self = const_cast<engine_heap*>(this);
     self->lock_all();

@@ -157,6 +157,7 @@ void engine_heap::thread_exit(void*) noexcept {
     }
 }
 
+/// Effects: hands the calling thread's cache back now, as thread exit would.
 void engine_heap::flush_thread_cache() noexcept {
     const tls_slot s = tls[slot_];
     if (s.epoch != epoch_) return;
