@@ -9,6 +9,10 @@ namespace strata {
 
 using namespace engine_detail;
 
+// -------------------------------------------------------------------------------------------------
+// Allocate and free
+// -------------------------------------------------------------------------------------------------
+
 /// Returns: a span of at least `size` bytes aligned to `align` (the slack before and after is freed);
 /// nullptr when the reservation is full. `*clean` (when given): the memory reads as zero.
 void* engine_heap::large_allocate(std::size_t size, std::size_t align, bool* clean) noexcept {
@@ -50,6 +54,10 @@ void engine_heap::large_deallocate(void* p, run* head) noexcept {
     large_live_.fetch_sub(1, std::memory_order_relaxed);
     span_free(head, true);
 }
+
+// -------------------------------------------------------------------------------------------------
+// Resize in place
+// -------------------------------------------------------------------------------------------------
 
 /// Returns: true when the large block of span `d` now holds `new_size` bytes in place: a shrink
 /// (its tail freed when 16 granules or more) or a grow into a free successor span.
