@@ -29,10 +29,9 @@
 #include "heap/heap_test_util.hpp"
 #include "support/recording_handler.hpp"
 
-namespace strata::test {
-
 // Reaches the node pool so a test can break an invariant and see check() report it.
-struct offset_heap_access {
+template <>
+struct strata::detail::private_access<strata::offset_heap> {
     static std::uint32_t& offset(offset_heap& h, std::uint32_t n) { return h.nodes_[n].offset; }
     static std::uint32_t& size(offset_heap& h, std::uint32_t n) { return h.nodes_[n].size; }
     static std::uint32_t& prev_phys(offset_heap& h, std::uint32_t n) { return h.nodes_[n].prev_phys; }
@@ -46,6 +45,8 @@ struct offset_heap_access {
     static std::uint32_t spare_head(const offset_heap& h) { return h.spare_; }
 };
 
+namespace strata::test {
+using offset_heap_access = detail::private_access<offset_heap>;
 } // namespace strata::test
 
 namespace {

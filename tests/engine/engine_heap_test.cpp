@@ -464,9 +464,8 @@ TEST(EngineHeap, EmptyMediumArenasGoBack) {
     EXPECT_TRUE(h.check());
 }
 
-// The medium tier has at most engine_heap's 256 TLSF arenas. With the default arena size that is
-// ~16 GiB of medium blocks, after which every 64 KiB-8 MiB request failed although the reservation
-// had room (found by review under the malloc shim). Past the last arena they get spans of their own.
+// The medium tier has at most engine_heap's 256 TLSF arenas (~16 GiB of medium blocks with the
+// default arena size). Past the last arena medium requests get spans of their own, not nullptr.
 TEST(EngineHeap, MediumRequestsOutliveTheLastArena) {
     engine_options o = small_options();
     o.medium_arena_bytes = std::size_t{64} << 10; // 64, 128, then 256 KiB arenas
@@ -504,9 +503,7 @@ std::size_t resident_pages(const void* p, std::size_t n) {
 }
 
 // populate_after_bytes counts each thread's runs: a light thread's first run of a class stays lazy
-// however much the rest of the process holds. With the process-wide total, every run of every
-// thread was faulted in whole once the process passed 8 MiB: 200 threads keeping one block of 8
-// classes each cost 95 MiB of RSS against glibc's 1 MiB (found by review under the malloc shim).
+// however much the rest of the process holds (guards: many light threads each faulting runs in whole).
 TEST(EngineHeap, ALightThreadsRunsStayLazyInABigProcess) {
     engine_options o = small_options();
     o.populate_after_bytes = std::size_t{1} << 20; // 1 MiB per thread
@@ -625,8 +622,7 @@ TEST(EngineHeap, LateMediumPurgeKeepsRecentFreesWarm) {
 
 // A purged free block that is reused and freed again as the same block must be purged again, even
 // when the program never writes the bytes after its list links (where the purge mark lives):
-// strata-mt's big blocks get one byte per page, at page offsets 0. A stale "purged" mark there kept
-// the block resident through every later sweep and trim() (found by review).
+// strata-mt's big blocks get one byte per page, at page offsets 0 (guards: a stale "purged" mark).
 TEST(EngineHeap, AReusedMediumBlockIsPurgedAgain) {
     engine_options o = small_options();
     o.medium_retain_bytes = std::size_t{4} << 20;
@@ -650,8 +646,8 @@ TEST(EngineHeap, AReusedMediumBlockIsPurgedAgain) {
 }
 
 // The sweep asks the kernel which pages are resident: an arena's never-touched tail counts nothing,
-// so warm free blocks well within the budget stay warm. Counted as resident, the 52 MiB tail of a
-// 64 MiB arena made every sweep purge the three 3 MiB blocks below (found by review).
+// so warm free blocks well within the budget stay warm (here: three 3 MiB blocks below a 64 MiB
+// arena's untouched 52 MiB tail).
 TEST(EngineHeap, LateMediumPurgeCountsOnlyResidentPages) {
     engine_options o = small_options();
     o.medium_retain_bytes = std::size_t{16} << 20; // a sweep every 8 MiB of frees
@@ -693,8 +689,8 @@ TEST(EngineHeap, LateMediumPurgeCountsOnlyResidentPages) {
 // The documented bound (docs/engine.md, engine_options::medium_retain_bytes): free medium memory
 // resident at most 1.5x the budget, plus up to purge_medium_bytes (or 3 pages) per free block for
 // what is never purged; free blocks never touch, so at most live blocks + 2 per arena of them.
-// strata-mt's big workload on one thread: 8 slots of 1-8 MiB blocks, a byte per page. Merged and
-// split blocks counted as new and kept resident, it peaked at 2.7x (found by review).
+// strata-mt's big workload on one thread: 8 slots of 1-8 MiB blocks, a byte per page (guards:
+// merged and split blocks counted as new and kept resident).
 TEST(EngineHeap, LateMediumPurgeStaysWithinItsBound) {
     const std::size_t budget = std::size_t{16} << 20, mib = std::size_t{1} << 20;
     engine_options o = small_options();

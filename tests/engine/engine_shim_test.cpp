@@ -97,8 +97,8 @@ int run_capturing(const std::string& mode, const std::vector<std::string>& env, 
 }
 
 // The STRATA_MALLOC_* sizes are whole numbers of their unit, digits only: anything else, or a count
-// whose bytes overflow size_t, keeps the default and says so in one line on stderr. Read up to the
-// first non-digit, "1GB" was 1 GiB, and 17179869184 GiB (2^64 bytes) wrapped to 0 (found by review).
+// whose bytes overflow size_t, keeps the default and says so in one line on stderr ("1GB", and
+// 17179869184 GiB: 2^64 bytes, which would wrap to 0).
 TEST(EngineShim, BadSizesInTheEnvironmentKeepTheDefault) {
     std::string err;
     // The control: a valid 1 GiB reservation cannot hold the probe's 1.5 GiB block.

@@ -195,10 +195,8 @@ TEST(EngineHeapThreads, ThreadExitHandsRunsToOthers) {
     EXPECT_LE(committed, committed_early + (std::size_t{16} << 20));
 }
 
-// A thread's runs with live blocks are abandoned when it exits. Blocks another thread frees into
-// them later waited there for a thread that needed that size class, so a program that allocated
-// one size in workers and then, after freeing it all, other sizes in main kept the first size's
-// memory however often it trimmed (found by review under the malloc shim). trim() sweeps them.
+// A thread's runs with live blocks are abandoned when it exits; blocks another thread frees into
+// them later wait there for a thread that needs that size class. trim() frees the runs left empty.
 TEST(EngineHeapThreads, TrimFreesAbandonedRunsOtherThreadsEmptied) {
     engine_heap h(options());
     const unsigned c = strata::engine_detail::class_of(64);

@@ -1,6 +1,6 @@
 // detail::lowest_free (policy::compact's free-slot set) against a std::set reference, across the
 // sizes where its bitmap has 1, 2, 3 and 4 levels.
-#include "strata/handle/lowest_free.hpp"
+#include "strata/handle/detail/lowest_free.hpp"
 
 #include <cstddef>
 #include <memory>

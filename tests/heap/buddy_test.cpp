@@ -15,11 +15,13 @@
 #include "heap_test_util.hpp"
 #include "support/recording_handler.hpp"
 
-namespace strata::test {
-struct buddy_access {
+template <>
+struct strata::detail::private_access<strata::buddy> {
     static std::uint64_t& free_mask(buddy& b) { return b.free_mask_; }
     static std::uint32_t& head(buddy& b, unsigned k) { return b.heads_[k]; }
 };
+namespace strata::test {
+using buddy_access = detail::private_access<buddy>;
 } // namespace strata::test
 
 namespace {

@@ -532,13 +532,15 @@ TEST(Tlsf, ASecondFreeOfTheBlockInFlightIsADoubleFree) {
 
 } // namespace
 
-namespace strata::test {
-struct tlsf_access {
+template <>
+struct strata::detail::private_access<strata::tlsf> {
     template <unsigned SLI>
     static std::uint64_t& fl_bitmap(basic_tlsf<SLI>& h) noexcept {
         return h.fl_bitmap_;
     }
 };
+namespace strata::test {
+using tlsf_access = detail::private_access<tlsf>;
 } // namespace strata::test
 
 // check() compared the first-level bitmap with the second level only up to the top level: a stray

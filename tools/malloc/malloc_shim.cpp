@@ -16,7 +16,6 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <sched.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -28,6 +27,7 @@
 #include <cstring>
 #include <new>
 
+#include "strata/core/spinlock.hpp"
 #include "strata/engine/engine_heap.hpp"
 
 extern "C" {
@@ -72,9 +72,7 @@ void warn_bad_env(const char* name, const char* value, const char* unit) noexcep
 
 /// Returns: environment variable `name` read as a count of 2^shift-byte units, in bytes; `fallback`
 /// when it is unset or empty. Anything but decimal digits ("64MB", "-1", " 64", "abc") or a count
-/// whose bytes overflow size_t is refused: `fallback`, and one warning line on stderr. (Read up to
-/// the first non-digit, "64MB" was 64 MiB, and 2^44 MiB wrapped to 0; "-1" and "abc" were the
-/// default without a word.)
+/// whose bytes overflow size_t is refused: `fallback`, and one warning line on stderr.
 std::size_t env_size(const char* name, std::size_t fallback, unsigned shift, const char* unit) noexcept {
     const char* v = std::getenv(name); // getenv reads environ; it never allocates
     if (v == nullptr || *v == '\0') return fallback;
@@ -154,14 +152,14 @@ void fork_child() noexcept { engine_heap::after_fork_child(); }
         in_init = false;
         return h;
     }
-    while (init_state.load(std::memory_order_acquire) == 1) {
+    // Another thread builds: wait for it as a spinlock waits (core/spinlock.hpp).
+    for (strata::spin_backoff b; init_state.load(std::memory_order_acquire) == 1; b.wait()) {
         if (getpid() != init_pid.load(std::memory_order_relaxed)) {
             // Forked mid-build: the builder is not in this process. This copy of the state says
             // "failed", so the child is served by glibc from now on.
             init_state.store(3, std::memory_order_relaxed);
             break;
         }
-        sched_yield();
     }
     return global_heap.load(std::memory_order_acquire);
 }

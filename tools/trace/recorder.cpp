@@ -43,6 +43,8 @@
 #define ZSTD_STATIC_LINKING_ONLY // ZSTD_customMem: zstd must not allocate through the hooked malloc
 #include <zstd.h>
 
+#include "strata/core/spinlock.hpp"
+
 #include "trace_format.hpp"
 
 extern "C" {
@@ -66,33 +68,8 @@ using namespace strata::trace;
 // Small tools that never allocate
 // ------------------------------------------------------------------------------------------------
 
-class spinlock {
-public:
-    void lock() noexcept {
-        while (flag_.exchange(true, std::memory_order_acquire))
-            while (flag_.load(std::memory_order_relaxed))
-                cpu_relax();
-    }
-    void unlock() noexcept { flag_.store(false, std::memory_order_release); }
-    // After fork only the forking thread exists; a lock another thread held is simply reset.
-    void reset() noexcept { flag_.store(false, std::memory_order_relaxed); }
-
-private:
-    static void cpu_relax() noexcept {
-#if defined(__x86_64__) || defined(__i386__)
-        __builtin_ia32_pause();
-#endif
-    }
-    std::atomic<bool> flag_{false};
-};
-
-struct lock_guard {
-    explicit lock_guard(spinlock& l) noexcept : l_(l) { l_.lock(); }
-    ~lock_guard() { l_.unlock(); }
-    lock_guard(const lock_guard&) = delete;
-    lock_guard& operator=(const lock_guard&) = delete;
-    spinlock& l_;
-};
+using strata::spinlock; // reset() after fork: only the forking thread exists
+using lock_guard = strata::spin_guard;
 
 void* map_pages(std::size_t bytes) noexcept {
     void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

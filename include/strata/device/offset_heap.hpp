@@ -10,15 +10,12 @@
 
 #include "strata/core/check.hpp"
 #include "strata/core/config.hpp"
+#include "strata/core/detail/private_access.hpp"
 #include "strata/core/stats.hpp"
 #include "strata/device/policy.hpp"
 #include "strata/heap/heap_metrics.hpp"
 
 namespace strata {
-
-namespace test {
-struct offset_heap_access; // the tests corrupt the nodes to show that check() sees it
-} // namespace test
 
 /// What allocate() hands out: the block's offset (bytes) and the node that describes it. Keep both:
 /// deallocate() takes the pair back, and checks that they still agree.
@@ -279,7 +276,8 @@ public:
     }
 
 private:
-    friend struct test::offset_heap_access;
+    template <class>
+    friend struct detail::private_access;          // tests reach the state check() validates
     static constexpr std::uint32_t edge = 0;       // the neighbour beyond either end: looks used
     static constexpr std::uint32_t list_end = 1;   // ends every class list, the spare chain too
     static constexpr std::uint32_t first_node = 2; // nodes [2, max_nodes + 2) describe blocks

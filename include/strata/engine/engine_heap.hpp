@@ -18,7 +18,10 @@
 #include "strata/adapt/allocator_ref.hpp"
 #include "strata/adapt/tracked.hpp"
 #include "strata/core/config.hpp"
+#include "strata/core/spinlock.hpp"
 #include "strata/core/stats.hpp"
+#include "strata/engine/detail/size_class.hpp"
+#include "strata/engine/detail/thread_heap.hpp"
 #include "strata/engine/fwd.hpp"
 #include "strata/linear/arena.hpp"
 #include "strata/source/memory_source.hpp"
@@ -44,9 +47,7 @@ struct engine_options {
     /// already saw free first. So between calls at most 1.5x this stays resident in them, plus
     /// what is never purged (free blocks below purge_medium_bytes, a bigger one's first and last
     /// page; docs/engine.md derives the bound). A program churning big medium blocks then reuses
-    /// warm pages instead of faulting every page of every block in again: strata-mt's big
-    /// workload (two threads churning 1-8 MiB blocks) ran 5x faster at 64 MiB than at 0 (0.45
-    /// against 2.43 ms per operation) for 1.75x the peak RSS (178 against 102 MiB).
+    /// warm pages instead of faulting every page of every block in again, for a higher peak RSS.
     std::size_t medium_retain_bytes = 0;
     /// Empty runs a thread keeps for itself before handing them back to the shared span pool.
     std::size_t thread_cache_runs = 16;
@@ -78,164 +79,6 @@ struct engine_thread_stats {
     std::size_t live_bytes = 0;      ///< bytes this thread allocated minus bytes it freed (>= 0)
     std::size_t committed_bytes = 0; ///< bytes of the runs this thread owns (empty cache included)
 };
-
-namespace engine_detail {
-
-inline constexpr unsigned granule_shift = 16; // 64 KiB
-inline constexpr std::size_t granule = std::size_t{1} << granule_shift;
-inline constexpr unsigned class_count = 44;
-inline constexpr std::size_t small_max = 65536;
-inline constexpr unsigned max_instances = 16;
-
-/// Returns: the block size of class `c` (16..128 by 16, then 4 classes per doubling to 64 KiB).
-[[nodiscard]] constexpr std::size_t class_size(unsigned c) noexcept {
-    if (c < 8) return 16 * (std::size_t{c} + 1);
-    const unsigned b = 8 + (c - 8) / 4;
-    const std::size_t k = (c - 8) % 4 + 1;
-    return (std::size_t{1} << (b - 1)) + k * (std::size_t{1} << (b - 3));
-}
-
-/// Returns: the smallest class whose block holds `size` bytes. Requires: size <= small_max.
-[[nodiscard]] constexpr unsigned class_of_computed(std::size_t size) noexcept {
-    if (size <= 128) return size == 0 ? 0u : static_cast<unsigned>((size + 15) >> 4) - 1;
-    unsigned b = 0; // 2^(b-1) < size <= 2^b
-    for (std::size_t v = size - 1; v != 0; v >>= 1)
-        ++b;
-    const std::size_t half = std::size_t{1} << (b - 1);
-    const auto k = static_cast<unsigned>((size - 1 - half) >> (b - 3));
-    return 8 + (b - 8) * 4 + k;
-}
-
-/// Returns: class_of_computed(size), without a branch on the size (a branch between a table for
-/// small sizes and arithmetic for the others was a coin toss under mixed sizes).
-/// Requires: size <= small_max.
-[[nodiscard]] STRATA_ALWAYS_INLINE unsigned class_of(std::size_t size) noexcept {
-    const std::size_t v = size - (size != 0); // size - 1, and 0 for 0
-    // Above 128 bytes, with t the top bit of v (>= 7): 4 classes per doubling, class
-    // 4t - 24 + the next two bits below t. `| 64` makes t 6 for v < 128, where the same
-    // formula reads v / 16: the 16-byte steps.
-    const auto t = static_cast<unsigned>(63 - __builtin_clzll(v | 64));
-    return 4 * t - 24 + static_cast<unsigned>(v >> (t - 2));
-}
-
-struct free_block {
-    free_block* next;
-};
-
-struct thread_heap;
-
-enum class span_kind : std::uint8_t { free, small, medium, large, meta };
-enum class run_list : std::uint8_t { none, partial, full, cache };
-
-/// One descriptor per granule; only the first granule's descriptor of a span (its head) is
-/// meaningful, the others of a small or medium span say how far back the head is.
-struct alignas(64) run {
-    free_block* free = nullptr;                    // owner's free list
-    std::uint16_t used = 0;                        // blocks out, as far as the owner knows
-    std::uint16_t capacity = 0;                    // blocks that fit
-    std::uint16_t carved = 0;                      // blocks ever threaded into the free list
-    span_kind kind = span_kind::free;              //
-    run_list where = run_list::none;               // which list of the owner holds it
-    std::uint32_t back = 0;                        // granules to the head descriptor
-    std::uint32_t granules = 0;                    // span length (head only)
-    std::uint32_t block_size = 0;                  // small: block size; medium: unused
-    std::uint8_t cls = 0;                          // small: class
-    bool dirty = false;                            // free span: may hold resident pages
-    bool populated = false;                        // every page has been faulted in (runs only)
-    std::uint8_t spare = 0;                        //
-    std::atomic<thread_heap*> owner{nullptr};      // small: the heap that may pop from `free`
-    std::atomic<free_block*> thread_free{nullptr}; // small: frees from other threads
-    run* next = nullptr;                           // list links (owner lists, free bins)
-    run* prev = nullptr;                           //
-};
-static_assert(sizeof(run) == 64);
-
-/// A thread's slot for one engine_heap instance: valid when `epoch` matches the instance's.
-struct tls_slot {
-    thread_heap* heap;
-    std::uint64_t epoch;
-};
-
-/// Per-thread caches, one slot per live engine_heap (initial-exec: one fs-relative load).
-extern __thread tls_slot tls[max_instances] __attribute__((tls_model("initial-exec")));
-
-// The sanitizer builds count with the relaxed atomic load and store, which they can check.
-#if defined(__x86_64__) && !STRATA_ASAN && !defined(__SANITIZE_THREAD__)
-#if defined(__has_feature)
-#if !__has_feature(thread_sanitizer)
-#define STRATA_ENGINE_ASM_COUNTER 1
-#endif
-#else
-#define STRATA_ENGINE_ASM_COUNTER 1
-#endif
-#endif
-#ifndef STRATA_ENGINE_ASM_COUNTER
-#define STRATA_ENGINE_ASM_COUNTER 0
-#endif
-
-/// Counter only its owner writes and anyone may read: no lock prefix, and on x86-64 one `add` to
-/// memory.
-struct counter {
-    std::atomic<std::uint64_t> v{0};
-    STRATA_ALWAYS_INLINE void add(std::uint64_t n) noexcept {
-#if STRATA_ENGINE_ASM_COUNTER
-        // One `add` to memory. The compiler never fuses an atomic load and store into one, and the
-        // two counts were a tenth of a W1 pair's instructions; an aligned 8-byte store is
-        // single-copy atomic on x86, so readers still see whole values (only the owner writes).
-        asm("addq %1, %0" : "+m"(*reinterpret_cast<std::uint64_t*>(&v)) : "er"(n));
-#else
-        v.store(v.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
-#endif
-    }
-    [[nodiscard]] std::uint64_t get() const noexcept { return v.load(std::memory_order_relaxed); }
-};
-
-struct thread_heap {
-    // Bit c: the owner freed a block into one of its full runs of class c (the owner's own frees
-    // flag full runs here, without a branch: whether a free lands in a full run is a coin toss
-    // under random frees, and a mispredicted branch there cost more than the whole free).
-    std::uint64_t full_freed;
-    run* current[class_count];   // the run the fast path pops from (the empty sentinel when none)
-    counter allocs[class_count]; //
-    counter frees[class_count];  //
-    run* partial[class_count];   // runs with free blocks
-    run* full[class_count];      // runs the owner found exhausted
-    run* spare[class_count];     // an empty run kept in `partial` (at most one per class)
-    std::atomic<std::uint32_t> pending[class_count]; // a full run got a free from another thread
-    counter run_bytes;                               // committed bytes of the runs this heap owns
-    run* cache = nullptr;                            // empty runs kept for reuse
-    std::size_t cache_count = 0;                     //
-    engine_heap* engine = nullptr;
-    thread_heap* next_heap = nullptr; // engine's list of heaps in use, or of free ones
-    thread_heap* prev_heap = nullptr;
-    bool has_arena = false;
-    alignas(arena) unsigned char arena_storage[sizeof(arena)];
-};
-
-/// The run every empty `current` slot points to: its free list is always empty.
-extern run empty_run;
-
-/// memory_source over an engine_heap (frame arenas take their blocks from it).
-struct block_source {
-    engine_heap* heap = nullptr;
-    [[nodiscard]] memory_block allocate_block(std::size_t size, std::size_t align) noexcept;
-    void deallocate_block(memory_block b) noexcept;
-};
-
-class spinlock {
-public:
-    void lock() noexcept {
-        if (!flag_.exchange(true, std::memory_order_acquire)) return;
-        lock_slow();
-    }
-    void unlock() noexcept { flag_.store(false, std::memory_order_release); }
-
-private:
-    void lock_slow() noexcept;
-    std::atomic<bool> flag_{false};
-};
-
-} // namespace engine_detail
 
 /// A general-purpose heap for a whole engine (or process): thread-cached size classes, TLSF
 /// arenas, and large spans, in one reservation.
@@ -414,32 +257,44 @@ private:
     using run = engine_detail::run;
     using thread_heap = engine_detail::thread_heap;
 
+    // Entry points' slow paths (engine_heap.cpp; deallocate_slow and local_free_slow: small.cpp).
     [[nodiscard]] STRATA_NOINLINE void* allocate_slow(std::size_t size, std::size_t align) noexcept;
     STRATA_NOINLINE void deallocate_slow(void* p, run* d) noexcept;
     STRATA_NOINLINE void local_free_slow(thread_heap* h, run* d) noexcept;
 
-    [[nodiscard]] thread_heap* thread_cache() noexcept;
+    // Thread caches (thread_cache.cpp).
+    [[nodiscard]] thread_heap* thread_cache() noexcept; // inline, in engine_internal.hpp
     [[nodiscard]] thread_heap* make_thread_heap() noexcept;
+    void abandon(thread_heap* h) noexcept;
+    static void thread_exit(void*) noexcept;
+
+    // Small tier (small.cpp).
     [[nodiscard]] STRATA_NOINLINE void* small_slow(thread_heap* h, unsigned c) noexcept;
-    void* medium_allocate(std::size_t size, std::size_t align) noexcept;
-    void* medium_handed_out(void* p, std::size_t usable) noexcept; // accounting, mark cleared
-    void medium_deallocate(void* p, run* head) noexcept;
-    static void purge_medium(void* p, std::size_t usable) noexcept;
-    void purge_free_medium(bool all) noexcept;
-    void* large_allocate(std::size_t size, std::size_t align, bool* clean) noexcept;
     void collect(thread_heap* h, run* r) noexcept;
     void retire(thread_heap* h, run* r) noexcept;
     run* new_run(thread_heap* h, unsigned c) noexcept;
+    run* adopt(thread_heap* h, unsigned c) noexcept;
     /// Effects: collects the remote frees of every abandoned run and frees the empty ones.
     void sweep_abandoned() noexcept;
     /// Returns: true when h's runs have reached populate_after_bytes (its new runs are faulted in).
     [[nodiscard]] bool thread_populates(const thread_heap* h) const noexcept;
     void populate(run* r, std::size_t carved_bytes) noexcept; // faults the run in, sparing carved blocks
-    run* adopt(thread_heap* h, unsigned c) noexcept;
-    void abandon(thread_heap* h) noexcept;
-    static void thread_exit(void*) noexcept;
 
-    // Span tier (span_lock_ held).
+    // Medium tier (medium.cpp) and its purging (purge.cpp).
+    void* medium_allocate(std::size_t size, std::size_t align) noexcept;
+    void* medium_handed_out(void* p, std::size_t usable) noexcept; // accounting, mark cleared
+    void medium_deallocate(void* p, run* head) noexcept;
+    [[nodiscard]] bool medium_shrink_in_place(void* p, run* head, std::size_t new_size,
+                                              std::size_t align) noexcept;
+    static void purge_medium(void* p, std::size_t usable) noexcept;
+    void purge_free_medium(bool all) noexcept;
+
+    // Large tier (large.cpp).
+    void* large_allocate(std::size_t size, std::size_t align, bool* clean) noexcept;
+    void large_deallocate(void* p, run* head) noexcept;
+    [[nodiscard]] bool large_resize_in_place(run* head, std::size_t new_size) noexcept;
+
+    // Span tier (span.cpp; span_lock_ held).
     run* span_alloc(std::size_t n, engine_detail::span_kind kind, bool* clean) noexcept;
     void span_free(run* head, bool dirty) noexcept;
     void bin_insert(run* head) noexcept;
@@ -452,6 +307,8 @@ private:
     [[nodiscard]] std::byte* address_of(const run* r) const noexcept {
         return reinterpret_cast<std::byte*>(data_ + (index_of(r) << engine_detail::granule_shift));
     }
+
+    // Every lock of this heap, in order (check, fork; engine_heap.cpp).
     void lock_all() noexcept;
     void unlock_all() noexcept;
 
@@ -468,10 +325,10 @@ private:
     std::size_t meta_bytes_ = 0;  // descriptor array bytes at the start of vm_
     std::size_t data_offset_ = 0; // data_ - vm_.data()
 
-    mutable engine_detail::spinlock heaps_lock_;
-    mutable engine_detail::spinlock abandon_lock_;
-    mutable engine_detail::spinlock medium_lock_;
-    mutable engine_detail::spinlock span_lock_;
+    mutable spinlock heaps_lock_;
+    mutable spinlock abandon_lock_;
+    mutable spinlock medium_lock_;
+    mutable spinlock span_lock_;
 
     // heaps_lock_
     thread_heap* heaps_ = nullptr;      // in use
@@ -506,7 +363,7 @@ private:
     std::atomic<std::size_t> large_bytes_{0};
     std::atomic<std::size_t> large_live_{0};
     std::atomic<std::size_t> large_total_{0};
-    // The medium_ counters are written under medium_lock_ only (engine_heap.cpp, add_under_lock).
+    // The medium_ counters are written under medium_lock_ only (add_under_lock).
     std::atomic<std::size_t> medium_total_{0};
     std::atomic<std::size_t> medium_count_{0};
     std::atomic<std::size_t> medium_in_use_{0};

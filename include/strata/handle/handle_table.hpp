@@ -31,7 +31,7 @@
 #include "strata/handle/fwd.hpp"
 #include "strata/handle/handle.hpp"
 #include "strata/handle/policy.hpp"
-#include "strata/handle/sparse_slots.hpp"
+#include "strata/handle/detail/sparse_slots.hpp"
 
 namespace strata {
 

@@ -39,10 +39,10 @@
 
 #include "strata/core/check.hpp"
 #include "strata/core/iteration_guard.hpp"
+#include "strata/handle/detail/sparse_slots.hpp"
 #include "strata/handle/fwd.hpp"
 #include "strata/handle/handle.hpp"
 #include "strata/handle/policy.hpp"
-#include "strata/handle/sparse_slots.hpp"
 
 namespace strata {
 
@@ -156,9 +156,8 @@ public:
     /// is unchanged.
     template <class... Args>
 #if defined(__GNUC__)
-    // flatten: the append is inlined, its reallocation branch folds away against the capacity
-    // test (left alone g++ 12 called an out-of-line vector::emplace_back with the value spilled to
-    // the stack, ~30 instructions a spawn).
+    // flatten: the append is inlined and its reallocation branch folds away against the capacity
+    // test (otherwise g++ may call an out-of-line vector::emplace_back with the value on the stack).
     [[gnu::flatten]]
 #endif
     Handle

@@ -17,14 +17,11 @@
 #include "strata/core/allocator.hpp"
 #include "strata/core/check.hpp"
 #include "strata/core/config.hpp"
+#include "strata/core/detail/private_access.hpp"
 #include "strata/core/stats.hpp"
 #include "strata/heap/heap_metrics.hpp"
 
 namespace strata {
-
-namespace test {
-struct buddy_access; // the tests corrupt the bookkeeping to show that check() sees it
-} // namespace test
 
 /// A binary buddy allocator.
 ///
@@ -176,7 +173,8 @@ public:
     [[nodiscard]] bool check() const noexcept;
 
 private:
-    friend struct test::buddy_access;
+    template <class>
+    friend struct detail::private_access; // tests reach the state check() validates
     static constexpr std::uint32_t nil = ~std::uint32_t{0};
     static constexpr std::uint8_t free_flag = 0x80;
     static constexpr std::uint8_t interior = 0xFF; // no small block starts at this min_block

@@ -16,16 +16,13 @@
 #include "strata/core/allocator.hpp"
 #include "strata/core/check.hpp"
 #include "strata/core/config.hpp"
+#include "strata/core/detail/private_access.hpp"
 #include "strata/core/poison.hpp"
 #include "strata/core/stats.hpp"
 #include "strata/heap/detail/pool_chain.hpp"
 #include "strata/heap/heap_metrics.hpp"
 
 namespace strata {
-
-namespace test {
-struct tlsf_access; // the tests corrupt the bitmaps to show that check() sees it
-} // namespace test
 
 /// A TLSF heap over memory the caller provides (`add_pool`), never growing on its own.
 ///
@@ -526,7 +523,8 @@ private:
     [[nodiscard]] bool verify_live(const void* p) const noexcept;
     [[nodiscard]] bool corrupt(const void* where, const char* what) const noexcept;
 
-    friend struct test::tlsf_access;
+    template <class>
+    friend struct detail::private_access; // tests reach the state check() validates
 
     // Hot state first.
     std::uint64_t fl_bitmap_ = 0;

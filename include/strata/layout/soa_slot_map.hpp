@@ -16,7 +16,7 @@
 #include "strata/core/check.hpp"
 #include "strata/handle/handle.hpp"
 #include "strata/handle/policy.hpp"
-#include "strata/handle/sparse_slots.hpp"
+#include "strata/handle/detail/sparse_slots.hpp"
 #include "strata/layout/fwd.hpp"
 #include "strata/layout/soa_vector.hpp"
 

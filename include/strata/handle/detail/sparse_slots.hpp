@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "strata/handle/handle.hpp"
-#include "strata/handle/lowest_free.hpp"
+#include "strata/handle/detail/lowest_free.hpp"
 #include "strata/handle/policy.hpp"
 
 namespace strata::detail {

@@ -1,0 +1,50 @@
+#pragma once
+// engine_heap's size classes: 16-byte steps to 128 bytes, then 4 classes per doubling to 64 KiB
+// (44 classes), and the granule every span of the heap is cut in.
+//
+// Exports (strata::engine_detail): granule_shift, granule, class_count, small_max, max_instances,
+// class_size, class_of_computed, class_of.
+#include <cstddef>
+
+#include "strata/core/config.hpp"
+
+namespace strata::engine_detail {
+
+inline constexpr unsigned granule_shift = 16; // 64 KiB
+inline constexpr std::size_t granule = std::size_t{1} << granule_shift;
+inline constexpr unsigned class_count = 44;
+inline constexpr std::size_t small_max = 65536;
+inline constexpr unsigned max_instances = 16; // engine_heap objects alive at once (TLS slots)
+
+/// Returns: the block size of class `c` (16..128 by 16, then 4 classes per doubling to 64 KiB).
+[[nodiscard]] constexpr std::size_t class_size(unsigned c) noexcept {
+    if (c < 8) return 16 * (std::size_t{c} + 1);
+    const unsigned b = 8 + (c - 8) / 4;
+    const std::size_t k = (c - 8) % 4 + 1;
+    return (std::size_t{1} << (b - 1)) + k * (std::size_t{1} << (b - 3));
+}
+
+/// Returns: the smallest class whose block holds `size` bytes, by a loop (the reference for
+/// class_of). Requires: size <= small_max.
+[[nodiscard]] constexpr unsigned class_of_computed(std::size_t size) noexcept {
+    if (size <= 128) return size == 0 ? 0u : static_cast<unsigned>((size + 15) >> 4) - 1;
+    unsigned b = 0; // 2^(b-1) < size <= 2^b
+    for (std::size_t v = size - 1; v != 0; v >>= 1)
+        ++b;
+    const std::size_t half = std::size_t{1} << (b - 1);
+    const auto k = static_cast<unsigned>((size - 1 - half) >> (b - 3));
+    return 8 + (b - 8) * 4 + k;
+}
+
+/// Returns: class_of_computed(size), without a branch on the size (mixed sizes would make such a
+/// branch unpredictable). Requires: size <= small_max.
+[[nodiscard]] STRATA_ALWAYS_INLINE unsigned class_of(std::size_t size) noexcept {
+    const std::size_t v = size - (size != 0); // size - 1, and 0 for 0
+    // Above 128 bytes, with t the top bit of v (>= 7): 4 classes per doubling, class
+    // 4t - 24 + the next two bits below t. `| 64` makes t 6 for v < 128, where the same
+    // formula reads v / 16: the 16-byte steps.
+    const auto t = static_cast<unsigned>(63 - __builtin_clzll(v | 64));
+    return 4 * t - 24 + static_cast<unsigned>(v >> (t - 2));
+}
+
+} // namespace strata::engine_detail

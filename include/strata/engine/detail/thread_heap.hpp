@@ -1,0 +1,126 @@
+#pragma once
+// The records engine_heap's inline fast paths read: the per-granule run descriptor, the per-thread
+// cache (thread_heap) and the thread-local slot that finds it. Internal to the engine family; they
+// are in a header only because engine_heap::allocate and deallocate are inline.
+//
+// Exports (strata::engine_detail): free_block, span_kind, run_list, run, tls_slot, tls, counter,
+// thread_heap, empty_run, block_source.
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "strata/core/config.hpp"
+#include "strata/engine/detail/size_class.hpp"
+#include "strata/engine/fwd.hpp"
+#include "strata/linear/arena.hpp"
+#include "strata/source/memory_source.hpp"
+
+namespace strata::engine_detail {
+
+/// A free small block: the link is stored in the block itself.
+struct free_block {
+    free_block* next;
+};
+
+struct thread_heap;
+
+enum class span_kind : std::uint8_t { free, small, medium, large, meta };
+enum class run_list : std::uint8_t { none, partial, full, cache };
+
+/// One descriptor per granule; only the first granule's descriptor of a span (its head) is
+/// meaningful, the others of a small or medium span say how far back the head is.
+struct alignas(64) run {
+    free_block* free = nullptr;                    // owner's free list
+    std::uint16_t used = 0;                        // blocks out, as far as the owner knows
+    std::uint16_t capacity = 0;                    // blocks that fit
+    std::uint16_t carved = 0;                      // blocks ever threaded into the free list
+    span_kind kind = span_kind::free;              //
+    run_list where = run_list::none;               // which list of the owner holds it
+    std::uint32_t back = 0;                        // granules to the head descriptor
+    std::uint32_t granules = 0;                    // span length (head only)
+    std::uint32_t block_size = 0;                  // small: block size; medium: unused
+    std::uint8_t cls = 0;                          // small: class
+    bool dirty = false;                            // free span: may hold resident pages
+    bool populated = false;                        // every page has been faulted in (runs only)
+    std::uint8_t spare = 0;                        //
+    std::atomic<thread_heap*> owner{nullptr};      // small: the heap that may pop from `free`
+    std::atomic<free_block*> thread_free{nullptr}; // small: frees from other threads
+    run* next = nullptr;                           // list links (owner lists, free bins)
+    run* prev = nullptr;                           //
+};
+static_assert(sizeof(run) == 64);
+
+/// A thread's slot for one engine_heap instance: valid when `epoch` matches the instance's.
+struct tls_slot {
+    thread_heap* heap;
+    std::uint64_t epoch;
+};
+
+/// Per-thread caches, one slot per live engine_heap (initial-exec: one fs-relative load).
+extern __thread tls_slot tls[max_instances] __attribute__((tls_model("initial-exec")));
+
+// The sanitizer builds count with the relaxed atomic load and store, which they can check.
+#if defined(__x86_64__) && !STRATA_ASAN && !defined(__SANITIZE_THREAD__)
+#if defined(__has_feature)
+#if !__has_feature(thread_sanitizer)
+#define STRATA_ENGINE_ASM_COUNTER 1
+#endif
+#else
+#define STRATA_ENGINE_ASM_COUNTER 1
+#endif
+#endif
+#ifndef STRATA_ENGINE_ASM_COUNTER
+#define STRATA_ENGINE_ASM_COUNTER 0
+#endif
+
+/// Counter only its owner writes and anyone may read: no lock prefix, and on x86-64 one `add` to
+/// memory.
+struct counter {
+    std::atomic<std::uint64_t> v{0};
+    STRATA_ALWAYS_INLINE void add(std::uint64_t n) noexcept {
+#if STRATA_ENGINE_ASM_COUNTER
+        // One `add` to memory: the compiler never fuses an atomic load and store into one. An
+        // aligned 8-byte store is single-copy atomic on x86, so readers still see whole values
+        // (only the owner writes).
+        asm("addq %1, %0" : "+m"(*reinterpret_cast<std::uint64_t*>(&v)) : "er"(n));
+#else
+        v.store(v.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+#endif
+    }
+    [[nodiscard]] std::uint64_t get() const noexcept { return v.load(std::memory_order_relaxed); }
+};
+
+/// One thread's cache for one engine_heap: the runs of each class it allocates from, its counters,
+/// its empty runs and its frame arena. Only the owning thread writes it, except `pending`.
+struct thread_heap {
+    // Bit c: the owner freed a block into one of its full runs of class c. Set without a branch:
+    // whether a free lands in a full run is unpredictable under random frees.
+    std::uint64_t full_freed;
+    run* current[class_count];   // the run the fast path pops from (the empty sentinel when none)
+    counter allocs[class_count]; //
+    counter frees[class_count];  //
+    run* partial[class_count];   // runs with free blocks
+    run* full[class_count];      // runs the owner found exhausted
+    run* spare[class_count];     // an empty run kept in `partial` (at most one per class)
+    std::atomic<std::uint32_t> pending[class_count]; // a full run got a free from another thread
+    counter run_bytes;                               // committed bytes of the runs this heap owns
+    run* cache = nullptr;                            // empty runs kept for reuse
+    std::size_t cache_count = 0;                     //
+    engine_heap* engine = nullptr;
+    thread_heap* next_heap = nullptr; // engine's list of heaps in use, or of free ones
+    thread_heap* prev_heap = nullptr;
+    bool has_arena = false;
+    alignas(arena) unsigned char arena_storage[sizeof(arena)];
+};
+
+/// The run every empty `current` slot points to: its free list is always empty.
+extern run empty_run;
+
+/// memory_source over an engine_heap (frame arenas take their blocks from it).
+struct block_source {
+    engine_heap* heap = nullptr;
+    [[nodiscard]] memory_block allocate_block(std::size_t size, std::size_t align) noexcept;
+    void deallocate_block(memory_block b) noexcept;
+};
+
+} // namespace strata::engine_detail

@@ -1,0 +1,106 @@
+#pragma once
+// What the engine_heap source files share and nothing else sees: the run list helpers, the span
+// bins, a TLSF arena's place in its span, the registry of live heaps, lock guards.
+//
+// Exports (strata::engine_detail): class_granules, add_under_lock, lock_guard, unlock_guard,
+// registry_type / registry, push, unlink, bin_of, tlsf_of, tlsf_room, purge_mark_offset;
+// engine_heap::thread_cache.
+#include <pthread.h>
+
+#include <algorithm>
+#include <atomic>
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+
+#include "strata/core/spinlock.hpp"
+#include "strata/engine/engine_heap.hpp"
+#include "strata/heap/tlsf.hpp"
+
+namespace strata {
+namespace engine_detail {
+
+/// Returns: granules of one run of class `c`: one for blocks up to 1 KiB (64+ blocks), otherwise
+/// enough for 16 blocks (1 MiB for 64 KiB blocks), so a big class under mixed sizes does not switch
+/// runs every few allocations.
+constexpr std::uint32_t class_granules(unsigned c) noexcept {
+    const std::size_t bs = class_size(c);
+    if (bs <= 1024) return 1;
+    return static_cast<std::uint32_t>((16 * bs + granule - 1) / granule);
+}
+
+/// Effects: adds `delta` (wrapping: give 0 - n to subtract) to a counter that only holders of one
+/// lock write and anyone may read: a plain load and store, not a locked read-modify-write.
+inline void add_under_lock(std::atomic<std::size_t>& counter, std::size_t delta) noexcept {
+    counter.store(counter.load(std::memory_order_relaxed) + delta, std::memory_order_relaxed);
+}
+
+using lock_guard = spin_guard;
+
+/// Releases a held lock for a scope (a lock_guard's scope, which takes it back at its end).
+struct unlock_guard {
+    explicit unlock_guard(spinlock& l) noexcept : l_(l) { l_.unlock(); }
+    ~unlock_guard() { l_.lock(); }
+    unlock_guard(const unlock_guard&) = delete;
+    unlock_guard& operator=(const unlock_guard&) = delete;
+    spinlock& l_;
+};
+
+/// Every live engine_heap, by TLS slot. The epoch tells a thread's slot from a stale one left by a
+/// destroyed heap whose slot was reused.
+struct registry_type {
+    spinlock lock;
+    engine_heap* instances[max_instances] = {};
+    std::uint64_t epochs[max_instances] = {};
+    std::uint64_t next_epoch = 1;
+    pthread_key_t key = 0;
+    bool key_made = false;
+};
+extern registry_type registry; // engine_heap.cpp
+
+/// Effects: pushes `r` at the front of the doubly linked list `head`.
+inline void push(run*& head, run* r) noexcept {
+    r->prev = nullptr;
+    r->next = head;
+    if (head != nullptr) head->prev = r;
+    head = r;
+}
+
+/// Effects: takes `r` out of the doubly linked list `head`.
+inline void unlink(run*& head, run* r) noexcept {
+    if (r->prev != nullptr)
+        r->prev->next = r->next;
+    else
+        head = r->next;
+    if (r->next != nullptr) r->next->prev = r->prev;
+    r->next = r->prev = nullptr;
+}
+
+/// Returns: the free-span bin of a span of `n` granules: exact up to 32, then one per power of two.
+inline unsigned bin_of(std::size_t n) noexcept {
+    if (n <= 32) return static_cast<unsigned>(n - 1);
+    return std::min(63u, 32u + static_cast<unsigned>(std::bit_width(n)) - 6u);
+}
+
+/// Returns: the tlsf object at the start of the medium arena span `head`.
+inline tlsf* tlsf_of(run* head, std::uintptr_t data, const run* runs) noexcept {
+    const auto index = static_cast<std::size_t>(head - runs);
+    return reinterpret_cast<tlsf*>(data + (index << granule_shift));
+}
+
+/// Bytes at the start of a medium arena span reserved for its tlsf object.
+inline constexpr std::size_t tlsf_room = (sizeof(tlsf) + 63) & ~std::size_t{63};
+
+/// Where a free medium block's purge mark starts (purge.cpp): after the two tlsf list links.
+inline constexpr std::size_t purge_mark_offset = 2 * sizeof(void*);
+
+} // namespace engine_detail
+
+/// Returns: the calling thread's cache, made on first use; nullptr when none can be made.
+inline engine_heap::thread_heap* engine_heap::thread_cache() noexcept {
+    const engine_detail::tls_slot& s = engine_detail::tls[slot_];
+    if (s.epoch == epoch_) return s.heap;
+    return make_thread_heap();
+}
+
+} // namespace strata

@@ -1,0 +1,149 @@
+// The medium tier: requests above 64 KiB up to 8 MiB, served by TLSF arenas (strata::tlsf) behind
+// one lock. Each arena is a span whose first bytes hold its tlsf object; arenas grow 1x, 2x, 4x
+// medium_arena_bytes, and an empty one other than the first goes back to the span pool. Freed blocks
+// of purge_medium_bytes or more give their pages back (purge.cpp).
+//
+// Exports: engine_heap::medium_allocate, medium_handed_out, medium_deallocate,
+// medium_shrink_in_place.
+#include <new>
+#include <span>
+
+#include "strata/core/poison.hpp"
+
+#include "engine_internal.hpp"
+
+namespace strata {
+
+using namespace engine_detail;
+
+// -------------------------------------------------------------------------------------------------
+// Allocate
+// -------------------------------------------------------------------------------------------------
+
+/// Returns: a block from the first arena (from the last one used) that can serve it, else from a new
+/// arena; nullptr when no arena can be made.
+void* engine_heap::medium_allocate(std::size_t size, std::size_t align) noexcept {
+    lock_guard g(medium_lock_);
+    for (unsigned i = 0; i < arena_count_; ++i) {
+        const unsigned a = (arena_hint_ + i) % arena_count_;
+        tlsf* t = tlsf_of(arenas_[a], data_, runs_);
+        if (void* p = t->allocate(size, align)) {
+            arena_hint_ = a;
+            return medium_handed_out(p, t->usable_size(p));
+        }
+    }
+    if (arena_count_ == max_arenas) return nullptr;
+    // Arenas grow 1x, 2x, 4x the configured size: a program with a few medium blocks spans 16 MiB.
+    const std::size_t want =
+        std::max(options_.medium_arena_bytes << std::min(arena_count_, 2u), size + align + tlsf_room + 4096);
+    const std::size_t n = (want + granule - 1) >> granule_shift;
+    run* head = nullptr;
+    {
+        lock_guard s(span_lock_);
+        head = span_alloc(n, span_kind::medium, nullptr);
+    }
+    if (head == nullptr) return nullptr;
+    std::byte* at = address_of(head);
+    auto* t = new (at) tlsf(std::span<std::byte>(at + tlsf_room, (n << granule_shift) - tlsf_room));
+    arena_hint_ = arena_count_;
+    arenas_[arena_count_++] = head;
+    void* p = t->allocate(size, align);
+    return p != nullptr ? medium_handed_out(p, t->usable_size(p)) : nullptr;
+}
+
+/// Effects: accounting for a block just handed out; clears a purge mark it may carry.
+/// Requires: medium_lock_ held; `usable` the block's usable size.
+void* engine_heap::medium_handed_out(void* p, std::size_t usable) noexcept {
+    // TLSF poisons the slack past `size` for ASan; usable_size() promises all of it.
+    unpoison(p, usable);
+    // A block handed out starts where a free block started (unless aligned past it), so it may
+    // carry that block's purge mark (purge_free_medium). One store breaks the tag: freed again as
+    // the same block, unwritten there, it counts as new, not as seen free by an old sweep. At
+    // checks >= 2 tlsf has filled the block already.
+    if constexpr (STRATA_CHECKS < 2)
+        *reinterpret_cast<std::uint64_t*>(static_cast<std::byte*>(p) + purge_mark_offset) = 0;
+    add_under_lock(medium_in_use_, usable);
+    add_under_lock(medium_count_, 1);
+    add_under_lock(medium_total_, 1);
+    return p;
+}
+
+// -------------------------------------------------------------------------------------------------
+// Free and shrink
+// -------------------------------------------------------------------------------------------------
+
+/// Effects: frees `p` into arena `head`: purges it first when it is big enough (outside the lock),
+/// runs a purge sweep when the budget says so, and gives an empty arena (not the first) back.
+void engine_heap::medium_deallocate(void* p, run* head) noexcept {
+    lock_guard g(medium_lock_);
+    tlsf* t = tlsf_of(head, data_, runs_);
+    if (static_cast<std::byte*>(p) < address_of(head) + tlsf_room) return; // the arena's own record
+    const std::size_t usable = t->usable_size(p);
+    // At checks >= 2 tlsf fills a freed block at the call (core/poison.hpp, release_bytes), which
+    // would fault every purged page back in: purge after the free there, under the lock.
+    constexpr bool fills_on_free = STRATA_CHECKS >= 2;
+    const bool purge_now = usable >= options_.purge_medium_bytes && options_.medium_retain_bytes == 0;
+    if (purge_now && !fills_on_free) {
+        // Purged before it is freed, outside the lock: p is still the caller's, so no other thread
+        // can be handed its pages meanwhile, and its arena cannot go (p is live in it). Under the
+        // lock, two threads churning 1-8 MiB blocks waited on each other's madvise.
+        unlock_guard u(medium_lock_);
+        purge_medium(p, usable);
+    }
+    add_under_lock(medium_in_use_, 0 - usable);
+    add_under_lock(medium_count_, 0 - std::size_t{1});
+    t->deallocate(p);
+    if (purge_now && fills_on_free) purge_medium(p, usable); // in flight: its interior unread
+    // Half the budget freed since the last sweep: the big free blocks hold at most 1.5x of it
+    // resident between calls. Frees of every size count: a smaller block merges into a big one.
+    if (options_.medium_retain_bytes != 0 && (medium_dirty_ += usable) > options_.medium_retain_bytes / 2)
+        purge_free_medium(false);
+    // An empty arena other than the first goes back to the span pool (retention decides whether
+    // its pages stay resident). live_allocations() is O(1) and leaves the free in flight (stats()
+    // would complete it and scan the top class on every medium free).
+    if (t->live_allocations() == 0 && head != arenas_[0]) {
+        unsigned a = 0;
+        while (arenas_[a] != head)
+            ++a;
+        arenas_[a] = arenas_[--arena_count_];
+        arena_hint_ = 0;
+        t->~tlsf();
+        // TLSF poisons free blocks for ASan; the span may become a run of small blocks next.
+        unpoison(address_of(head), std::size_t{head->granules} << granule_shift);
+        lock_guard s(span_lock_);
+        span_free(head, true);
+    }
+}
+
+/// Returns: true when the medium block `p` of arena `head` now holds `new_size` bytes in place (a
+/// shrink; the tail goes back to the arena). A move inside the arena would copy under the lock, so
+/// anything else answers false.
+bool engine_heap::medium_shrink_in_place(void* p, run* head, std::size_t new_size,
+                                         std::size_t align) noexcept {
+    lock_guard g(medium_lock_);
+    tlsf* t = tlsf_of(head, data_, runs_);
+    const std::size_t before = t->usable_size(p);
+    if (new_size > before) return false;
+    void* q = t->reallocate(p, new_size, align);
+    if (q == p) {
+        unpoison(p, t->usable_size(p));
+        const std::size_t after = t->usable_size(p);
+        const std::size_t released = before - after;
+        add_under_lock(medium_in_use_, 0 - released);
+        // The tail went back as a free block (a header, then its payload, right
+        // after p's): treated like a free of that size. Purged at once without a
+        // budget (under the lock: the tail is free now), counted toward the next
+        // sweep with one.
+        if (options_.medium_retain_bytes == 0) {
+            if (released >= options_.purge_medium_bytes && released > tlsf::header_size)
+                purge_medium(static_cast<std::byte*>(p) + after + tlsf::header_size,
+                             released - tlsf::header_size);
+        } else if ((medium_dirty_ += released) > options_.medium_retain_bytes / 2) {
+            purge_free_medium(false);
+        }
+        return true;
+    }
+    return false;
+}
+
+} // namespace strata

@@ -1,0 +1,328 @@
+// The small tier: size classes up to 64 KiB, served from runs (spans of one class's blocks) that a
+// thread owns. The owner allocates and frees with no lock and no atomic (engine_heap::allocate and
+// deallocate, inline); this file holds what happens when its run is empty (small_slow), when a run
+// empties (local_free_slow), and frees from other threads (deallocate_slow: onto the run's atomic
+// thread_free list, which the owner collects).
+//
+// A run is on at most one of its owner's lists: current (the one allocate pops from), partial (has
+// free blocks), full (found exhausted; frees into it set a flag), cache (empty, kept for reuse).
+// Runs of exited threads wait on the heap's abandoned lists until a thread adopts them.
+//
+// Exports: engine_heap::small_slow, local_free_slow, deallocate_slow, collect, retire, new_run,
+// adopt, populate, thread_populates, sweep_abandoned.
+#include <sys/mman.h>
+
+#include <algorithm>
+
+#include "engine_internal.hpp"
+
+namespace strata {
+
+using namespace engine_detail;
+
+// -------------------------------------------------------------------------------------------------
+// Allocation slow path
+// -------------------------------------------------------------------------------------------------
+
+/// Returns: a block of class `c` once `h->current[c]` is empty: carves more of the current run,
+/// else takes a partial run, a full run that got frees, an abandoned run, a new run (in that order).
+void* engine_heap::small_slow(thread_heap* h, unsigned c) noexcept {
+    for (;;) {
+        run* r = h->current[c];
+        if (r != &empty_run) {
+            if (r->free == nullptr) collect(h, r);
+            if (r->free == nullptr && r->carved < r->capacity) {
+                // A lazy run whose class grows on after the heap passed the populate threshold
+                // is faulted in whole, once.
+                if (!r->populated && thread_populates(h)) populate(r, std::size_t{r->carved} * r->block_size);
+                // Thread the next never-used blocks, 2 KiB of them (one block above 2 KiB): a fresh run is
+                // written a piece at a time, and each slow path touches at most one new page or so.
+                const std::size_t bs = r->block_size;
+                const std::size_t k =
+                    std::min<std::size_t>(r->capacity - r->carved, std::max<std::size_t>(1, 2048 / bs));
+                std::byte* first = address_of(r) + std::size_t{r->carved} * bs;
+                for (std::size_t i = 0; i + 1 < k; ++i)
+                    reinterpret_cast<free_block*>(first + i * bs)->next =
+                        reinterpret_cast<free_block*>(first + (i + 1) * bs);
+                reinterpret_cast<free_block*>(first + (k - 1) * bs)->next = nullptr;
+                r->free = reinterpret_cast<free_block*>(first);
+                r->carved = static_cast<std::uint16_t>(r->carved + k);
+                // The next carve of this run writes the block after these, often on a page this
+                // thread has not touched for a long time: start its TLB walk and line fill now,
+                // so that carve does not wait for them.
+                if (r->carved < r->capacity) __builtin_prefetch(first + k * bs, 1);
+            }
+            if (free_block* b = r->free) {
+                r->free = b->next;
+                ++r->used;
+                h->allocs[c].add(1);
+                return b;
+            }
+            r->where = run_list::full;
+            push(h->full[c], r);
+            h->current[c] = &empty_run;
+        }
+        if (run* p = h->partial[c]) {
+            if (p == h->spare[c]) h->spare[c] = nullptr;
+            unlink(h->partial[c], p);
+            p->where = run_list::none;
+            h->current[c] = p;
+            continue;
+        }
+        const std::uint64_t bit = std::uint64_t{1} << c;
+        bool freed = (h->full_freed & bit) != 0;
+        if (h->pending[c].load(std::memory_order_relaxed) != 0 &&
+            h->pending[c].exchange(0, std::memory_order_acquire) != 0)
+            freed = true;
+        if (freed) {
+            h->full_freed &= ~bit;
+            // O(full runs of the class), and only after frees reached them: a class that only
+            // grows never walks.
+            for (run* f = h->full[c]; f != nullptr;) {
+                run* next = f->next;
+                collect(h, f);
+                if (f->free != nullptr) {
+                    unlink(h->full[c], f);
+                    f->where = run_list::partial;
+                    push(h->partial[c], f);
+                }
+                f = next;
+            }
+            if (h->partial[c] != nullptr) continue;
+        }
+        if (run* a = adopt(h, c)) {
+            h->current[c] = a;
+            continue;
+        }
+        run* n = new_run(h, c);
+        if (n == nullptr) return nullptr;
+        h->current[c] = n;
+    }
+}
+
+// -------------------------------------------------------------------------------------------------
+// Runs: collect, make, adopt, retire
+// -------------------------------------------------------------------------------------------------
+
+/// Effects: moves the blocks other threads freed into `r` onto its owner's free list.
+void engine_heap::collect(thread_heap*, run* r) noexcept {
+    // A plain load first: the locked exchange only when there is something to take.
+    if (r->thread_free.load(std::memory_order_relaxed) == nullptr) return;
+    free_block* list = r->thread_free.exchange(nullptr, std::memory_order_acquire);
+    if (list == nullptr) return;
+    std::uint16_t n = 1;
+    free_block* tail = list;
+    while (tail->next != nullptr) {
+        tail = tail->next;
+        ++n;
+    }
+    tail->next = r->free;
+    r->free = list;
+    r->used = static_cast<std::uint16_t>(r->used - n);
+}
+
+/// Effects: the empty run `r` goes to h's cache, or back to the span pool when the cache is full.
+void engine_heap::retire(thread_heap* h, run* r) noexcept {
+    class_committed_[r->cls].fetch_sub(std::size_t{r->granules} << granule_shift, std::memory_order_relaxed);
+    if (h->cache_count < options_.thread_cache_runs) {
+        r->where = run_list::cache;
+        push(h->cache, r);
+        ++h->cache_count;
+        return;
+    }
+    h->run_bytes.add(-(std::uint64_t{r->granules} << granule_shift));
+    r->owner.store(nullptr, std::memory_order_relaxed);
+    r->where = run_list::none;
+    lock_guard g(span_lock_);
+    span_free(r, true);
+}
+
+/// Effects: faults every page of `r` in (MADV_POPULATE_WRITE, or a write per page above the first
+/// `carved_bytes`).
+void engine_heap::populate(run* r, std::size_t carved_bytes) noexcept {
+    std::byte* at = address_of(r);
+    const std::size_t bytes = std::size_t{r->granules} << granule_shift;
+#ifdef MADV_POPULATE_WRITE
+    if (::madvise(at, bytes, MADV_POPULATE_WRITE) != 0) // EINVAL before Linux 5.14
+#endif
+    {
+        // By hand: a zero byte per page, only on pages above the carved blocks. Below them live
+        // blocks (and remote frees' links) may start on a page boundary; a read-modify-write would
+        // race with those frees, so those pages are left to fault on their own.
+        const std::size_t page = virtual_memory::page_size();
+        for (std::size_t off = (carved_bytes + page - 1) & ~(page - 1); off < bytes; off += page)
+            *reinterpret_cast<volatile char*>(at + off) = 0;
+    }
+    r->populated = true;
+}
+
+bool engine_heap::thread_populates(const thread_heap* h) const noexcept {
+    return (h->run_bytes.get() >> granule_shift) >= populate_granules_;
+}
+
+/// Returns: a fresh run of class `c` owned by `h`: from h's cache, else from the span pool; nullptr
+/// when the reservation is full.
+engine_heap::run* engine_heap::new_run(thread_heap* h, unsigned c) noexcept {
+    const std::uint32_t n = class_granules(c);
+    run* r = nullptr;
+    for (run* p = h->cache; p != nullptr; p = p->next) {
+        if (p->granules == n) {
+            unlink(h->cache, p);
+            --h->cache_count;
+            r = p;
+            break;
+        }
+    }
+    bool fresh = false;
+    if (r == nullptr) {
+        {
+            lock_guard g(span_lock_);
+            r = span_alloc(n, span_kind::small, &fresh);
+        }
+        if (r == nullptr) return nullptr;
+        h->run_bytes.add(std::uint64_t{n} << granule_shift);
+    }
+    if (fresh) r->populated = false;
+    // Fault a run in whole (once) when it is recycled memory, partly touched by its last use, or
+    // when this thread's runs are past `populate_after_bytes`: otherwise, as runs move between
+    // classes and classes reach new highs, carving keeps reaching untouched pages in the middle of
+    // steady churn. Below the threshold fresh runs stay lazy, so a small program stays small, and so
+    // does each of a program's many light threads (the threshold is per thread for that reason).
+    if (!r->populated && (!fresh || thread_populates(h))) populate(r, 0); // nothing carved yet
+    const std::size_t bs = class_size(c);
+    r->free = nullptr;
+    r->used = 0;
+    r->carved = 0;
+    r->capacity = static_cast<std::uint16_t>((std::size_t{n} << granule_shift) / bs);
+    r->block_size = static_cast<std::uint32_t>(bs);
+    r->cls = static_cast<std::uint8_t>(c);
+    r->where = run_list::none;
+    r->thread_free.store(nullptr, std::memory_order_relaxed);
+    r->owner.store(h, std::memory_order_relaxed);
+    class_committed_[c].fetch_add(std::size_t{n} << granule_shift, std::memory_order_relaxed);
+    return r;
+}
+
+/// Returns: an abandoned run of class `c`, now owned by `h`; nullptr when there is none.
+engine_heap::run* engine_heap::adopt(thread_heap* h, unsigned c) noexcept {
+    if (abandoned_count_[c].load(std::memory_order_relaxed) == 0) return nullptr;
+    run* r = nullptr;
+    {
+        lock_guard g(abandon_lock_);
+        r = abandoned_[c];
+        if (r == nullptr) return nullptr;
+        abandoned_[c] = r->next;
+        abandoned_count_[c].fetch_sub(1, std::memory_order_relaxed);
+    }
+    r->next = r->prev = nullptr;
+    r->where = run_list::none;
+    // Store owner, then look at thread_free; a remote free pushes to thread_free, then looks at
+    // owner. Both pairs sequentially consistent, or each side could miss the other's write (a store
+    // passing a later load, as x86 allows) and the block would wait unseen on a full run.
+    r->owner.store(h, std::memory_order_seq_cst);
+    h->run_bytes.add(std::uint64_t{r->granules} << granule_shift);
+    if (r->thread_free.load(std::memory_order_seq_cst) != nullptr) collect(h, r);
+    return r;
+}
+
+// -------------------------------------------------------------------------------------------------
+// Frees
+// -------------------------------------------------------------------------------------------------
+
+/// Effects: the owner's free emptied `d`, or hit a full run: relists it; keeps one empty run per
+/// class as a spare and retires the others.
+void engine_heap::local_free_slow(thread_heap* h, run* d) noexcept {
+    const unsigned c = d->cls;
+    if (d->where == run_list::full) {
+        unlink(h->full[c], d);
+        d->where = run_list::partial;
+        push(h->partial[c], d);
+    }
+    if (d->used == 0 && h->current[c] != d) {
+        // One empty run per class stays parked in the partial list, carved and ready: a class that
+        // oscillates around a run boundary (the big classes' 16-block runs do) neither gives the
+        // run up nor re-threads it on every cycle.
+        if (h->spare[c] == nullptr || h->spare[c] == d) {
+            h->spare[c] = d;
+            return;
+        }
+        if (d->where == run_list::partial) unlink(h->partial[c], d);
+        d->where = run_list::none;
+        retire(h, d);
+    }
+}
+
+/// Effects: a free that is not the owner's own small free: a small block goes onto its run's
+/// thread_free list (one CAS); medium and large blocks go to their tiers.
+void engine_heap::deallocate_slow(void* p, run* d) noexcept {
+    switch (d->kind) {
+    case span_kind::small: {
+        // Counted here, by the thread that frees, so statistics are exact once threads are quiet
+        // (the owner only learns of the block when it collects).
+        // The class is read once, before the block is published: once it is on thread_free the
+        // owner may collect it and reuse the run for another class (a data race on d->cls).
+        const auto cls = d->cls;
+        const tls_slot& s = tls[slot_];
+        if (s.epoch == epoch_)
+            s.heap->frees[cls].add(1);
+        else
+            remote_frees_[cls].fetch_add(1, std::memory_order_relaxed);
+        auto* b = static_cast<free_block*>(p);
+        // A thread without a cache for this heap, or the owner's own free while it is not the
+        // owner any more (abandoned), goes the remote way too.
+        free_block* old = d->thread_free.load(std::memory_order_relaxed);
+        do {
+            b->next = old;
+        } while (!d->thread_free.compare_exchange_weak(old, b, std::memory_order_seq_cst,
+                                                       std::memory_order_relaxed));
+        if (old == nullptr) {
+            // The first block on an empty list tells the owner to look at its full runs; later
+            // ones ride along (the owner takes the whole list at once). seq_cst pairs with adopt()
+            // (a lock cmpxchg and a plain load on x86 either way).
+            if (thread_heap* o = d->owner.load(std::memory_order_seq_cst))
+                o->pending[cls].store(1, std::memory_order_release);
+        }
+        return;
+    }
+    case span_kind::medium: medium_deallocate(p, d); return;
+    case span_kind::large: large_deallocate(p, d); return;
+    default: return;
+    }
+}
+
+/// Effects: collects the abandoned runs of every class and frees those left empty.
+void engine_heap::sweep_abandoned() noexcept {
+    for (unsigned c = 0; c < class_count; ++c) {
+        if (abandoned_count_[c].load(std::memory_order_relaxed) == 0) continue;
+        run* empty = nullptr;
+        {
+            // Under the lock adopt() takes its runs with: no thread owns these. A remote free that
+            // lands after the collect stays on thread_free and keeps `used` above 0, so a run
+            // found empty has no live block left for anyone to free.
+            lock_guard g(abandon_lock_);
+            for (run** link = &abandoned_[c]; *link != nullptr;) {
+                run* r = *link;
+                collect(nullptr, r);
+                if (r->used != 0) {
+                    link = &r->next;
+                    continue;
+                }
+                *link = r->next;
+                abandoned_count_[c].fetch_sub(1, std::memory_order_relaxed);
+                r->next = empty;
+                empty = r;
+            }
+        }
+        while (empty != nullptr) {
+            run* r = empty;
+            empty = r->next;
+            r->next = r->prev = nullptr;
+            class_committed_[c].fetch_sub(std::size_t{r->granules} << granule_shift,
+                                          std::memory_order_relaxed);
+            lock_guard g(span_lock_);
+            span_free(r, true);
+        }
+    }
+}
+
+} // namespace strata

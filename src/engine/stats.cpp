@@ -1,0 +1,160 @@
+// Statistics and the invariant check. Counters are per thread (owner-written, read by anyone) and
+// per class; a report sums the live threads' counters with those exited threads left behind.
+//
+// Exports: engine_heap::class_stats, thread_stats, stats, committed_bytes, retained_bytes, check.
+#include "engine_internal.hpp"
+
+namespace strata {
+
+using namespace engine_detail;
+
+// -------------------------------------------------------------------------------------------------
+// Counters
+// -------------------------------------------------------------------------------------------------
+
+/// Returns: class `c`'s counters: live threads' plus exited threads' plus cacheless remote frees.
+engine_class_stats engine_heap::class_stats(unsigned c) const noexcept {
+    engine_class_stats s;
+    if (c >= class_count) return s;
+    s.block_size = class_size(c);
+    lock_guard g(heaps_lock_);
+    std::uint64_t a = retired_allocs_[c];
+    std::uint64_t f = retired_frees_[c] + remote_frees_[c].load(std::memory_order_relaxed);
+    for (const thread_heap* h = heaps_; h != nullptr; h = h->next_heap) {
+        a += h->allocs[c].get();
+        f += h->frees[c].get();
+    }
+    s.allocations = a;
+    s.frees = f;
+    s.live_bytes = a > f ? (a - f) * s.block_size : 0;
+    s.committed_bytes = class_committed_[c].load(std::memory_order_relaxed);
+    return s;
+}
+
+/// Returns: the calling thread's counters.
+engine_thread_stats engine_heap::thread_stats() const noexcept {
+    engine_thread_stats s;
+    const tls_slot& t = tls[slot_];
+    if (t.epoch != epoch_) return s;
+    const thread_heap* h = t.heap;
+    // One net figure over the classes: a thread that frees other threads' blocks of one class
+    // offsets what it holds of another (clamping each class at 0 counted only the holdings).
+    std::size_t allocated_bytes = 0, freed_bytes = 0;
+    for (unsigned c = 0; c < class_count; ++c) {
+        const std::uint64_t a = h->allocs[c].get();
+        const std::uint64_t f = h->frees[c].get();
+        s.allocations += a;
+        s.frees += f;
+        allocated_bytes += a * class_size(c);
+        freed_bytes += f * class_size(c);
+    }
+    s.live_bytes = allocated_bytes > freed_bytes ? allocated_bytes - freed_bytes : 0;
+    s.committed_bytes = h->run_bytes.get();
+    return s;
+}
+
+/// Returns: the totals of every class and of the medium and large tiers.
+strata::stats engine_heap::stats() const noexcept {
+    strata::stats s;
+    for (unsigned c = 0; c < class_count; ++c) {
+        const engine_class_stats cs = class_stats(c);
+        s.in_use += cs.live_bytes;
+        s.live_allocations += cs.allocations > cs.frees ? cs.allocations - cs.frees : 0;
+        s.total_allocations += cs.allocations;
+    }
+    s.in_use += medium_in_use_.load(std::memory_order_relaxed) + large_bytes_.load(std::memory_order_relaxed);
+    s.live_allocations +=
+        medium_count_.load(std::memory_order_relaxed) + large_live_.load(std::memory_order_relaxed);
+    s.total_allocations +=
+        medium_total_.load(std::memory_order_relaxed) + large_total_.load(std::memory_order_relaxed);
+    s.capacity = committed_bytes();
+    return s;
+}
+
+/// Returns: granules handed out, less free ones, plus dirty free ones.
+std::size_t engine_heap::committed_bytes() const noexcept {
+    lock_guard g(span_lock_);
+    return (top_ - free_granules_ + dirty_free_) << granule_shift;
+}
+
+/// Returns: bytes of dirty free spans.
+std::size_t engine_heap::retained_bytes() const noexcept {
+    lock_guard g(span_lock_);
+    return dirty_free_ << granule_shift;
+}
+
+// -------------------------------------------------------------------------------------------------
+// check
+// -------------------------------------------------------------------------------------------------
+
+/// Returns: whether every invariant holds: span tiling, free bins, run free lists, TLSF arenas.
+bool engine_heap::check() const noexcept {
+    auto* self = const_cast<engine_heap*>(this);
+    self->lock_all();
+    bool ok = true;
+    std::size_t free_spans = 0;
+    std::size_t dirty = 0;
+    for (std::size_t g = 0; ok && g < top_;) {
+        const run* head = runs_ + g;
+        const std::size_t n = head->granules;
+        if (n == 0 || g + n > top_ || head->back != 0) {
+            ok = false;
+            break;
+        }
+        if (n > 1 && head[n - 1].back != n - 1) ok = false;
+        switch (head->kind) {
+        case span_kind::free:
+            ++free_spans;
+            if (head->dirty) dirty += n;
+            if (g + n < top_ && runs_[g + n].kind == span_kind::free) ok = false; // not coalesced
+            break;
+        case span_kind::small: {
+            for (std::size_t i = 1; i < n; ++i)
+                if (head[i].back != i) ok = false;
+            const std::size_t bs = head->block_size;
+            if (head->cls >= class_count || bs != class_size(head->cls) ||
+                head->capacity != (n << granule_shift) / bs || head->carved > head->capacity ||
+                head->used > head->carved) {
+                ok = false;
+                break;
+            }
+            const auto base = reinterpret_cast<std::uintptr_t>(address_of(head));
+            auto walk = [&](const free_block* b, std::size_t& count) {
+                for (; b != nullptr && ok; b = b->next) {
+                    const auto off = reinterpret_cast<std::uintptr_t>(b) - base;
+                    if (off % bs != 0 || off / bs >= head->carved || ++count > head->carved) ok = false;
+                }
+            };
+            std::size_t local = 0;
+            std::size_t remote = 0;
+            walk(head->free, local);
+            walk(head->thread_free.load(std::memory_order_acquire), remote);
+            if (local + head->used != head->carved || remote > head->used) ok = false;
+            if (head->where == run_list::cache && head->used != 0) ok = false;
+            break;
+        }
+        case span_kind::medium: {
+            for (std::size_t i = 1; i < n; ++i)
+                if (head[i].back != i) ok = false;
+            if (!tlsf_of(const_cast<run*>(head), data_, runs_)->check()) ok = false;
+            break;
+        }
+        case span_kind::large:
+        case span_kind::meta: break;
+        }
+        g += n;
+    }
+    std::size_t binned = 0;
+    for (unsigned b = 0; ok && b < bin_count; ++b) {
+        if (((bin_map_ >> b) & 1) != (bins_[b] != nullptr)) ok = false;
+        for (const run* r = bins_[b]; ok && r != nullptr; r = r->next) {
+            if (r->kind != span_kind::free || bin_of(r->granules) != b) ok = false;
+            ++binned;
+        }
+    }
+    if (binned != free_spans || dirty != dirty_free_) ok = false;
+    self->unlock_all();
+    return ok;
+}
+
+} // namespace strata
