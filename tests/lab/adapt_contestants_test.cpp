@@ -4,9 +4,9 @@
 
 #include <gtest/gtest.h>
 
-#include "../../tools/lab/contestants_adapt.hpp"
-#include "../../tools/lab/registry.hpp"
-#include "../../tools/lab/workload.hpp"
+#include "contestants_adapt.hpp"
+#include "registry.hpp"
+#include "workload.hpp"
 
 namespace {
 

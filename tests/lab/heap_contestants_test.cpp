@@ -4,9 +4,9 @@
 
 #include <gtest/gtest.h>
 
-#include "../../tools/lab/contestants_heap.hpp"
-#include "../../tools/lab/registry.hpp"
-#include "../../tools/lab/workload.hpp"
+#include "contestants_heap.hpp"
+#include "registry.hpp"
+#include "workload.hpp"
 
 namespace lab = strata::lab;
 

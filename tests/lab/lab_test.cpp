@@ -13,11 +13,11 @@
 
 #include <gtest/gtest.h>
 
-#include "../../tools/lab/contestants.hpp"
-#include "../../tools/lab/metrics.hpp"
-#include "../../tools/lab/registry.hpp"
-#include "../../tools/lab/text.hpp"
-#include "../../tools/lab/workload.hpp"
+#include "contestants.hpp"
+#include "metrics.hpp"
+#include "registry.hpp"
+#include "text.hpp"
+#include "workload.hpp"
 
 namespace lab = strata::lab;
 
