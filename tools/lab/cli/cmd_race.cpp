@@ -18,9 +18,8 @@
 #include "op_contenders.hpp"
 #include "progress.hpp"
 #include "race.hpp"
-#include "registry.hpp" // glob_match
-#include "report.hpp"
 #include "report_command.hpp" // apply_race_knobs
+#include "text.hpp"
 #include "trace_workload.hpp"
 
 #if defined(STRATA_LAB_HAS_TRACE)
@@ -95,8 +94,7 @@ namespace {
 
 // Returns: `given` without repeats (the first of each kept, in order: racing a workload twice only
 // doubles the wait), or nullopt after saying which name is unknown and what exists. Checked before
-// anything runs: a bad name at the end of the list used to exit 2 after the others had raced,
-// their results thrown away.
+// anything runs, so a bad name never costs the others' race.
 std::optional<std::vector<std::string>> checked_workloads(const std::vector<std::string>& given) {
     std::vector<std::string> names;
     for (const std::string& n : given) {
@@ -228,8 +226,8 @@ int replay_command(const replay_command_options& o) {
 
 namespace {
 
-/// seed 004's mixed test: 10,000 x 16 B, 1,000 x 256 B and 50 x 2 MiB allocated, then all freed
-/// newest first, then a frame boundary (a linear allocator's single clear()).
+/// The published comparison's mixed test: 10,000 x 16 B, 1,000 x 256 B and 50 x 2 MiB allocated, then all
+/// freed newest first, then a frame boundary (a linear allocator's single clear()).
 op_workload versus_mixed() {
     op_builder b("vm_mixed", "10k x 16 B + 1k x 256 B + 50 x 2 MiB allocations, then deallocations");
     std::vector<std::uint32_t> slots;
@@ -245,7 +243,7 @@ op_workload versus_mixed() {
     return b.finish();
 }
 
-/// seed 004's pool test: 20,000 x 16 B allocated, then freed.
+/// The published comparison's pool test: 20,000 x 16 B allocated, then freed.
 op_workload versus_pool() {
     op_builder b("vm_pool", "20k x 16 B allocations, then deallocations");
     std::vector<std::uint32_t> slots;
@@ -269,11 +267,11 @@ int versus_malloc_command(const versus_malloc_options& o) {
     struct table {
         const char* title;
         const char* ours;      // our contender
-        const char* seed_name; // the seed's name for it
+        const char* seed_name; // the published comparison's name for it
         double seed_malloc, seed_allocator;
         bool pool_workload;
     };
-    // seed 004 ("Performance Comparison"): release build, averages of 3 runs, seconds.
+    // The published "Performance Comparison": release build, averages of 3 runs, seconds.
     static constexpr table tables[] = {
         {"Malloc vs Linear Allocator", "arena", "Linear", 0.639655, 0.000072, false},
         {"Malloc vs Stack Allocator", "stack", "Stack", 0.650435, 0.000289, false},
@@ -297,11 +295,12 @@ int versus_malloc_command(const versus_malloc_options& o) {
     };
     const double malloc_mixed = seconds("malloc", mixed), malloc_pool = seconds("malloc", pooled);
     const bool table_out = o.json_path != "-";
-    std::string json =
-        "{\"title\":\"strata-lab versus-malloc (seed 004's tables)\",\"workloads\":[],\"bars\":[";
+    std::string json = "{\"title\":\"strata-lab versus-malloc (the published comparison's "
+                       "tables)\",\"workloads\":[],\"bars\":[";
     char line[1024];
     if (table_out)
-        std::cout << "seed 004's tests (whole run, seconds; the seed: release build, mean of 3 runs; ours: "
+        std::cout << "the published comparison's tests (whole run, seconds; published: release build, mean "
+                     "of 3 runs; ours: "
                      "median of "
                   << o.repeats << ").\nSpeed-up = malloc time / allocator time.\n";
     for (std::size_t i = 0; i < std::size(tables); ++i) {
@@ -320,14 +319,14 @@ int versus_malloc_command(const versus_malloc_options& o) {
             std::cout << line;
         }
         std::snprintf(line, sizeof line,
-                      "%s{\"title\":\"%s\",\"caption\":\"%s; whole-run seconds, ours vs the seed's published "
+                      "%s{\"title\":\"%s\",\"caption\":\"%s; whole-run seconds, ours vs the published "
                       "figures\",\"unit\":\"s\",\"lower_is_better\":true,\"log_scale\":true,\"groups\":[",
                       i ? "," : "", t.title,
                       t.pool_workload ? pooled.description.c_str() : mixed.description.c_str());
         json += line;
         std::snprintf(line, sizeof line,
                       "{\"label\":\"ours\",\"values\":{\"Malloc\":%.9f,\"%s\":%.9f}},"
-                      "{\"label\":\"seed 004\",\"values\":{\"Malloc\":%.9f,\"%s\":%.9f}}]}",
+                      "{\"label\":\"published\",\"values\":{\"Malloc\":%.9f,\"%s\":%.9f}}]}",
                       m, t.seed_name, a, t.seed_malloc, t.seed_name, t.seed_allocator);
         json += line;
     }
@@ -358,7 +357,6 @@ int list_op_contenders() {
     for (auto n : gen::names())
         std::cout << n << ' ';
     if (!embedded_trace().empty()) std::cout << embedded_trace_name;
-    std::cout << "\n(`strata-lab run --list` lists the game-loop contestants)\n";
     return 0;
 }
 

@@ -1,7 +1,7 @@
-// `strata-lab showdown`: seed 001's four particle benchmark sets over the designs of
+// `strata-lab showdown`: the four particle benchmark sets over the designs of
 // showdown::design_list (naive pool, free list pool, packed_array, slot_map and its variants,
 // handle_table, plf::colony, soa_slot_map), valid-handle lookup, and the
-// AoS-vs-SoA one-field pass; ratios against packed_array and against the seed's M4 Pro figures.
+// AoS-vs-SoA one-field pass; ratios against packed_array and against the published M4 Pro figures.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -68,7 +68,7 @@ set_result print_set(std::size_t set_index, const sd::set_config& s, const showd
         char head[512];
         std::snprintf(
             head, sizeof head,
-            "%s{\"title\":\"showdown: %s\",\"caption\":\"seed 001's set, %zu-byte particle: %zu allocs, "
+            "%s{\"title\":\"showdown: %s\",\"caption\":\"the benchmark's set, %zu-byte particle: %zu allocs, "
             "%zu frees, %zu iterations, %zu churn x %zu frames; milliseconds per phase\",\"unit\":\"ms\","
             "\"lower_is_better\":true,\"log_scale\":true,\"groups\":[",
             g_bars.empty() ? "" : ",", s.title, sizeof(P), s.allocs, s.frees, s.iterations, s.churn,
@@ -130,10 +130,10 @@ int showdown_command(const showdown_options& o) {
     const int layout_runs = std::max(o.repeats, 3);
     char runs[96] = "";
     if (layout_runs != o.repeats) std::snprintf(runs, sizeof runs, " (AoS vs SoA: best of %d)", layout_runs);
-    std::printf(
-        "strata-lab showdown: seed 001's sets; times are this thread's CPU time, best of %d run%s%s%s\n",
-        o.repeats, o.repeats == 1 ? "" : "s", runs,
-        o.quick ? " (--quick: scaled-down sets, no seed figures)" : "");
+    std::printf("strata-lab showdown: the particle benchmark's sets; times are this thread's CPU time, best "
+                "of %d run%s%s%s\n",
+                o.repeats, o.repeats == 1 ? "" : "s", runs,
+                o.quick ? " (--quick: scaled-down sets, no seed figures)" : "");
     std::printf("(the seed's figures are from an M4 Pro; compare ratios, not milliseconds)\n");
     std::vector<set_result> results24;
     const progress_line progress(o.json_path != "-");

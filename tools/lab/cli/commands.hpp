@@ -1,7 +1,5 @@
 #pragma once
-// strata-lab commands. main.cpp parses the command line into these option structs and calls one.
-// A new subcommand (replay, serve, showdown, ...) adds its struct and function here, its own
-// cmd_<name>.cpp, and a few lines in main.cpp; contestants come from builtin_registry() for all.
+// strata-lab commands: the options every command shares, and showdown's.
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -10,23 +8,18 @@
 
 namespace strata::lab {
 
-/// Options of `strata-lab [run]`, the embedded default workload.
-struct run_options {
+/// The options shared by the commands (declared on the app, so they may come before or after the
+/// subcommand's name); nullopt = not given, so --quick lowers only the defaults.
+struct shared_options {
     std::optional<std::uint64_t> seed;
-    std::optional<std::size_t> frames;
-    std::optional<std::size_t> allocs_per_frame;
-    std::optional<std::size_t> warmup_frames;
     std::optional<int> repeats;
-    std::vector<std::string> only; ///< name patterns ('*' and '?' wildcards); empty = all
+    std::vector<std::string> only; ///< allocator name patterns ('*' and '?' wildcards); empty = all
     std::string json_path;         ///< "" = none, "-" = stdout instead of the table
-    bool quick = false;            ///< small workload (tests, CI); explicit sizes still win
-    bool list = false;             ///< list contestants and exit
+    bool quick = false;            ///< smaller defaults (tests, CI); explicit values still win
+    bool list = false;             ///< list the contenders and exit
 };
 
-/// Returns: the process exit code (0 success, 2 bad arguments, 1 I/O failure).
-int run_command(const run_options& options);
-
-/// Options of `strata-lab showdown` (seed 001's handle/pool sets; see cmd_showdown.cpp).
+/// Options of `strata-lab showdown` (the particle sets over handle and pool designs; cmd_showdown.cpp).
 struct showdown_options {
     int set = 0;             ///< 1..4 runs one set; 0 runs all four
     int repeats = 3;         ///< runs per design, best kept
@@ -38,8 +31,5 @@ struct showdown_options {
 
 /// Effects: prints the showdown tables. Returns: 0.
 int showdown_command(const showdown_options& options);
-
-/// Effects: prints every registered contestant (name and description). Returns: 0.
-int list_command();
 
 } // namespace strata::lab

@@ -3,14 +3,14 @@
 //
 //   strata-lab [race]            the embedded workload set through every allocator (the default)
 //   strata-lab latency           the same, printed as latency percentiles (raw and filtered)
-//   strata-lab fragmentation     largest free block over the bimodal workload (seed 000's race)
+//   strata-lab fragmentation     largest free block over the bimodal workload
 //   strata-lab replay TRACE      a recorded trace through every allocator that applies
 //   strata-lab record -o FILE -- PROGRAM [ARGS...]     record a program's allocations
-//   strata-lab showdown          seed 001's particle sets (pools, packed array, slot map, colony)
-//   strata-lab versus-malloc     seed 004's malloc-vs-allocator tables
+//   strata-lab showdown          particle sets (pools, packed array, slot map, colony) beside published
+//   figures strata-lab versus-malloc     malloc against linear, stack, free-list and pool allocators
 //   strata-lab layout            AoS vs SoA: cache lines loaded vs bytes used
 //   strata-lab report            one self-contained HTML report with plots
-//   strata-lab run               the v1 game-loop benchmark (frame contestants)
+//   strata-lab run               alias of `race --workload frame_scratch`
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -37,7 +37,7 @@
 
 namespace {
 
-// CLI11 fills plain values; the run options keep "not given" apart from a given default.
+// CLI11 fills plain values; the shared options keep "not given" apart from a given default.
 template <class T>
 void keep_if_given(const CLI::Option* opt, const T& value, std::optional<T>& out) {
     if (opt->count() > 0) out = value;
@@ -45,9 +45,7 @@ void keep_if_given(const CLI::Option* opt, const T& value, std::optional<T>& out
 
 /// The shared options (declared on the app, so they may come before or after the subcommand name)
 /// that each command uses; a command not listed (race, latency, fragmentation, none) uses them all.
-/// Any other shared option given to a command is refused with status 2: they were accepted and
-/// silently ignored (layout --repeats 100 still ran 5 times, run --latency-passes 0 still timed
-/// every call, layout --list and showdown --list ran the benchmark).
+/// Any other shared option given to a command is refused with status 2 rather than ignored.
 struct shared_use {
     std::string_view command;
     std::vector<std::string_view> options;
@@ -59,7 +57,6 @@ const std::vector<shared_use>& shared_uses() {
         {"layout", {"--repeats", "--quick", "--json"}},
         {"showdown", {"--seed", "--repeats", "--quick", "--json"}},
         {"report", {"--workload", "--only", "--scale", "--seed", "--repeats", "--latency-passes", "--quick"}},
-        {"run", {"--seed", "--repeats", "--only", "--quick", "--json", "--list"}},
         {"serve", {}},
     };
     return uses;
@@ -124,9 +121,8 @@ int main(int argc, char** argv) {
     app.require_subcommand(0, 1);
     app.fallthrough(); // options given after a subcommand name still reach the shared options below
 
-    strata::lab::run_options run;
+    strata::lab::shared_options common;
     std::uint64_t seed = 0;
-    std::size_t frames = 0, allocs = 0, warmup = 0;
     int repeats = 0;
 
     // Options shared by every command.
@@ -150,21 +146,21 @@ int main(int argc, char** argv) {
         app.add_option("--seed", seed, "workload seed (default 42)")->type_name("S")->check(whole_seed);
     auto* repeats_opt =
         app.add_option("--repeats", repeats,
-                       "timed passes: race, replay, run and versus-malloc report the median, showdown and "
-                       "layout keep the best (default 3; run, layout: 5; --quick: 1, layout 2)")
+                       "timed passes: race, replay and versus-malloc report the median, showdown and "
+                       "layout keep the best (default 3; layout: 5; --quick: 1, layout 2)")
             ->type_name("N")
             ->check(CLI::Range(1, 100));
-    auto* only_opt = app.add_option("--only", run.only,
+    auto* only_opt = app.add_option("--only", common.only,
                                     "only these allocators (repeatable or comma-separated; '*' and '?' "
                                     "wildcards)")
                          ->delimiter(',')
                          ->type_name("NAME")
                          ->allow_extra_args(false);
-    auto* list_opt = app.add_flag("--list", run.list, "list the allocators and exit");
-    auto* json_opt = app.add_option("--json", run.json_path,
+    auto* list_opt = app.add_flag("--list", common.list, "list the allocators and exit");
+    auto* json_opt = app.add_option("--json", common.json_path,
                                     "also write the results as JSON to FILE ('-': JSON on stdout, no table)")
                          ->type_name("FILE");
-    auto* quick_opt = app.add_flag("--quick", run.quick,
+    auto* quick_opt = app.add_flag("--quick", common.quick,
                                    "smaller defaults for tests and CI (the default race still takes tens of "
                                    "seconds)");
 
@@ -235,9 +231,10 @@ int main(int argc, char** argv) {
     record_cmd->allow_extras();
 
     // versus-malloc, layout
-    auto* versus_cmd =
-        app.add_subcommand("versus-malloc", "seed 004's malloc-vs-allocator tables beside its figures" +
-                                                uses_note("versus-malloc"));
+    auto* versus_cmd = app.add_subcommand(
+        "versus-malloc",
+        "malloc against linear, stack, free-list and pool allocators, beside published times" +
+            uses_note("versus-malloc"));
     strata::lab::layout_options layout;
     auto* layout_cmd = app.add_subcommand(
         "layout", "AoS vs SoA: cache lines loaded vs bytes used, measured; best of --repeats runs" +
@@ -250,9 +247,10 @@ int main(int argc, char** argv) {
     strata::lab::showdown_options showdown;
     bool showdown_no_padded = false;
     auto* showdown_cmd = app.add_subcommand(
-        "showdown", "seed 001's particle sets: pools, packed_array, slot_map, handle_table, plf::colony; "
-                    "handle lookup; AoS vs SoA; best of --repeats runs" +
-                        uses_note("showdown"));
+        "showdown",
+        "particle sets (spawn, kill, iterate): pools, packed_array, slot_map, handle_table, plf::colony; "
+        "handle lookup; AoS vs SoA; best of --repeats runs" +
+            uses_note("showdown"));
     showdown_cmd->add_option("--set", showdown.set, "run only set N (1-4; default all)")
         ->type_name("N")
         ->check(CLI::Range(1, 4));
@@ -272,26 +270,9 @@ int main(int argc, char** argv) {
         report_cmd->add_option("--workload", report.workloads, "race only this workload (repeatable)")
             ->type_name("NAME");
 
-    // run: the v1 game loop
+    // run: the frame loop, one workload of the race
     auto* run_cmd = app.add_subcommand(
-        "run", "the v1 game-loop benchmark: frames of allocations released at frame end" + uses_note("run"));
-    auto* frames_opt =
-        run_cmd
-            ->add_option("--frames", frames,
-                         "frames in the loop, warm-up included (default 600; frames x allocs-per-frame "
-                         "at most 2^26)")
-            ->type_name("N")
-            ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 24));
-    auto* allocs_opt =
-        run_cmd->add_option("--allocs-per-frame", allocs, "mean allocations per frame (default 2000)")
-            ->type_name("N")
-            ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 24));
-    auto* warmup_opt =
-        run_cmd
-            ->add_option("--warmup", warmup,
-                         "leading frames run but left out of every measured figure (default 2)")
-            ->type_name("N")
-            ->check(whole_count);
+        "run", "alias of `race --workload frame_scratch`: frames of blocks that all die at frame end");
 
 #if STRATA_LAB_HAS_SERVE
     // serve: the live lab (docs/live-lab.md)
@@ -338,16 +319,13 @@ int main(int argc, char** argv) {
             return 2;
         }
     }
-    keep_if_given(seed_opt, seed, run.seed);
-    keep_if_given(frames_opt, frames, run.frames);
-    keep_if_given(allocs_opt, allocs, run.allocs_per_frame);
-    keep_if_given(warmup_opt, warmup, run.warmup_frames);
-    keep_if_given(repeats_opt, repeats, run.repeats);
+    keep_if_given(seed_opt, seed, common.seed);
+    keep_if_given(repeats_opt, repeats, common.repeats);
     // The race's knobs, with "not given" kept: --quick lowers only those (race, latency,
-    // fragmentation, report; replay and run treat it the same way).
+    // fragmentation, run, report; replay treats it the same way).
     strata::lab::race_knobs knobs;
-    knobs.seed = run.seed;
-    knobs.repeats = run.repeats;
+    knobs.seed = common.seed;
+    knobs.repeats = common.repeats;
     keep_if_given(scale_opt, scale, knobs.scale);
     keep_if_given(latency_passes_opt, latency_passes, knobs.latency_passes);
 
@@ -355,13 +333,12 @@ int main(int argc, char** argv) {
 #if STRATA_LAB_HAS_SERVE
         if (serve_cmd->parsed()) return strata::lab::serve::serve_command(serve);
 #endif
-        if (run_cmd->parsed()) return strata::lab::run_command(run);
         if (showdown_cmd->parsed()) {
-            showdown.quick = run.quick;
+            showdown.quick = common.quick;
             showdown.padded = !showdown_no_padded;
-            if (run.seed) showdown.seed = *run.seed;
-            showdown.repeats = run.repeats ? *run.repeats : (run.quick ? 1 : 3);
-            showdown.json_path = run.json_path;
+            if (common.seed) showdown.seed = *common.seed;
+            showdown.repeats = common.repeats ? *common.repeats : (common.quick ? 1 : 3);
+            showdown.json_path = common.json_path;
             if (showdown.json_path == "-") { // its tables go to stdout as it measures
                 std::cerr << "strata-lab: showdown --json needs a file name, not -\n";
                 return 2;
@@ -369,39 +346,41 @@ int main(int argc, char** argv) {
             return strata::lab::showdown_command(showdown);
         }
         if (report_cmd->parsed()) {
-            report.quick = run.quick;
-            report.only = run.only;
+            report.quick = common.quick;
+            report.only = common.only;
             report.race = knobs;
             if (!race.workloads.empty()) report.workloads = race.workloads; // either --workload
             return strata::lab::report_command(report);
         }
         if (versus_cmd->parsed()) {
             strata::lab::versus_malloc_options v;
-            v.repeats = run.repeats ? *run.repeats : (run.quick ? 1 : 3); // as report's versus-malloc
-            v.json_path = run.json_path;
+            v.repeats =
+                common.repeats ? *common.repeats : (common.quick ? 1 : 3); // as report's versus-malloc
+            v.json_path = common.json_path;
             return strata::lab::versus_malloc_command(v);
         }
         if (layout_cmd->parsed()) {
-            if (run.quick && layout_cmd->count("--entities") == 0) layout.entities = 1'000'000;
-            layout.runs = run.repeats ? *run.repeats : (run.quick ? 2 : 5); // best of
-            layout.json_path = run.json_path;
+            if (common.quick && layout_cmd->count("--entities") == 0) layout.entities = 1'000'000;
+            layout.runs = common.repeats ? *common.repeats : (common.quick ? 2 : 5); // best of
+            layout.json_path = common.json_path;
             return strata::lab::layout_command(layout);
         }
-        if (run.list) return strata::lab::list_op_contenders();
+        if (common.list) return strata::lab::list_op_contenders();
         if (replay_cmd->parsed()) {
-            replay.only = run.only;
-            replay.repeats = run.repeats ? *run.repeats : (run.quick ? 1 : 3);
-            replay.latency_passes = knobs.latency_passes.value_or(run.quick ? 1 : 3);
-            replay.json_path = run.json_path;
+            replay.only = common.only;
+            replay.repeats = common.repeats ? *common.repeats : (common.quick ? 1 : 3);
+            replay.latency_passes = knobs.latency_passes.value_or(common.quick ? 1 : 3);
+            replay.json_path = common.json_path;
             return strata::lab::replay_command(replay);
         }
-        // race, latency, fragmentation, or no subcommand at all.
+        // race, latency, fragmentation, run, or no subcommand at all.
+        if (run_cmd->parsed() && race.workloads.empty()) race.workloads = {"frame_scratch"};
         race.view = latency_cmd->parsed() ? strata::lab::race_view::latency
                     : frag_cmd->parsed()  ? strata::lab::race_view::fragmentation
                                           : strata::lab::race_view::summary;
-        strata::lab::apply_race_knobs(race, knobs, run.quick);
-        race.only = run.only;
-        race.json_path = run.json_path;
+        strata::lab::apply_race_knobs(race, knobs, common.quick);
+        race.only = common.only;
+        race.json_path = common.json_path;
         return strata::lab::race_command(race);
     } catch (const std::exception& e) {
         std::cerr << "strata-lab: " << e.what() << "\n";

@@ -45,7 +45,7 @@ struct record_command_options {
 };
 
 struct versus_malloc_options {
-    int repeats = 3;       ///< runs per allocator (the seed averaged 3; we report the median)
+    int repeats = 3;       ///< runs per allocator (the published times average 3; the median is reported)
     std::string json_path; ///< "" none, "-" stdout (no table)
 };
 
@@ -59,7 +59,7 @@ struct layout_options {
 int race_command(const race_command_options& o);
 /// AoS vs SoA: cache lines loaded vs bytes used for touch-one-field and touch-all, and their times.
 int layout_command(const layout_options& o);
-/// seed 004's four "malloc vs ..." tables, ours beside the seed's published times.
+/// The four "malloc vs ..." tables (linear, stack, free list, pool), beside their published times.
 int versus_malloc_command(const versus_malloc_options& o);
 int replay_command(const replay_command_options& o);
 /// Returns: the recorded program's exit code (128 + signal if it was killed), 2 bad arguments.

@@ -11,8 +11,8 @@
 namespace strata::lab {
 
 /// The race's knobs as the command line gave them; nullopt = not given. Kept apart from a given
-/// value so that --quick lowers only the defaults: an explicit --repeats 5 --quick races 5 passes
-/// (as `run` and `replay` do), where it once was silently overridden with 1.
+/// value so that --quick lowers only the defaults: an explicit --repeats 5 --quick races 5 passes,
+/// as `replay` does.
 struct race_knobs {
     std::optional<double> scale;       ///< default 1; --quick: 0.05
     std::optional<std::uint64_t> seed; ///< default 42

@@ -8,9 +8,8 @@
 #include <iostream>
 #include <ostream>
 
+#include "metrics.hpp"
 #include "op_contenders.hpp"
-#include "registry.hpp" // glob_match
-#include "report.hpp"   // format_bytes
 #include "text.hpp"
 
 namespace strata::lab {
