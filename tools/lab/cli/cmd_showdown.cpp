@@ -208,4 +208,35 @@ int showdown_command(const showdown_options& o) {
     return 0;
 }
 
+namespace {
+
+[[maybe_unused]] const bool registered = register_command(
+    {50, "showdown", std::vector<std::string_view>{"--seed", "--repeats", "--quick", "--json"},
+     [](CLI::App& app, const shared_options& shared, const std::string& uses_note) -> std::function<int()> {
+         auto o = std::make_shared<showdown_options>();
+         auto no_padded = std::make_shared<bool>(false);
+         auto* cmd = app.add_subcommand(
+             "showdown", "particle sets (spawn, kill, iterate): pools, packed_array, slot_map, "
+                         "handle_table, plf::colony; handle lookup; AoS vs SoA; best of --repeats runs" +
+                             uses_note);
+         cmd->add_option("--set", o->set, "run only set N (1-4; default all)")
+             ->type_name("N")
+             ->check(CLI::Range(1, 4));
+         cmd->add_flag("--no-padded", *no_padded, "skip the 32-byte particle variant");
+         return [o, no_padded, &shared] {
+             o->quick = shared.quick;
+             o->padded = !*no_padded;
+             if (shared.knobs.seed) o->seed = *shared.knobs.seed;
+             o->repeats = shared.knobs.repeats.value_or(shared.quick ? 1 : 3);
+             o->json_path = shared.json_path;
+             if (o->json_path == "-") { // its tables go to stdout as it measures
+                 std::cerr << "strata-lab: showdown --json needs a file name, not -\n";
+                 return 2;
+             }
+             return showdown_command(*o);
+         };
+     }});
+
+} // namespace
+
 } // namespace strata::lab
