@@ -105,13 +105,6 @@ TEST(LabPercentile, SummarizeSortsAndSummarizes) {
     EXPECT_DOUBLE_EQ(e.max, 0);
 }
 
-TEST(LabPercentile, Median) {
-    EXPECT_DOUBLE_EQ(lab::median({}), 0);
-    EXPECT_DOUBLE_EQ(lab::median({3.0}), 3.0);
-    EXPECT_DOUBLE_EQ(lab::median({5.0, 1.0, 3.0}), 3.0);
-    EXPECT_DOUBLE_EQ(lab::median({4.0, 1.0, 3.0, 2.0}), 2.5);
-}
-
 // ---- text ----------------------------------------------------------------------------------------
 
 TEST(LabText, GlobMatch) {

@@ -66,7 +66,7 @@ std::string ratio_text(double x) {
 }
 
 /// Returns: the touch-one-field verdict, computed from the numbers: "SoA loads 16x fewer bytes than
-/// AoS and runs 7.36x faster" (it said "loads 1x fewer bytes and runs 1.00x faster" on a tie).
+/// AoS and runs 7.36x faster", "SoA loads as many bytes as AoS and runs as fast (1.00x)".
 std::string one_field_verdict(double aos_loaded, double soa_loaded, double aos_ns, double soa_ns) {
     std::string s = "SoA loads ";
     if (soa_loaded == aos_loaded) {

@@ -9,6 +9,9 @@
 #include <memory_resource>
 #include <mutex>
 #include <span>
+#include <tuple>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "strata/adapt/debug.hpp"
@@ -131,34 +134,17 @@ public:
     static bool applies(const op_workload& w) noexcept { return w.max_size <= 4096 && w.max_align <= 64; }
     explicit slab_classes_replay(const op_workload&) {}
     void* allocate(std::size_t size, std::size_t) noexcept {
-        switch (class_of(size)) {
-        case 0: return c64_.allocate();
-        case 1: return c128_.allocate();
-        case 2: return c256_.allocate();
-        case 3: return c512_.allocate();
-        case 4: return c1k_.allocate();
-        case 5: return c2k_.allocate();
-        case 6: return c4k_.allocate();
-        default: return nullptr;
-        }
+        void* p = nullptr;
+        with_class(size, [&](auto& c) { p = c.allocate(); });
+        return p;
     }
     void deallocate(void* p, std::size_t size, std::size_t) noexcept {
-        switch (class_of(size)) {
-        case 0: c64_.deallocate(static_cast<block<64>*>(p)); break;
-        case 1: c128_.deallocate(static_cast<block<128>*>(p)); break;
-        case 2: c256_.deallocate(static_cast<block<256>*>(p)); break;
-        case 3: c512_.deallocate(static_cast<block<512>*>(p)); break;
-        case 4: c1k_.deallocate(static_cast<block<1024>*>(p)); break;
-        case 5: c2k_.deallocate(static_cast<block<2048>*>(p)); break;
-        default: c4k_.deallocate(static_cast<block<4096>*>(p)); break;
-        }
+        with_class(size, [&](auto& c) {
+            c.deallocate(static_cast<typename std::decay_t<decltype(c)>::value_type*>(p));
+        });
     }
     [[nodiscard]] std::size_t footprint() const noexcept {
-        std::size_t held = 0;
-        for (const strata::stats& s : {c64_.stats(), c128_.stats(), c256_.stats(), c512_.stats(),
-                                       c1k_.stats(), c2k_.stats(), c4k_.stats()})
-            held += s.capacity;
-        return held;
+        return std::apply([](const auto&... c) { return (c.stats().capacity + ...); }, classes_);
     }
 
 private:
@@ -166,17 +152,19 @@ private:
     struct alignas(64) block {
         std::byte bytes[N];
     };
-    static std::size_t class_of(std::size_t size) noexcept {
-        return size <= 64 ? 0 : static_cast<std::size_t>(std::bit_width(size - 1)) - 6;
+    /// Calls f with the cache of `size`'s class.
+    template <class F>
+    void with_class(std::size_t size, F&& f) noexcept {
+        const std::size_t k = size <= 64 ? 0 : static_cast<std::size_t>(std::bit_width(size - 1)) - 6;
+        [&]<std::size_t... K>(std::index_sequence<K...>) {
+            (void)((k == K && (f(std::get<K>(classes_)), true)) || ...);
+        }
+        (std::make_index_sequence<7>{});
     }
     heap_source source_;
-    slab_cache<block<64>> c64_{source_};
-    slab_cache<block<128>> c128_{source_};
-    slab_cache<block<256>> c256_{source_};
-    slab_cache<block<512>> c512_{source_};
-    slab_cache<block<1024>> c1k_{source_};
-    slab_cache<block<2048>> c2k_{source_};
-    slab_cache<block<4096>> c4k_{source_};
+    std::tuple<slab_cache<block<64>>, slab_cache<block<128>>, slab_cache<block<256>>, slab_cache<block<512>>,
+               slab_cache<block<1024>>, slab_cache<block<2048>>, slab_cache<block<4096>>>
+        classes_{source_, source_, source_, source_, source_, source_, source_};
 };
 
 } // namespace strata::lab

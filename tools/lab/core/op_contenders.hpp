@@ -113,19 +113,7 @@ private:
 
 /// strata::arena growing from a heap_source: frees are no-ops, end_frame() resets. Applies only to
 /// frame-scoped workloads (every block dies in the frame it was born in).
-class arena_replay {
-public:
-    static bool applies(const op_workload& w) noexcept { return w.frame_scoped; }
-    explicit arena_replay(const op_workload&) : arena_(source_, arena_options{}) {}
-    void* allocate(std::size_t size, std::size_t align) noexcept { return arena_.allocate(size, align); }
-    void deallocate(void*, std::size_t, std::size_t) noexcept {}
-    void end_frame() noexcept { arena_.reset(); }
-    [[nodiscard]] std::size_t footprint() const noexcept { return arena_.stats().capacity; }
-
-private:
-    heap_source source_;
-    arena arena_;
-};
+using arena_replay = source_frame_replay<arena, &reset_of<arena>>;
 
 /// A committed region for heaps that manage one block: reserved and committed up front, its pages
 /// faulted in only as the heap touches them. Footprint = the highest byte any block has reached,
