@@ -57,7 +57,7 @@ format(const char* fmt, ...) {
 }
 
 // A latency for the tables: net ns, "<step" below the counter's resolution (a clamped 0 is not a
-// measured 0 ns, as `run` prints it too), "-" when not measured (NaN). The widest, "<10.0", fits
+// measured 0 ns), "-" when not measured (NaN). The widest, "<10.0", fits
 // the narrowest column (6).
 std::string latency_cell(double ns, double resolution_ns) {
     if (std::isnan(ns)) return "-";

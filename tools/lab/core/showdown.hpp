@@ -148,13 +148,11 @@ inline P make_particle(std::uint32_t i) noexcept {
 // ---- the designs ----------------------------------------------------------------------------------
 
 // Every design's update pass is its own out-of-line function whose loops start on a 64-byte
-// boundary. A 500-particle pass is a ~43-byte loop whose speed depended on where the linker happened
-// to put it: packed_array's and slot_map's passes are the same machine code, yet in one build
-// slot_map's started 32 bytes into a cache line and ran 20% slower (Set 4: 30.5 ms against
-// 25.5 ms; both 25.3-25.6 ms in a -falign-loops=64 build; 24 bytes in was as slow). Aligning each
-// pass's loops makes identical loops time identically in any binary; the call costs one per pass,
-// the same for every design. (GCC: optimize("align-loops=64") on these functions only; clang
-// ignores that attribute, so there the function entry is aligned.)
+// boundary: a 500-particle pass is a loop of a few dozen bytes whose speed depends on where it sits
+// in its cache line, so identical loops (packed_array's and slot_map's passes are the same machine
+// code) time identically in any binary. The call costs one per pass, the same for every design. (GCC:
+// optimize("align-loops=64") on these functions only; clang ignores that attribute, so there the function
+// entry is aligned.)
 #if defined(__GNUC__) && !defined(__clang__)
 #define STRATA_SHOWDOWN_PASS __attribute__((noinline, optimize("align-loops=64")))
 #elif defined(__clang__)
