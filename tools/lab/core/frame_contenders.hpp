@@ -103,21 +103,15 @@ private:
     tracked<arena> arena_{frame_, source_};
 };
 
-/// A bump allocator B (arena, double_stack) over one buffer of frame_buffer_bytes(w); reset() each
-/// frame. Footprint: the buffer.
+/// A bump allocator B (arena, double_stack: its allocate serves the bottom end) over one buffer of
+/// frame_buffer_bytes(w); reset() each frame. Footprint: the buffer.
 template <class B>
 class buffer_frame_replay {
 public:
     static bool applies(const op_workload& w) noexcept { return w.frame_scoped; }
     explicit buffer_frame_replay(const op_workload& w)
         : buffer_(frame_buffer_bytes(w)), b_(std::span<std::byte>(buffer_.data(), buffer_.size())) {}
-    void* allocate(std::size_t size, std::size_t align) noexcept {
-        if constexpr (requires { b_.allocate_bottom(size, align); }) {
-            return b_.allocate_bottom(size, align);
-        } else {
-            return b_.allocate(size, align);
-        }
-    }
+    void* allocate(std::size_t size, std::size_t align) noexcept { return b_.allocate(size, align); }
     void deallocate(void*, std::size_t, std::size_t) noexcept {}
     void end_frame() noexcept { b_.reset(); }
     [[nodiscard]] std::size_t footprint() const noexcept { return buffer_.size(); }
