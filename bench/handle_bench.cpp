@@ -15,7 +15,7 @@
 
 #include <benchmark/benchmark.h>
 
-#include "../tools/lab/showdown.hpp"
+#include "showdown.hpp"
 #include "count_kernel.hpp"
 
 namespace {

@@ -7,7 +7,7 @@
 
 #include <benchmark/benchmark.h>
 
-#include "../tools/lab/showdown.hpp"
+#include "showdown.hpp"
 
 namespace {
 

@@ -9,7 +9,7 @@
 
 #include <gtest/gtest.h>
 
-#include "../../tools/lab/op_contenders.hpp"
+#include "op_contenders.hpp"
 
 namespace {
 

@@ -1,6 +1,6 @@
 // The strata-lab HTML report writer (tools/lab/html_report.cpp): one self-contained page with the
 // race JSON embedded and escaped. The rendering itself is tested in a browser: tests/browser.
-#include "../../tools/lab/html_report.hpp"
+#include "html_report.hpp"
 
 #include <sstream>
 #include <string>

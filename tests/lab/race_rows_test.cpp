@@ -4,8 +4,8 @@
 
 #include <gtest/gtest.h>
 
-#include "../../tools/lab/op_contenders.hpp"
-#include "../../tools/lab/race.hpp"
+#include "op_contenders.hpp"
+#include "race.hpp"
 
 namespace {
 

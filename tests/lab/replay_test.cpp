@@ -11,8 +11,8 @@
 
 #include <gtest/gtest.h>
 
-#include "../../tools/lab/op_contenders.hpp"
-#include "../../tools/lab/race.hpp"
+#include "op_contenders.hpp"
+#include "race.hpp"
 
 namespace {
 
@@ -221,8 +221,7 @@ replay_options one_pass(int latency_passes = 0) {
     return o;
 }
 
-// A failed reallocate took the old block's usable size off the granted count and never put it
-// back; the block's free took it off again and the count wrapped (waste read 100%). Found by review.
+// A failed reallocate keeps the old block's usable size in the granted count (its free takes it off).
 TEST(LabReplay, AFailedReallocateKeepsTheBlocksGrantedBytes) {
     op_builder b("refused", "a reallocate that fails");
     const auto s = b.allocate(40);
@@ -239,7 +238,7 @@ TEST(LabReplay, AFailedReallocateKeepsTheBlocksGrantedBytes) {
 }
 
 // Waste is taken at the exact granted peak, not at the highest of the sampled points: with one
-// sample (at the end) the burst in between is still what it reports. Found by review.
+// sample (at the end) the burst in between is still what it reports.
 TEST(LabReplay, TheGrantedPeakKeepsTheLiveBytesOfItsMoment) {
     op_builder b("burst", "a burst between two samples");
     const auto a = b.allocate(40);
@@ -254,9 +253,8 @@ TEST(LabReplay, TheGrantedPeakKeepsTheLiveBytesOfItsMoment) {
     EXPECT_EQ(r.live_at_peak_granted, 50u);
 }
 
-// The blocks a workload leaves live are released after each pass, untimed (the docs said so; the
-// in-memory replay timed them, so ns/op rose with an allocator's cost of freeing them). Here the
-// four releases sleep 20 ms in all; the one allocation pass takes microseconds. Found by review.
+// The blocks a workload leaves live are released after each pass, untimed: here the four releases
+// sleep 20 ms in all; the one allocation pass takes microseconds.
 TEST(LabReplay, ReleasingWhatAWorkloadLeftLiveIsNotTimed) {
     op_builder b("leaves", "four blocks never freed");
     for (int i = 0; i < 4; ++i)

@@ -1,7 +1,7 @@
-// strata-lab showdown: every design runs every (scaled-down) set of seed 001 with both particle
+// strata-lab showdown: every design runs every (scaled-down) particle set with both particle
 // types and ends with the same live count and checksum as packed_array (they all run the same
 // spawn/kill sequence); lookup and the layout pass produce finite times.
-#include "../../tools/lab/showdown.hpp"
+#include "showdown.hpp"
 
 #include <cmath>
 #include <cstddef>

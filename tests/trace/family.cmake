@@ -1,11 +1,10 @@
 # tests/trace: the trace reader always; the recorder round trip only where libstrata_trace.so is
 # built (not in sanitizer builds: a sanitized preload library cannot load into a plain program).
+# The lab's trace -> op_workload conversion (strata_lab_core) is tested here too: record, convert,
+# replay.
+target_link_libraries(${target} PRIVATE strata_lab_core)
 if(TARGET strata_trace_io)
-    # The lab's trace -> op_workload conversion is tested here too (record, convert, replay).
-    target_sources(${target} PRIVATE "${PROJECT_SOURCE_DIR}/tools/lab/trace_workload.cpp")
-    target_include_directories(${target} PRIVATE "${PROJECT_SOURCE_DIR}/tools/lab")
-    target_link_libraries(${target} PRIVATE strata_trace_io)
-    target_compile_definitions(${target} PRIVATE STRATA_TRACE_HAVE_IO=1 STRATA_LAB_HAS_TRACE=1)
+    target_compile_definitions(${target} PRIVATE STRATA_TRACE_HAVE_IO=1)
 endif()
 if(TARGET strata_trace)
     add_executable(strata_trace_victim "${CMAKE_CURRENT_LIST_DIR}/victim/victim.cpp")

@@ -1,7 +1,7 @@
 # Embeds the strata-lab HTML report assets (template.html, report.css, report.js) into a generated
-# header, strata_lab_report_assets.hpp, as raw string literals. Included by tools/lab/CMakeLists.txt
-# and tests/lab/family.cmake. Editing an asset re-runs CMake (CMAKE_CONFIGURE_DEPENDS) and the header
-# is rewritten only when its content changes, so html_report.cpp rebuilds exactly when needed.
+# header, strata_lab_report_assets.hpp, as raw string literals. Included by
+# tools/lab/report/CMakeLists.txt. Editing an asset re-runs CMake (CMAKE_CONFIGURE_DEPENDS) and the
+# header is rewritten only when its content changes, so html_report.cpp rebuilds exactly when needed.
 set(STRATA_LAB_REPORT_ASSET_DIR "${CMAKE_CURRENT_LIST_DIR}")
 set(STRATA_LAB_REPORT_GENERATED_DIR "${PROJECT_BINARY_DIR}/generated/strata_lab_report")
 if(NOT STRATA_LAB_REPORT_ASSETS_GENERATED)

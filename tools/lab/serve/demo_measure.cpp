@@ -120,22 +120,6 @@ private:
 
 // --- latency tail --------------------------------------------------------------------------------
 
-// rdtsc ticks per nanosecond, measured once against the steady clock.
-double ticks_per_ns() {
-    static const double r = [] {
-        const auto t0 = std::chrono::steady_clock::now();
-        const std::uint64_t c0 = tick_begin();
-        while (std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(20)) {
-        }
-        const std::uint64_t c1 = tick_end();
-        const double ns = static_cast<double>(
-            std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
-                .count());
-        return static_cast<double>(c1 - c0) / ns;
-    }();
-    return r;
-}
-
 class latency_demo final : public demo {
 public:
     json call(std::string_view op, const json& args) override {
@@ -143,18 +127,15 @@ public:
         const std::size_t samples = int_arg(args, "samples", 100, 50000, 20000);
         const std::uint64_t seed = int_arg(args, "seed", 0, UINT32_MAX, 42);
         std::lock_guard lock(measure_mutex());
-        const double tpn = ticks_per_ns();
+        // The timer, calibrated once; its own cost (the smallest empty measurement) is subtracted
+        // from every sample.
+        static const calibration cal = calibrate(std::chrono::milliseconds(20), 1000);
+        const auto overhead = static_cast<std::uint64_t>(cal.overhead_min_ticks);
+        const double tpn = cal.ghz();
         splitmix64 rng(seed);
         std::vector<std::size_t> sizes(samples);
         for (auto& s : sizes)
             s = rng.between(16, 1024);
-        // The timer's own cost, subtracted from every sample: the smallest empty measurement.
-        std::uint64_t overhead = UINT64_MAX;
-        for (int i = 0; i < 1000; ++i) {
-            const std::uint64_t a = tick_begin();
-            const std::uint64_t b = tick_end();
-            overhead = std::min(overhead, b - a);
-        }
         std::vector<double> ns_malloc, ns_arena;
         ns_malloc.reserve(samples);
         ns_arena.reserve(samples);

@@ -82,8 +82,8 @@ set_source_files_properties("${_gen}" PROPERTIES OBJECT_DEPENDS "${_deps}")
 
 file(GLOB STRATA_LAB_SERVE_SOURCES CONFIGURE_DEPENDS "${CMAKE_CURRENT_LIST_DIR}/*.cpp")
 add_library(strata_lab_serve STATIC ${STRATA_LAB_SERVE_SOURCES} "${_gen}")
-target_include_directories(strata_lab_serve PUBLIC "${CMAKE_CURRENT_LIST_DIR}" PRIVATE "${CMAKE_CURRENT_LIST_DIR}/..")
-target_link_libraries(strata_lab_serve PUBLIC strata::strata PkgConfig::STRATA_HTTPLIB nlohmann_json::nlohmann_json
+target_include_directories(strata_lab_serve PUBLIC "${CMAKE_CURRENT_LIST_DIR}")
+target_link_libraries(strata_lab_serve PUBLIC strata_lab_core PkgConfig::STRATA_HTTPLIB nlohmann_json::nlohmann_json
                       Threads::Threads)
 set_target_properties(strata_lab_serve PROPERTIES CXX_EXTENSIONS OFF)
 strata_set_warnings(strata_lab_serve)

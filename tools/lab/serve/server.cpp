@@ -61,7 +61,7 @@ http_server::http_server(serve_options options, api::clock_fn clock)
     s.set_write_timeout(5, 0);
     s.set_keep_alive_max_count(100);
     // httplib writes the headers and the body in two sends: without this, Nagle's algorithm and the
-    // browser's delayed ACK held the body of every reply after the first on a connection ~40 ms.
+    // browser's delayed ACK would hold the body of every reply after the first on a connection ~40 ms.
     s.set_tcp_nodelay(true);
     // httplib's default sets SO_REUSEPORT too: a second server on the same port then started
     // without an error and the kernel split a page's requests between the two (each with its own
@@ -76,8 +76,8 @@ http_server::http_server(serve_options options, api::clock_fn clock)
     s.set_pre_routing_handler([](const httplib::Request& creq, httplib::Response& res) {
         auto& req = const_cast<httplib::Request&>(creq);
         // The body limit httplib enforces covers Content-Length only: a chunked body, or one read
-        // until the client closes (any other Transfer-Encoding), was read whole, hundreds of MB.
-        // Chunked bodies are bounded by the POST/PUT route's reader below; nothing else is taken.
+        // until the client closes (any other Transfer-Encoding), would be read whole. Chunked
+        // bodies are bounded by the POST/PUT route's reader below; nothing else is taken.
         if (req.has_header("Transfer-Encoding")) {
             const bool chunked = req.get_header_value("Transfer-Encoding") == "chunked";
             if (!chunked || (req.method != "POST" && req.method != "PUT")) {

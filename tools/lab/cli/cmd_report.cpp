@@ -1,4 +1,5 @@
-// strata-lab report: see report_command.hpp and docs/lab-report.md.
+// strata-lab report: runs the race (or reads its JSON) and writes one self-contained HTML page
+// (docs/lab-report.md).
 #include <unistd.h>
 
 #include <filesystem>
@@ -9,8 +10,6 @@
 
 #include "commands.hpp"
 #include "html_report.hpp"
-#include "op_commands.hpp"
-#include "report_command.hpp"
 
 namespace strata::lab {
 
@@ -133,5 +132,41 @@ int report_command(const report_command_options& o) {
     std::cout << "strata-lab: wrote " << o.out << "\n";
     return 0;
 }
+
+namespace {
+
+[[maybe_unused]] const bool registered = register_command(
+    {60, "report",
+     std::vector<std::string_view>{"--workload", "--only", "--scale", "--seed", "--repeats",
+                                   "--latency-passes", "--quick"},
+     [](CLI::App& app, const shared_options& shared, const std::string& uses_note) -> std::function<int()> {
+         auto o = std::make_shared<report_command_options>();
+         auto* cmd = app.add_subcommand(
+             "report", "race the workloads (or read --from JSON) and write one self-contained "
+                       "HTML report" +
+                           uses_note + ", all for its race, none with --from; see docs/lab-report.md");
+         cmd->add_option("--from", o->from_json, "render this race/replay --json document instead of racing")
+             ->type_name("FILE");
+         cmd->add_option("--out,-o", o->out, "the HTML file to write (default strata-report.html)")
+             ->type_name("FILE");
+         auto* workload = cmd->add_option("--workload", o->workloads, "race only this workload (repeatable)")
+                              ->type_name("NAME");
+         return [o, workload, &shared] {
+             // --from renders a saved document: the race's options would be ignored.
+             if (!o->from_json.empty() && (!shared.given.empty() || workload->count() > 0)) {
+                 std::cerr << "strata-lab: report --from does not use "
+                           << (shared.given.empty() ? std::string_view("--workload") : shared.given.front())
+                           << " (it renders the saved document; the race's options apply without --from)\n";
+                 return 2;
+             }
+             o->quick = shared.quick;
+             o->only = shared.only;
+             o->race = shared.knobs;
+             if (!shared.workloads.empty()) o->workloads = shared.workloads; // either --workload
+             return report_command(*o);
+         };
+     }});
+
+} // namespace
 
 } // namespace strata::lab

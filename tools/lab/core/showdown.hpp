@@ -1,10 +1,10 @@
 #pragma once
-// The handle showdown: seed 001's four benchmark sets (alloc/free, churn, iteration of a particle
+// The handle showdown: the particle benchmark's four sets (alloc/free, churn, iteration of a particle
 // system) over six designs, plus handle lookup and the AoS-vs-SoA one-field pass. Header-only so
 // `strata-lab showdown`, bench/handle_bench.cpp, bench/layout_bench.cpp and the lab tests share one
 // implementation of every contender and of the workload.
 //
-// Workload of one set (seed 001): spawn `allocs` particles, kill `frees` of them (the alloc/free
+// Workload of one set: spawn `allocs` particles, kill `frees` of them (the alloc/free
 // phase), then `frames` frames of killing `churn` random live particles and spawning `churn` new
 // ones (the churn phase), then `iterations` update passes over every live particle (the iteration
 // phase). Victims are the k-th live particle, k drawn from a seeded generator before timing; each
@@ -32,14 +32,14 @@
 
 namespace strata::lab::showdown {
 
-/// Seed 001's particle: 24 bytes.
+/// The benchmark's particle: 24 bytes.
 struct particle {
     bool is_active = false;
     float position[2] = {};
     float velocity[2] = {};
     float lifetime_remaining = 0;
 };
-static_assert(sizeof(particle) == 24, "seed 001's particle is 24 bytes");
+static_assert(sizeof(particle) == 24, "the benchmark's particle is 24 bytes");
 
 /// The 32-byte padded variant.
 struct particle32 {
@@ -51,7 +51,7 @@ struct particle32 {
 };
 static_assert(sizeof(particle32) == 32, "the padded particle is 32 bytes");
 
-/// One benchmark set of seed 001.
+/// One benchmark set.
 struct set_config {
     const char* name;
     const char* title;
@@ -62,7 +62,7 @@ struct set_config {
     std::size_t frames; ///< churn frames
 };
 
-/// The four sets, as seed 001 defines them.
+/// The four sets, as the published benchmark defines them.
 inline constexpr set_config seed_sets[4] = {
     {"set1", "Set 1: high churn (95% free)", 10'000, 9'500, 1'000, 500, 1'000},
     {"set2", "Set 2: low churn (5% free)", 10'000, 500, 1'000, 500, 1'000},
@@ -89,7 +89,7 @@ struct timings {
     std::size_t live = 0;
 };
 
-/// Seed 001's published figures (M4 Pro, ms) for the designs it measured; negative = not measured.
+/// The benchmark's published figures (M4 Pro, ms) for the designs it measured; negative = not measured.
 struct published {
     const char* design;
     timings sets[4];
@@ -117,7 +117,7 @@ inline const published seed_figures[] = {
       {0.15, 1.17, 30.62, 0, 0}}},
 };
 
-/// Returns: the seed's figures for `design`, or nullptr when the seed did not measure it.
+/// Returns: the published figures for `design`, or nullptr when none were published.
 inline const published* seed_for(std::string_view design) {
     for (const published& p : seed_figures)
         if (design == p.design) return &p;
@@ -148,13 +148,11 @@ inline P make_particle(std::uint32_t i) noexcept {
 // ---- the designs ----------------------------------------------------------------------------------
 
 // Every design's update pass is its own out-of-line function whose loops start on a 64-byte
-// boundary. A 500-particle pass is a ~43-byte loop whose speed depended on where the linker happened
-// to put it: packed_array's and slot_map's passes are the same machine code, yet in one build
-// slot_map's started 32 bytes into a cache line and ran 20% slower (Set 4: 30.5 ms against
-// 25.5 ms; both 25.3-25.6 ms in a -falign-loops=64 build; 24 bytes in was as slow). Aligning each
-// pass's loops makes identical loops time identically in any binary; the call costs one per pass,
-// the same for every design. (GCC: optimize("align-loops=64") on these functions only; clang
-// ignores that attribute, so there the function entry is aligned.)
+// boundary: a 500-particle pass is a loop of a few dozen bytes whose speed depends on where it sits
+// in its cache line, so identical loops (packed_array's and slot_map's passes are the same machine
+// code) time identically in any binary. The call costs one per pass, the same for every design. (GCC:
+// optimize("align-loops=64") on these functions only; clang ignores that attribute, so there the function
+// entry is aligned.)
 #if defined(__GNUC__) && !defined(__clang__)
 #define STRATA_SHOWDOWN_PASS __attribute__((noinline, optimize("align-loops=64")))
 #elif defined(__clang__)
@@ -166,7 +164,7 @@ inline P make_particle(std::uint32_t i) noexcept {
 // Each offers: explicit D(std::size_t capacity); void spawn(std::uint32_t i); void kill(std::size_t k)
 // (k < live()); std::size_t live() const; void iterate(float dt); double checksum() const.
 
-/// Seed 001 act 1: flag per slot, spawn scans from the front for an inactive slot, iteration
+/// Naive pool: flag per slot, spawn scans from the front for an inactive slot, iteration
 /// checks every slot ever used.
 template <class P>
 class naive_pool {
@@ -205,7 +203,7 @@ private:
     std::vector<std::uint32_t> refs_;
 };
 
-/// Seed 001 act 2: a free list threaded through dead particles' bytes; iteration checks every slot.
+/// Free-list pool: a free list threaded through dead particles' bytes; iteration checks every slot.
 template <class P>
 class free_list_pool {
 public:
@@ -367,7 +365,7 @@ private:
 /// update touches (the `is_active` flag has no column: every dense element is live). Not the same
 /// container with another name: the layout changes, so the update becomes five column loops the
 /// compiler vectorizes (padded_size(), __restrict parameters; see docs/handles.md). It shows what
-/// a system that may change its layout gets on seed 001's workload; the AoS targets are judged on
+/// a system that may change its layout gets on the benchmark's workload; the AoS targets are judged on
 /// slot_map. Victims by key_of(dense index), erased through the handle, as slot_map_design.
 template <class P>
 class soa_slot_map_design {

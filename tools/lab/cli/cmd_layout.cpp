@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "op_commands.hpp"
+#include "commands.hpp"
 #include "progress.hpp"
 #include "timer.hpp"
 
@@ -66,7 +66,7 @@ std::string ratio_text(double x) {
 }
 
 /// Returns: the touch-one-field verdict, computed from the numbers: "SoA loads 16x fewer bytes than
-/// AoS and runs 7.36x faster" (it said "loads 1x fewer bytes and runs 1.00x faster" on a tie).
+/// AoS and runs 7.36x faster", "SoA loads as many bytes as AoS and runs as fast (1.00x)".
 std::string one_field_verdict(double aos_loaded, double soa_loaded, double aos_ns, double soa_ns) {
     std::string s = "SoA loads ";
     if (soa_loaded == aos_loaded) {
@@ -221,5 +221,28 @@ int layout_command(const layout_options& o) {
     }
     return 0;
 }
+
+namespace {
+
+[[maybe_unused]] const bool registered = register_command(
+    {40, "layout", std::vector<std::string_view>{"--repeats", "--quick", "--json"},
+     [](CLI::App& app, const shared_options& shared, const std::string& uses_note) -> std::function<int()> {
+         auto o = std::make_shared<layout_options>();
+         auto* cmd = app.add_subcommand(
+             "layout",
+             "AoS vs SoA: cache lines loaded vs bytes used, measured; best of --repeats runs" + uses_note);
+         auto* entities =
+             cmd->add_option("--entities", o->entities, "entities (default 10,000,000; --quick: 1,000,000)")
+                 ->type_name("N")
+                 ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 28));
+         return [o, entities, &shared] {
+             if (shared.quick && entities->count() == 0) o->entities = 1'000'000;
+             o->runs = shared.knobs.repeats.value_or(shared.quick ? 2 : 5); // best of
+             o->json_path = shared.json_path;
+             return layout_command(*o);
+         };
+     }});
+
+} // namespace
 
 } // namespace strata::lab

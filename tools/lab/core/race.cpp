@@ -8,9 +8,8 @@
 #include <iostream>
 #include <ostream>
 
+#include "metrics.hpp"
 #include "op_contenders.hpp"
-#include "registry.hpp" // glob_match
-#include "report.hpp"   // format_bytes
 #include "text.hpp"
 
 namespace strata::lab {
@@ -58,7 +57,7 @@ format(const char* fmt, ...) {
 }
 
 // A latency for the tables: net ns, "<step" below the counter's resolution (a clamped 0 is not a
-// measured 0 ns, as `run` prints it too), "-" when not measured (NaN). The widest, "<10.0", fits
+// measured 0 ns), "-" when not measured (NaN). The widest, "<10.0", fits
 // the narrowest column (6).
 std::string latency_cell(double ns, double resolution_ns) {
     if (std::isnan(ns)) return "-";

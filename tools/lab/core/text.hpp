@@ -1,13 +1,65 @@
 #pragma once
-// strata-lab text hygiene. Workload names and descriptions can come from a recorded program (a
-// trace's file name and command line), so they may hold bytes that are not UTF-8 or that a terminal
-// reads as escape sequences. Everything the lab prints or writes as JSON goes through here.
+// strata-lab text: numbers and byte counts for the tables, allocator name patterns, and text
+// hygiene. Workload names and descriptions can come from a recorded program (a trace's file name and
+// command line), so they may hold bytes that are not UTF-8 or that a terminal reads as escape
+// sequences. Everything the lab prints or writes as JSON goes through here.
 #include <cstddef>
 #include <cstdio>
 #include <string>
 #include <string_view>
 
 namespace strata::lab {
+
+/// Returns: `bytes` as "123 B", "12.3 KiB", "1.23 MiB" or "1.23 GiB".
+[[nodiscard]] inline std::string format_bytes(std::size_t bytes) {
+    char buf[32];
+    const double b = static_cast<double>(bytes);
+    if (bytes < 1024) {
+        std::snprintf(buf, sizeof buf, "%zu B", bytes);
+    } else if (bytes < (std::size_t{1} << 20)) {
+        std::snprintf(buf, sizeof buf, "%.1f KiB", b / 1024.0);
+    } else if (bytes < (std::size_t{1} << 30)) {
+        std::snprintf(buf, sizeof buf, "%.2f MiB", b / (1024.0 * 1024.0));
+    } else {
+        std::snprintf(buf, sizeof buf, "%.2f GiB", b / (1024.0 * 1024.0 * 1024.0));
+    }
+    return buf;
+}
+
+/// Returns: `n` with thousands separators, e.g. "1,200,000".
+[[nodiscard]] inline std::string format_count(std::size_t n) {
+    const std::string digits = std::to_string(n);
+    std::string out;
+    const std::size_t lead = digits.size() % 3;
+    for (std::size_t i = 0; i < digits.size(); ++i) {
+        if (i != 0 && (i % 3) == lead % 3) out += ',';
+        out += digits[i];
+    }
+    return out;
+}
+
+/// Returns: true when `name` matches `pattern`, where '*' matches any run of characters and '?'
+/// any one character; without wildcards this is plain equality. (--only's allocator patterns.)
+[[nodiscard]] inline bool glob_match(std::string_view pattern, std::string_view name) noexcept {
+    std::size_t p = 0, n = 0, star = std::string_view::npos, resume = 0;
+    while (n < name.size()) {
+        if (p < pattern.size() && (pattern[p] == '?' || pattern[p] == name[n])) {
+            ++p;
+            ++n;
+        } else if (p < pattern.size() && pattern[p] == '*') {
+            star = p++;
+            resume = n;
+        } else if (star != std::string_view::npos) {
+            p = star + 1;
+            n = ++resume;
+        } else {
+            return false;
+        }
+    }
+    while (p < pattern.size() && pattern[p] == '*')
+        ++p;
+    return p == pattern.size();
+}
 
 /// Returns: the length (2 to 4) of the well-formed UTF-8 sequence that starts at `v[i]`, a byte of
 /// 0x80 or above; 0 when it is not one (a stray continuation, an overlong form, a surrogate, past

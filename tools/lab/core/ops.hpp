@@ -3,8 +3,6 @@
 // (allocate, free, reallocate, frame boundary), each tagged with a thread. Blocks are named by
 // *slot*: a small integer the workload assigns when a block is allocated and recycles when it is
 // freed, so a replay keeps its live pointers in a flat array instead of a hash map.
-//
-// Header-only so tests/lab can build workloads without the lab's .cpp files.
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
@@ -14,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "workload.hpp" // splitmix64
+#include "rng.hpp"
 
 namespace strata::lab {
 
@@ -307,7 +305,7 @@ inline op_workload particle_churn(double scale = 1.0, std::uint64_t seed = defau
     return b.finish();
 }
 
-/// Bimodal lifetimes (seed 000's fragmentation race): random sizes 16-1024 B; 90 % of blocks die
+/// Bimodal lifetimes (a fragmentation race): random sizes 16-1024 B; 90 % of blocks die
 /// within a few dozen operations, 10 % live for thousands; ~10,000 operations at scale 1.
 inline op_workload bimodal(double scale = 1.0, std::uint64_t seed = default_seed) {
     const std::size_t steps = scaled(5'000, scale); // an allocation and (nearly always) its free each

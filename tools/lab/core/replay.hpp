@@ -60,7 +60,7 @@ struct replay_result {
     std::uint64_t memory_ops = 0;
     std::uint64_t failed = 0;                  ///< allocations / reallocations answered nullptr
     std::vector<double> seconds;               ///< each throughput pass
-    std::vector<std::uint32_t> ticks_raw;      ///< latency pass 0, per memory op
+    std::vector<std::uint32_t> ticks_raw;      ///< the first latency pass, per memory op
     std::vector<std::uint32_t> ticks_filtered; ///< per-op minimum over every latency pass
     int latency_passes = 0;
     std::vector<memory_sample> series;

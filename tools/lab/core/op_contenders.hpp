@@ -33,7 +33,8 @@
 #include "strata/source/heap_source.hpp"
 #include "strata/source/virtual_memory.hpp"
 
-#include "contestants.hpp" // counting_resource
+#include "counting_resource.hpp"
+#include "frame_contenders.hpp"
 #include "replay.hpp"
 
 namespace strata::lab {
@@ -112,19 +113,7 @@ private:
 
 /// strata::arena growing from a heap_source: frees are no-ops, end_frame() resets. Applies only to
 /// frame-scoped workloads (every block dies in the frame it was born in).
-class arena_replay {
-public:
-    static bool applies(const op_workload& w) noexcept { return w.frame_scoped; }
-    explicit arena_replay(const op_workload&) : arena_(source_, arena_options{}) {}
-    void* allocate(std::size_t size, std::size_t align) noexcept { return arena_.allocate(size, align); }
-    void deallocate(void*, std::size_t, std::size_t) noexcept {}
-    void end_frame() noexcept { arena_.reset(); }
-    [[nodiscard]] std::size_t footprint() const noexcept { return arena_.stats().capacity; }
-
-private:
-    heap_source source_;
-    arena arena_;
-};
+using arena_replay = source_frame_replay<arena, &reset_of<arena>>;
 
 /// A committed region for heaps that manage one block: reserved and committed up front, its pages
 /// faulted in only as the heap touches them. Footprint = the highest byte any block has reached,
@@ -504,6 +493,30 @@ inline const std::vector<op_contender>& op_registry() {
                                         "every block freed within its frame"),
         make_op_contender<stack_replay>("stack", "strata::stack_allocator over a buffer, LIFO frees",
                                         "every block freed within its frame"),
+        make_op_contender<pmr_monotonic_replay>(
+            "pmr_monotonic", "std::pmr::monotonic_buffer_resource over new/delete, release() each frame",
+            "every block freed within its frame"),
+        make_op_contender<buffer_frame_replay<arena>>("arena_buffer",
+                                                      "strata::arena over one fixed buffer, reset each frame",
+                                                      "every block freed within its frame"),
+        make_op_contender<buffer_frame_replay<double_stack>>(
+            "double_stack", "strata::double_stack over a fixed buffer, bottom end, reset each frame",
+            "every block freed within its frame"),
+        make_op_contender<frame2_replay>(
+            "frame_allocator2", "strata::frame_allocator<2> from a heap_source, next_frame() each frame",
+            "every block freed within its frame"),
+        make_op_contender<tracked_arena_replay>(
+            "tracked_arena", "strata::tracked<arena> counting on a tracker, reset each frame",
+            "every block freed within its frame"),
+        make_op_contender<debug_arena_replay>(
+            "debug_arena", "strata::debug<arena>: fences, fills, a record per block; reset each frame",
+            "every block freed within its frame"),
+        make_op_contender<locked_arena_replay>(
+            "locked_arena", "strata::locked<arena, std::mutex>, uncontended; reset each frame",
+            "every block freed within its frame"),
+        make_op_contender<slab_classes_replay>(
+            "slab_classes", "seven strata::slab_caches, 64 B-4 KiB powers of two, 64-byte aligned",
+            "requests <= 4 KiB, alignment <= 64"),
         make_op_contender<pool_replay>("pool",
                                        "strata::pool of the workload's one size, chunks from a heap_source",
                                        "one request size, alignment <= 16"),

@@ -1,5 +1,5 @@
 #pragma once
-// strata-lab metrics: percentiles of latency samples. Header-only (used by tests/lab).
+// strata-lab metrics: percentiles of latency samples.
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
@@ -59,14 +59,6 @@ template <class T>
     s.p999 = static_cast<double>(percentile_sorted(sorted, 99.9));
     s.max = static_cast<double>(sorted.back());
     return s;
-}
-
-/// Returns: the median of `values` (mean of the middle two for an even count; 0 when empty).
-[[nodiscard]] inline double median(std::vector<double> values) {
-    if (values.empty()) return 0;
-    std::sort(values.begin(), values.end());
-    const std::size_t n = values.size();
-    return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
 }
 
 } // namespace strata::lab
