@@ -15,8 +15,8 @@
 
 #include <benchmark/benchmark.h>
 
-#include "showdown.hpp"
 #include "count_kernel.hpp"
+#include "showdown.hpp"
 
 namespace {
 
@@ -80,7 +80,7 @@ void bm_lookup(benchmark::State& state) {
     std::vector<sd::particle_handle> hs;
     for (std::size_t i = 0; i < live; ++i)
         hs.push_back(c.emplace(sd::make_particle<sd::particle>(static_cast<std::uint32_t>(i))));
-    sd::rng64 rng{7};
+    strata::lab::splitmix64 rng(7);
     for (std::size_t i = hs.size(); i > 1; --i)
         std::swap(hs[i - 1], hs[static_cast<std::size_t>(rng.next() % i)]);
     for (auto _ : state) {
@@ -121,7 +121,7 @@ const bool lookup_counted = strata_bench::register_count_kernel("lookup_slot_map
 template <class D>
 std::size_t count_churn(std::size_t fills) {
     const sd::set_config& s = sd::seed_sets[0];
-    sd::rng64 rng{42};
+    strata::lab::splitmix64 rng(42);
     D d(s.allocs);
     std::uint32_t id = 0;
     for (std::size_t i = 0; i < s.allocs; ++i)

@@ -57,6 +57,7 @@ TEST(Showdown, LookupAndLayoutPassesRun) {
     EXPECT_TRUE(std::isfinite(ns));
     const double ht = sd::lookup_ns<strata::handle_table<sd::particle, sd::particle_handle>>(1000, 10'000, 1);
     EXPECT_TRUE(std::isfinite(ht));
-    const sd::layout_timings t = sd::layout_pass(10'000, 1);
+    const strata::lab::layout::timings t = strata::lab::layout::small_entity::measure(10'000, 1, true);
     EXPECT_TRUE(std::isfinite(t.aos_ms) && std::isfinite(t.soa_ms) && std::isfinite(t.soa_unpadded_ms));
+    EXPECT_TRUE(std::isfinite(t.aos_all_ms) && std::isfinite(t.soa_all_ms));
 }

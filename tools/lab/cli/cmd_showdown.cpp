@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <iostream>
 #include <string>
 #include <string_view>
@@ -14,6 +13,7 @@
 #include "commands.hpp"
 #include "progress.hpp"
 #include "showdown.hpp"
+#include "text.hpp"
 
 namespace strata::lab {
 
@@ -157,7 +157,7 @@ int showdown_command(const showdown_options& o) {
 
     const std::size_t entities = o.quick ? 100'000 : 10'000'000;
     progress("showdown: AoS vs SoA...");
-    const sd::layout_timings lt = sd::layout_pass(entities, layout_runs);
+    const layout::timings lt = layout::small_entity::measure(entities, layout_runs, false);
     progress.clear();
     std::printf("\n### AoS vs SoA: one float field of %zu 32-byte entities, best of %d\n\n| layout | ms per "
                 "pass | x AoS "
@@ -196,16 +196,9 @@ int showdown_command(const showdown_options& o) {
                 verdict(sm_ns <= 2.0), ht_ns, verdict(ht_ns <= 2.0));
     const double soa = ratio(lt.aos_ms, lt.soa_ms);
     std::printf("- SoA >= 1.4x faster than AoS on one field: %.2fx, %s\n", soa, verdict(soa >= 1.4));
-    if (!o.json_path.empty()) {
-        std::ofstream f(o.json_path);
-        f << "{\"title\":\"strata-lab showdown\",\"workloads\":[],\"bars\":[" << g_bars << "]}\n";
-        f.close(); // flushes: a write error shows only then
-        if (!f) {
-            std::fprintf(stderr, "strata-lab: cannot write %s\n", o.json_path.c_str());
-            return 1;
-        }
-    }
-    return 0;
+    if (o.json_path.empty()) return 0;
+    return write_document(o.json_path,
+                          "{\"title\":\"strata-lab showdown\",\"workloads\":[],\"bars\":[" + g_bars + "]}\n");
 }
 
 namespace {

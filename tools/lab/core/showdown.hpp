@@ -12,10 +12,8 @@
 // key_of(k) then erase(handle); handle_table: handle_at(k) then erase(handle); the pools and
 // plf::colony: a side vector of references with swap-and-pop, which is what their users keep).
 #include <plf_colony.h>
-#include <time.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -28,7 +26,9 @@
 #include "strata/handle/packed_array.hpp"
 #include "strata/handle/slot_map.hpp"
 #include "strata/layout/soa_slot_map.hpp"
-#include "strata/layout/soa_vector.hpp"
+
+#include "layout.hpp"
+#include "rng.hpp"
 
 namespace strata::lab::showdown {
 
@@ -164,27 +164,23 @@ inline P make_particle(std::uint32_t i) noexcept {
 // Each offers: explicit D(std::size_t capacity); void spawn(std::uint32_t i); void kill(std::size_t k)
 // (k < live()); std::size_t live() const; void iterate(float dt); double checksum() const.
 
-/// Naive pool: flag per slot, spawn scans from the front for an inactive slot, iteration
-/// checks every slot ever used.
+/// Returns: the sum of every particle's lifetime in `range` (the designs' checksum).
+template <class Range>
+double lifetime_sum(const Range& range) noexcept {
+    double s = 0;
+    for (const auto& p : range)
+        s += p.lifetime_remaining;
+    return s;
+}
+
+/// What the naive and free-list pools share: every slot ever used, a flag per slot, iteration that
+/// checks every slot, and a side vector of live slot indices for victims (swap-and-pop).
 template <class P>
-class naive_pool {
+class flagged_slots {
 public:
-    explicit naive_pool(std::size_t capacity) {
+    explicit flagged_slots(std::size_t capacity) {
         slots_.reserve(capacity);
         refs_.reserve(capacity);
-    }
-    void spawn(std::uint32_t i) {
-        std::size_t s = 0;
-        while (s < slots_.size() && slots_[s].is_active)
-            ++s;
-        if (s == slots_.size()) slots_.emplace_back();
-        slots_[s] = make_particle<P>(i);
-        refs_.push_back(static_cast<std::uint32_t>(s));
-    }
-    void kill(std::size_t k) noexcept {
-        slots_[refs_[k]].is_active = false;
-        refs_[k] = refs_.back();
-        refs_.pop_back();
     }
     [[nodiscard]] std::size_t live() const noexcept { return refs_.size(); }
     STRATA_SHOWDOWN_PASS void iterate(float dt) noexcept {
@@ -198,55 +194,61 @@ public:
         return s;
     }
 
-private:
+protected:
+    /// Effects: slot s holds a new particle i. Returns: s.
+    std::uint32_t place(std::uint32_t s, std::uint32_t i) {
+        if (s == slots_.size()) slots_.emplace_back();
+        slots_[s] = make_particle<P>(i);
+        refs_.push_back(s);
+        return s;
+    }
+    /// Effects: the k-th live particle is dead. Returns: its slot.
+    std::uint32_t remove(std::size_t k) noexcept {
+        const std::uint32_t s = refs_[k];
+        slots_[s].is_active = false;
+        refs_[k] = refs_.back();
+        refs_.pop_back();
+        return s;
+    }
     std::vector<P> slots_;
     std::vector<std::uint32_t> refs_;
 };
 
-/// Free-list pool: a free list threaded through dead particles' bytes; iteration checks every slot.
+/// Naive pool: spawn scans from the front for an inactive slot.
 template <class P>
-class free_list_pool {
+class naive_pool : public flagged_slots<P> {
 public:
-    explicit free_list_pool(std::size_t capacity) {
-        slots_.reserve(capacity);
-        refs_.reserve(capacity);
-    }
+    using flagged_slots<P>::flagged_slots;
     void spawn(std::uint32_t i) {
-        std::uint32_t s;
+        std::uint32_t s = 0;
+        while (s < this->slots_.size() && this->slots_[s].is_active)
+            ++s;
+        (void)this->place(s, i);
+    }
+    void kill(std::size_t k) noexcept { (void)this->remove(k); }
+};
+
+/// Free-list pool: a free list threaded through dead particles' bytes.
+template <class P>
+class free_list_pool : public flagged_slots<P> {
+public:
+    using flagged_slots<P>::flagged_slots;
+    void spawn(std::uint32_t i) {
+        std::uint32_t s = static_cast<std::uint32_t>(this->slots_.size());
         if (head_ != none) {
             s = head_;
-            std::memcpy(&head_, &slots_[s].position, sizeof head_); // the link lives in dead bytes
-        } else {
-            s = static_cast<std::uint32_t>(slots_.size());
-            slots_.emplace_back();
+            std::memcpy(&head_, &this->slots_[s].position, sizeof head_); // the link lives in dead bytes
         }
-        slots_[s] = make_particle<P>(i);
-        refs_.push_back(s);
+        (void)this->place(s, i);
     }
     void kill(std::size_t k) noexcept {
-        const std::uint32_t s = refs_[k];
-        slots_[s].is_active = false;
-        std::memcpy(&slots_[s].position, &head_, sizeof head_);
+        const std::uint32_t s = this->remove(k);
+        std::memcpy(&this->slots_[s].position, &head_, sizeof head_);
         head_ = s;
-        refs_[k] = refs_.back();
-        refs_.pop_back();
-    }
-    [[nodiscard]] std::size_t live() const noexcept { return refs_.size(); }
-    STRATA_SHOWDOWN_PASS void iterate(float dt) noexcept {
-        for (P& p : slots_)
-            if (p.is_active) update(p, dt);
-    }
-    [[nodiscard]] double checksum() const noexcept {
-        double s = 0;
-        for (const P& p : slots_)
-            if (p.is_active) s += p.lifetime_remaining;
-        return s;
     }
 
 private:
     static constexpr std::uint32_t none = ~std::uint32_t{0};
-    std::vector<P> slots_;
-    std::vector<std::uint32_t> refs_;
     std::uint32_t head_ = none;
 };
 
@@ -262,12 +264,7 @@ public:
         for (P& p : a_)
             update(p, dt);
     }
-    [[nodiscard]] double checksum() const noexcept {
-        double s = 0;
-        for (const P& p : a_)
-            s += p.lifetime_remaining;
-        return s;
-    }
+    [[nodiscard]] double checksum() const noexcept { return lifetime_sum(a_); }
 
 private:
     strata::packed_array<P> a_;
@@ -291,12 +288,7 @@ public:
         for (P& p : m_)
             update(p, dt);
     }
-    [[nodiscard]] double checksum() const noexcept {
-        double s = 0;
-        for (const P& p : m_)
-            s += p.lifetime_remaining;
-        return s;
-    }
+    [[nodiscard]] double checksum() const noexcept { return lifetime_sum(m_); }
     map_type& map() noexcept { return m_; }
 
 private:
@@ -349,12 +341,7 @@ public:
         for (P& p : c_)
             update(p, dt);
     }
-    [[nodiscard]] double checksum() const noexcept {
-        double s = 0;
-        for (const P& p : c_)
-            s += p.lifetime_remaining;
-        return s;
-    }
+    [[nodiscard]] double checksum() const noexcept { return lifetime_sum(c_); }
 
 private:
     plf::colony<P> c_;
@@ -411,47 +398,20 @@ private:
 
 // ---- the driver ------------------------------------------------------------------------------------
 
-/// A small fast generator (splitmix64), so every design sees the same victim sequence.
-struct rng64 {
-    std::uint64_t state;
-    std::uint64_t next() noexcept {
-        std::uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-        return z ^ (z >> 31);
-    }
-};
-
 /// Returns: k in [0, n) from a 32-bit draw, without a division.
 inline std::size_t pick(std::uint32_t draw, std::size_t n) noexcept {
     return static_cast<std::size_t>((static_cast<std::uint64_t>(draw) * n) >> 32);
 }
 
-namespace detail {
-/// The clock of every phase: this thread's CPU time, not wall time. On a shared machine (the CI box
-/// has 2 cores for 5 builds) wall time counts the slices other processes run in; CPU time does not.
-struct cpu_clock {
-    using time_point = std::uint64_t; // nanoseconds
-    static time_point now() noexcept {
-        timespec ts{};
-        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-        return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000u +
-               static_cast<std::uint64_t>(ts.tv_nsec);
-    }
-};
-inline double ms_since(cpu_clock::time_point t0) { return static_cast<double>(cpu_clock::now() - t0) / 1e6; }
-template <class T>
-inline void keep(T const& v) noexcept {
-    // The address escapes into an opaque asm that may read memory: the work that produced v stays.
-    asm volatile("" : : "g"(&v) : "memory");
-}
-} // namespace detail
+using layout::cpu_clock;
+using layout::keep;
+using layout::ms_since;
 
 /// Runs one set over design D. Returns: the three phase times and a checksum.
 template <class D>
 timings run_set(const set_config& s, std::uint64_t seed = 42) {
     // Every random draw is made before timing: the phases time only the designs' own work.
-    rng64 rng{seed};
+    splitmix64 rng(seed);
     std::vector<std::uint32_t> draws(s.frees + s.churn * s.frames);
     for (auto& d : draws)
         d = static_cast<std::uint32_t>(rng.next() >> 32);
@@ -460,28 +420,28 @@ timings run_set(const set_config& s, std::uint64_t seed = 42) {
     timings t;
     D d(s.allocs);
     std::uint32_t id = 0;
-    auto t0 = detail::cpu_clock::now();
+    auto t0 = cpu_clock::now();
     for (std::size_t i = 0; i < s.allocs; ++i)
         d.spawn(id++);
     for (std::size_t i = 0; i < s.frees; ++i)
         d.kill(pick(*draw++, d.live()));
-    t.alloc_free_ms = detail::ms_since(t0);
+    t.alloc_free_ms = ms_since(t0);
 
-    t0 = detail::cpu_clock::now();
+    t0 = cpu_clock::now();
     for (std::size_t f = 0; f < s.frames; ++f) {
         for (std::size_t i = 0; i < s.churn; ++i)
             d.kill(pick(*draw++, d.live()));
         for (std::size_t i = 0; i < s.churn; ++i)
             d.spawn(id++);
     }
-    t.churn_ms = detail::ms_since(t0);
+    t.churn_ms = ms_since(t0);
 
-    t0 = detail::cpu_clock::now();
+    t0 = cpu_clock::now();
     for (std::size_t i = 0; i < s.iterations; ++i) {
         d.iterate(0.001f);
-        detail::keep(d);
+        keep(d);
     }
-    t.iteration_ms = detail::ms_since(t0);
+    t.iteration_ms = ms_since(t0);
     t.checksum = d.checksum();
     t.live = d.live();
     return t;
@@ -534,97 +494,18 @@ double lookup_ns(std::size_t live, std::size_t lookups, int repeats, std::uint64
     hs.reserve(live);
     for (std::size_t i = 0; i < live; ++i)
         hs.push_back(c.emplace(make_particle<particle>(static_cast<std::uint32_t>(i))));
-    rng64 rng{seed};
+    splitmix64 rng(seed);
     for (std::size_t i = hs.size(); i > 1; --i)
         std::swap(hs[i - 1], hs[static_cast<std::size_t>(rng.next() % i)]);
     const std::size_t rounds = std::max<std::size_t>(1, lookups / live);
-    double best = 1e300;
-    for (int r = 0; r < repeats; ++r) {
+    const double ms = layout::best_ms(repeats, [&] {
         float sum = 0;
-        const auto t0 = detail::cpu_clock::now();
-        for (std::size_t round = 0; round < rounds; ++round) {
-            for (const particle_handle h : hs) {
-                const particle* p = c.get(h);
-                sum += p->lifetime_remaining;
-            }
-        }
-        const double ms = detail::ms_since(t0);
-        detail::keep(sum);
-        best = std::min(best, ms * 1e6 / static_cast<double>(rounds * live));
-    }
-    return best;
-}
-
-// ---- AoS vs SoA: one field of many entities ------------------------------------------------------------
-
-/// An entity of 32 bytes; the pass touches only `health`.
-struct entity {
-    float position[3];
-    float velocity[3];
-    float health;
-    std::uint32_t flags;
-};
-static_assert(sizeof(entity) == 32);
-
-using entity_columns = strata::soa_vector<float, float, float, float, float, float, float, std::uint32_t>;
-inline constexpr std::size_t health_column = 6;
-
-/// The AoS pass: health -= dt over every entity.
-inline void aos_pass(std::vector<entity>& es, float dt) noexcept {
-    for (entity& e : es)
-        e.health -= dt;
-}
-/// The SoA pass as soa_vector intends it: an index loop over the padded health column.
-inline void soa_pass(entity_columns& es, float dt) noexcept {
-    float* health = es.column_data<health_column>();
-    const std::size_t n = es.padded_size();
-    for (std::size_t i = 0; i < n; ++i)
-        health[i] -= dt;
-}
-/// The naive SoA pass: the same loop to size(), which g++ -O2 does not vectorize (it would need an
-/// epilogue), to show what the padding buys.
-inline void soa_pass_unpadded(entity_columns& es, float dt) noexcept {
-    float* health = es.column_data<health_column>();
-    const std::size_t n = es.size();
-    for (std::size_t i = 0; i < n; ++i)
-        health[i] -= dt;
-}
-
-/// Times of one pass over `count` entities, best of `repeats`, in ms.
-struct layout_timings {
-    double aos_ms = 0;
-    double soa_ms = 0;
-    double soa_unpadded_ms = 0;
-};
-
-inline layout_timings layout_pass(std::size_t count, int repeats) {
-    layout_timings t{1e300, 1e300, 1e300};
-    {
-        std::vector<entity> aos(count, entity{{1, 2, 3}, {0, 0, 0}, 100.0f, 0});
-        for (int r = 0; r < repeats; ++r) {
-            const auto t0 = detail::cpu_clock::now();
-            aos_pass(aos, 0.5f);
-            detail::keep(aos.data());
-            t.aos_ms = std::min(t.aos_ms, detail::ms_since(t0));
-        }
-    }
-    {
-        entity_columns soa;
-        soa.resize(count);
-        for (std::size_t i = 0; i < count; ++i)
-            soa.get<health_column>(i) = 100.0f;
-        for (int r = 0; r < repeats; ++r) {
-            auto t0 = detail::cpu_clock::now();
-            soa_pass(soa, 0.5f);
-            detail::keep(soa.column_data<health_column>());
-            t.soa_ms = std::min(t.soa_ms, detail::ms_since(t0));
-            t0 = detail::cpu_clock::now();
-            soa_pass_unpadded(soa, 0.5f);
-            detail::keep(soa.column_data<health_column>());
-            t.soa_unpadded_ms = std::min(t.soa_unpadded_ms, detail::ms_since(t0));
-        }
-    }
-    return t;
+        for (std::size_t round = 0; round < rounds; ++round)
+            for (const particle_handle h : hs)
+                sum += c.get(h)->lifetime_remaining;
+        keep(sum);
+    });
+    return ms * 1e6 / static_cast<double>(rounds * live);
 }
 
 } // namespace strata::lab::showdown

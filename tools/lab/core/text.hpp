@@ -5,6 +5,8 @@
 // sequences. Everything the lab prints or writes as JSON goes through here.
 #include <cstddef>
 #include <cstdio>
+#include <fstream>
+#include <iostream>
 #include <string>
 #include <string_view>
 
@@ -140,6 +142,21 @@ inline void json_escape_ascii(std::string& s, unsigned char c) {
     return map_text(v, "\xEF\xBF\xBD", [](std::string& s, unsigned char c) {
         s += c < 0x20 || c == 0x7f ? '?' : static_cast<char>(c);
     });
+}
+
+/// Effects: writes `doc` (a command's --json document) to stdout when `path` is "-", else to the
+/// file `path`. Returns: 0, or 1 with a message on stderr when the file cannot be written.
+inline int write_document(const std::string& path, const std::string& doc) {
+    if (path == "-") {
+        std::cout << doc;
+        return 0;
+    }
+    std::ofstream f(path);
+    f << doc;
+    f.close(); // flushes: a write error shows only then
+    if (f) return 0;
+    std::cerr << "strata-lab: cannot write " << path << "\n";
+    return 1;
 }
 
 } // namespace strata::lab
