@@ -43,16 +43,17 @@ std::string tail_value(const std::string& doc, const std::string& key) {
     return doc.substr(at + key.size() + 3, end - (at + key.size() + 3));
 }
 
-/// Runs one more command into a temporary JSON file; returns its text ("" when it failed).
+/// Runs one command into a temporary JSON file, read into `text` ("" when it failed). Returns: the
+/// command's exit status.
 template <class Run>
-std::string json_of(const char* what, Run run) {
+int json_of(const char* what, std::string& text, Run run) {
     const std::filesystem::path tmp = std::filesystem::temp_directory_path() /
                                       ("strata-report-" + std::to_string(::getpid()) + "-" + what + ".json");
-    std::string text;
-    if (run(tmp.string()) != 0 || !read_file(tmp.string(), text)) text.clear();
+    const int rc = run(tmp.string());
+    if (rc != 0 || !read_file(tmp.string(), text)) text.clear();
     std::error_code ec;
     std::filesystem::remove(tmp, ec);
-    return text;
+    return rc;
 }
 
 } // namespace
@@ -61,31 +62,29 @@ int report_command(const report_command_options& o) {
     std::string json;
     if (o.from_json.empty()) {
         // Run the race into a temporary JSON file (the race prints its tables on the way).
-        const std::filesystem::path tmp = std::filesystem::temp_directory_path() /
-                                          ("strata-report-" + std::to_string(::getpid()) + ".json");
-        race_command_options r;
-        apply_race_knobs(r, o.race, o.quick); // --scale, --seed, --repeats, --latency-passes as in race
-        r.workloads = o.workloads;
-        r.only = o.only;
-        r.json_path = tmp.string();
-        const int rc = race_command(r);
-        const bool ok = rc == 0 && read_file(tmp.string(), json);
-        std::error_code ec;
-        std::filesystem::remove(tmp, ec);
+        const int rc = json_of("race", json, [&](const std::string& path) {
+            race_command_options r;
+            apply_race_knobs(r, o.race, o.quick); // --scale, --seed, --repeats, --latency-passes as in race
+            r.workloads = o.workloads;
+            r.only = o.only;
+            r.json_path = path;
+            return race_command(r);
+        });
         if (rc != 0) return rc;
-        if (!ok) {
-            std::cerr << "strata-lab: cannot read the race results " << tmp.string() << "\n";
+        if (json.empty()) {
+            std::cerr << "strata-lab: cannot read the race results\n";
             return 1;
         }
         // The comparisons and the layout picture: versus-malloc, showdown, layout (--quick: small).
         std::cout << "\nstrata-lab report: versus-malloc, showdown, layout...\n";
-        const std::string versus = json_of("versus", [&](const std::string& path) {
+        std::string versus, showdown, layout;
+        (void)json_of("versus", versus, [&](const std::string& path) {
             versus_malloc_options v;
             v.repeats = o.quick ? 1 : 3;
             v.json_path = path;
             return versus_malloc_command(v);
         });
-        const std::string showdown = json_of("showdown", [&](const std::string& path) {
+        (void)json_of("showdown", showdown, [&](const std::string& path) {
             showdown_options s;
             s.quick = o.quick;
             s.repeats = o.quick ? 1 : 3;
@@ -93,7 +92,7 @@ int report_command(const report_command_options& o) {
             s.json_path = path;
             return showdown_command(s);
         });
-        const std::string layout = json_of("layout", [&](const std::string& path) {
+        (void)json_of("layout", layout, [&](const std::string& path) {
             layout_options l;
             l.entities = o.quick ? 1'000'000 : 10'000'000;
             l.runs = o.quick ? 2 : 5;

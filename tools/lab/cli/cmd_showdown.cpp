@@ -23,31 +23,23 @@ namespace sd = showdown;
 
 double ratio(double a, double b) { return b > 0 ? a / b : 0; }
 
-template <class P>
-std::vector<sd::timings> run_one_set(const sd::set_config& s, int repeats, std::uint64_t seed,
-                                     const progress_line& progress) {
-    std::vector<sd::timings> out;
-    for (const auto& d : sd::design_list<P>::all) {
-        progress(std::string("showdown: ") + s.title + ", " + std::to_string(sizeof(P)) +
-                 "-byte particle: " + d.name + "...");
-        out.push_back(d.run(s, repeats, seed));
-    }
-    progress.clear();
-    return out;
-}
-
-struct set_result {
-    std::vector<sd::timings> rows; // one per design, design_list order
-};
-
 /// The report's bar charts (docs/lab-report.md, "bars"): one per set of the 24-byte particle.
 std::string g_bars;
 
+/// Effects: runs set `s` over every design of particle P and prints its table (and, for the 24-byte
+/// particle the seed measured, the seed's figures and the set's bars). Returns: one row per design,
+/// design_list order.
 template <class P>
-set_result print_set(std::size_t set_index, const sd::set_config& s, const showdown_options& o,
-                     const progress_line& progress) {
+std::vector<sd::timings> print_set(std::size_t set_index, const sd::set_config& s, const showdown_options& o,
+                                   const progress_line& progress) {
     std::fflush(stdout);
-    const set_result r{run_one_set<P>(s, o.repeats, o.seed, progress)};
+    std::vector<sd::timings> rows;
+    for (const auto& d : sd::design_list<P>::all) {
+        progress(std::string("showdown: ") + s.title + ", " + std::to_string(sizeof(P)) +
+                 "-byte particle: " + d.name + "...");
+        rows.push_back(d.run(s, o.repeats, o.seed));
+    }
+    progress.clear();
     // The seed measured only the 24-byte particle: the padded variant's table has no seed columns.
     constexpr bool seed_particle = sizeof(P) == sizeof(sd::particle);
     std::printf("\n### %s, particle %zu B: %zu allocs, %zu frees, %zu iterations, %zu churn x %zu frames\n\n",
@@ -62,34 +54,22 @@ set_result print_set(std::size_t set_index, const sd::set_config& s, const showd
                         " seed iteration x packed |"
                       : "");
     std::printf("|---|---:|---:|---:|---:|---:|%s\n", seed_particle ? "---:|---:|---:|---:|---:|" : "");
-    const sd::timings& packed = r.rows[2];
-    const sd::published* seed_packed = sd::seed_for("packed_array");
+    const sd::timings& packed = rows[2];
+    const sd::timings& seed_packed = sd::seed_for("packed_array")->sets[set_index];
+    char buf[512];
     if (seed_particle) {
-        char head[512];
         std::snprintf(
-            head, sizeof head,
+            buf, sizeof buf,
             "%s{\"title\":\"showdown: %s\",\"caption\":\"the benchmark's set, %zu-byte particle: %zu allocs, "
             "%zu frees, %zu iterations, %zu churn x %zu frames; milliseconds per phase\",\"unit\":\"ms\","
             "\"lower_is_better\":true,\"log_scale\":true,\"groups\":[",
             g_bars.empty() ? "" : ",", s.title, sizeof(P), s.allocs, s.frees, s.iterations, s.churn,
             s.frames);
-        g_bars += head;
-        std::size_t k = 0;
-        for (const auto& d : sd::design_list<P>::all) {
-            const sd::timings& t = r.rows[k];
-            char g[256];
-            std::snprintf(
-                g, sizeof g,
-                "%s{\"label\":\"%s\",\"values\":{\"alloc/free\":%.4f,\"churn\":%.4f,\"iteration\":%.4f}}",
-                k ? "," : "", d.name, t.alloc_free_ms, t.churn_ms, t.iteration_ms);
-            g_bars += g;
-            ++k;
-        }
-        g_bars += "]}";
+        g_bars += buf;
     }
     std::size_t i = 0;
     for (const auto& d : sd::design_list<P>::all) {
-        const sd::timings& t = r.rows[i++];
+        const sd::timings& t = rows[i++];
         std::printf("| %s | %.3f | %.3f | %.3f | %.2f | %.2f |", d.name, t.alloc_free_ms, t.churn_ms,
                     t.iteration_ms, ratio(t.churn_ms, packed.churn_ms),
                     ratio(t.iteration_ms, packed.iteration_ms));
@@ -97,18 +77,23 @@ set_result print_set(std::size_t set_index, const sd::set_config& s, const showd
             std::printf("\n");
             continue;
         }
+        std::snprintf(
+            buf, sizeof buf,
+            "%s{\"label\":\"%s\",\"values\":{\"alloc/free\":%.4f,\"churn\":%.4f,\"iteration\":%.4f}}",
+            i > 1 ? "," : "", d.name, t.alloc_free_ms, t.churn_ms, t.iteration_ms);
+        g_bars += buf;
         const sd::published* p = sd::seed_for(d.name);
         if (p != nullptr && !o.quick) {
             const sd::timings& st = p->sets[set_index];
-            const sd::timings& sp = seed_packed->sets[set_index];
             std::printf(" %.2f | %.2f | %.2f | %.2f | %.2f |\n", st.alloc_free_ms, st.churn_ms,
-                        st.iteration_ms, ratio(st.churn_ms, sp.churn_ms),
-                        ratio(st.iteration_ms, sp.iteration_ms));
+                        st.iteration_ms, ratio(st.churn_ms, seed_packed.churn_ms),
+                        ratio(st.iteration_ms, seed_packed.iteration_ms));
         } else {
             std::printf(" - | - | - | - | - |\n");
         }
     }
-    return r;
+    if (seed_particle) g_bars += "]}";
+    return rows;
 }
 
 const char* verdict(bool ok) { return ok ? "met" : "MISSED"; }
@@ -135,7 +120,7 @@ int showdown_command(const showdown_options& o) {
                 o.repeats, o.repeats == 1 ? "" : "s", runs,
                 o.quick ? " (--quick: scaled-down sets, no seed figures)" : "");
     std::printf("(the seed's figures are from an M4 Pro; compare ratios, not milliseconds)\n");
-    std::vector<set_result> results24;
+    std::vector<std::vector<sd::timings>> results24;
     const progress_line progress(o.json_path != "-");
     for (std::size_t i = 0; i < 4; ++i) {
         if (o.set != 0 && o.set != static_cast<int>(i) + 1) continue;
@@ -170,9 +155,9 @@ int showdown_command(const showdown_options& o) {
 
     std::printf("\n### Targets\n\n");
     if (!results24.empty()) {
-        const set_result& first = results24.front();
+        const std::vector<sd::timings>& first = results24.front();
         const auto ms = [&](const char* design, double sd::timings::*phase) {
-            return first.rows[row_of(design)].*phase;
+            return first[row_of(design)].*phase;
         };
         const double packed_it = ms("packed_array", &sd::timings::iteration_ms);
         const double packed_ch = ms("packed_array", &sd::timings::churn_ms);

@@ -1,41 +1,30 @@
 // strata-lab versus-malloc: malloc against linear, stack, free-list and pool allocators on the
 // published "Performance Comparison" tests, ours beside its times.
-#include <fstream>
+#include <initializer_list>
 #include <iostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "commands.hpp"
 #include "op_contenders.hpp"
 #include "progress.hpp"
+#include "text.hpp"
 
 namespace strata::lab {
 
 namespace {
 
-/// The published comparison's mixed test: 10,000 x 16 B, 1,000 x 256 B and 50 x 2 MiB allocated, then all
-/// freed newest first, then a frame boundary (a linear allocator's single clear()).
-op_workload versus_mixed() {
-    op_builder b("vm_mixed", "10k x 16 B + 1k x 256 B + 50 x 2 MiB allocations, then deallocations");
+/// Returns: the published comparison's test `name`: for each (count, size) of `blocks`, `count`
+/// allocations of `size` bytes; then all freed newest first, then a frame boundary (a linear
+/// allocator's single clear()).
+op_workload versus_test(const char* name, const char* description,
+                        std::initializer_list<std::pair<int, std::uint32_t>> blocks) {
+    op_builder b(name, description);
     std::vector<std::uint32_t> slots;
-    for (int i = 0; i < 10'000; ++i)
-        slots.push_back(b.allocate(16));
-    for (int i = 0; i < 1'000; ++i)
-        slots.push_back(b.allocate(256));
-    for (int i = 0; i < 50; ++i)
-        slots.push_back(b.allocate(2u << 20));
-    for (auto it = slots.rbegin(); it != slots.rend(); ++it)
-        b.free(*it);
-    b.frame();
-    return b.finish();
-}
-
-/// The published comparison's pool test: 20,000 x 16 B allocated, then freed.
-op_workload versus_pool() {
-    op_builder b("vm_pool", "20k x 16 B allocations, then deallocations");
-    std::vector<std::uint32_t> slots;
-    for (int i = 0; i < 20'000; ++i)
-        slots.push_back(b.allocate(16));
+    for (const auto& [count, size] : blocks)
+        for (int i = 0; i < count; ++i)
+            slots.push_back(b.allocate(size));
     for (auto it = slots.rbegin(); it != slots.rend(); ++it)
         b.free(*it);
     b.frame();
@@ -65,7 +54,12 @@ int versus_malloc_command(const versus_malloc_options& o) {
         {"Malloc vs FreeList Allocator", "first_fit", "FreeList", 0.673865, 0.000414, false},
         {"Malloc vs Pool Allocator", "pool", "Pool", 1.454934, 0.000193, true},
     };
-    const op_workload mixed = versus_mixed(), pooled = versus_pool();
+    // The published comparison's mixed and pool tests.
+    const op_workload mixed =
+        versus_test("vm_mixed", "10k x 16 B + 1k x 256 B + 50 x 2 MiB allocations, then deallocations",
+                    {{10'000, 16}, {1'000, 256}, {50, 2u << 20}});
+    const op_workload pooled =
+        versus_test("vm_pool", "20k x 16 B allocations, then deallocations", {{20'000, 16}});
     replay_options ro;
     ro.warmup = 1;
     ro.repeats = o.repeats;
@@ -118,19 +112,7 @@ int versus_malloc_command(const versus_malloc_options& o) {
         json += line;
     }
     json += "]}\n";
-    if (o.json_path.empty()) return 0;
-    if (o.json_path == "-") {
-        std::cout << json;
-        return 0;
-    }
-    std::ofstream f(o.json_path);
-    f << json;
-    f.close(); // flushes: a write error shows only then
-    if (!f) {
-        std::cerr << "strata-lab: cannot write " << o.json_path << "\n";
-        return 1;
-    }
-    return 0;
+    return o.json_path.empty() ? 0 : write_document(o.json_path, json);
 }
 
 namespace {

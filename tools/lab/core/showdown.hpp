@@ -252,47 +252,44 @@ private:
     std::uint32_t head_ = none;
 };
 
-/// strata::packed_array: victims by dense index.
-template <class P>
-class packed_design {
+/// What the designs over one dense container C share: iteration over C's range of live particles.
+template <class P, class C>
+class dense_design {
 public:
-    explicit packed_design(std::size_t capacity) { a_.reserve(capacity); }
-    void spawn(std::uint32_t i) { (void)a_.push_back(make_particle<P>(i)); }
-    void kill(std::size_t k) noexcept { (void)a_.erase(k); }
-    [[nodiscard]] std::size_t live() const noexcept { return a_.size(); }
+    explicit dense_design(std::size_t capacity) { c_.reserve(capacity); }
+    [[nodiscard]] std::size_t live() const noexcept { return c_.size(); }
     STRATA_SHOWDOWN_PASS void iterate(float dt) noexcept {
-        for (P& p : a_)
+        for (P& p : c_)
             update(p, dt);
     }
-    [[nodiscard]] double checksum() const noexcept { return lifetime_sum(a_); }
+    [[nodiscard]] double checksum() const noexcept { return lifetime_sum(c_); }
 
-private:
-    strata::packed_array<P> a_;
+protected:
+    C c_;
+};
+
+/// strata::packed_array: victims by dense index.
+template <class P>
+class packed_design : public dense_design<P, strata::packed_array<P>> {
+public:
+    using dense_design<P, strata::packed_array<P>>::dense_design;
+    void spawn(std::uint32_t i) { (void)this->c_.push_back(make_particle<P>(i)); }
+    void kill(std::size_t k) noexcept { (void)this->c_.erase(k); }
 };
 
 struct particle_tag {};
 using particle_handle = strata::handle<particle_tag>;
+template <class P, class Reuse>
+using slot_map_of = strata::slot_map<P, particle_handle, std::allocator<P>, strata::policy::retire, Reuse>;
 
 /// strata::slot_map: victims by key_of(dense index), erased through the handle. Reuse is the
 /// slot_map's free-slot reuse policy (the default, or policy::lifo / policy::compact explicitly).
 template <class P, class Reuse = strata::policy::lifo>
-class slot_map_design {
+class slot_map_design : public dense_design<P, slot_map_of<P, Reuse>> {
 public:
-    using map_type = strata::slot_map<P, particle_handle, std::allocator<P>, strata::policy::retire, Reuse>;
-
-    explicit slot_map_design(std::size_t capacity) { m_.reserve(capacity); }
-    void spawn(std::uint32_t i) { (void)m_.emplace(make_particle<P>(i)); }
-    void kill(std::size_t k) noexcept { (void)m_.erase(m_.key_of(k)); }
-    [[nodiscard]] std::size_t live() const noexcept { return m_.size(); }
-    STRATA_SHOWDOWN_PASS void iterate(float dt) noexcept {
-        for (P& p : m_)
-            update(p, dt);
-    }
-    [[nodiscard]] double checksum() const noexcept { return lifetime_sum(m_); }
-    map_type& map() noexcept { return m_; }
-
-private:
-    map_type m_;
+    using dense_design<P, slot_map_of<P, Reuse>>::dense_design;
+    void spawn(std::uint32_t i) { (void)this->c_.emplace(make_particle<P>(i)); }
+    void kill(std::size_t k) noexcept { (void)this->c_.erase(this->c_.key_of(k)); }
 };
 
 /// strata::slot_map killing by dense index (erase_at(k)): what a system that walks the dense array
@@ -301,7 +298,7 @@ template <class P, class Reuse = strata::policy::lifo>
 class slot_map_at_design : public slot_map_design<P, Reuse> {
 public:
     using slot_map_design<P, Reuse>::slot_map_design;
-    void kill(std::size_t k) noexcept { (void)this->map().erase_at(k); }
+    void kill(std::size_t k) noexcept { (void)this->c_.erase_at(k); }
 };
 
 /// strata::handle_table: victims by handle_at(k), erased through the handle; objects never move.
