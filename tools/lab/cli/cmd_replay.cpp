@@ -1,13 +1,11 @@
 // strata-lab replay: a recorded trace (strata-lab record) through every contender that applies.
-#include <unistd.h>
-
-#include <cstdio>
 #include <iostream>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "commands.hpp"
+#include "progress.hpp"
 #include "race.hpp"
 #include "text.hpp"
 #include "trace_workload.hpp"
@@ -23,12 +21,12 @@ int replay_command(const replay_command_options& o) {
     // One streaming pass first: the trace's shape tells whether it fits in memory, and heaps size
     // their regions from its peak.
     trace_conversion conv;
-    const bool progress = o.json_path != "-" && isatty(2);
-    if (progress) std::fprintf(stderr, "\r\033[Kstrata-lab: scanning %s...", o.trace.c_str());
+    const progress_line progress(o.json_path != "-");
+    progress("scanning " + o.trace + "...");
     const op_workload shape = scan_trace(o.trace, o.max_ops, &conv);
     const bool stream = o.stream || shape.memory_ops() > o.hold_ops;
     const op_workload w = stream ? shape : load_trace(o.trace, o.max_ops, &conv);
-    if (progress) std::fprintf(stderr, "\r\033[K");
+    progress.clear();
     struct trace_stream final : op_stream {
         trace_batches batches;
         std::size_t batch_ops;
@@ -43,7 +41,7 @@ int replay_command(const replay_command_options& o) {
     ro.only = o.only;
     ro.replay.repeats = o.repeats;
     ro.replay.latency_passes = o.latency_passes;
-    ro.progress = progress;
+    ro.progress = progress.on();
     const calibration cal = calibrate();
     const bool table = o.json_path != "-";
     if (table) {

@@ -9,8 +9,10 @@
 #include <cstdlib>
 #include <memory>
 #include <mutex>
+#include <numeric>
 #include <span>
 #include <type_traits>
+#include <utility>
 
 #include "strata/heap/buddy.hpp"
 #include "strata/heap/free_list.hpp"
@@ -133,39 +135,31 @@ json run_latency(const json& args) {
     std::vector<std::size_t> sizes(samples);
     for (auto& s : sizes)
         s = rng.between(16, 1024);
+    // Returns: the nanoseconds one call of `allocate` took, less the timer's own cost.
+    const auto timed = [&](auto&& allocate) {
+        const std::uint64_t a = tick_begin();
+        void* p = allocate();
+        do_not_optimize(p);
+        const std::uint64_t b = tick_end();
+        return std::pair{static_cast<double>(b - a - std::min(b - a, overhead)) / tpn, p};
+    };
     std::vector<double> ns_malloc, ns_arena;
-    ns_malloc.reserve(samples);
-    ns_arena.reserve(samples);
-    {
-        std::vector<void*> held;
-        held.reserve(256);
-        for (std::size_t i = 0; i < samples; ++i) {
-            const std::uint64_t a = tick_begin();
-            void* p = std::malloc(sizes[i]);
-            do_not_optimize(p);
-            const std::uint64_t b = tick_end();
-            ns_malloc.push_back(static_cast<double>(b - a - std::min(b - a, overhead)) / tpn);
-            held.push_back(p);
-            if (held.size() == 256) { // batches freed untimed, like a frame's allocations
-                for (void* q : held)
-                    std::free(q);
-                held.clear();
-            }
+    std::vector<void*> held; // malloc's blocks, freed untimed in batches, like a frame's allocations
+    std::vector<std::byte> buffer(std::size_t{1} << 20);
+    arena ar(std::span<std::byte>(buffer.data(), buffer.size()));
+    for (std::size_t i = 0; i < samples; ++i) {
+        const auto [ns, p] = timed([&] { return std::malloc(sizes[i]); });
+        ns_malloc.push_back(ns);
+        held.push_back(p);
+        if (held.size() == 256 || i + 1 == samples) {
+            for (void* q : held)
+                std::free(q);
+            held.clear();
         }
-        for (void* q : held)
-            std::free(q);
     }
-    {
-        std::vector<std::byte> buffer(std::size_t{1} << 20);
-        arena ar(std::span<std::byte>(buffer.data(), buffer.size()));
-        for (std::size_t i = 0; i < samples; ++i) {
-            if (ar.remaining() < 2048) ar.reset();
-            const std::uint64_t a = tick_begin();
-            void* p = ar.allocate(sizes[i], 16);
-            do_not_optimize(p);
-            const std::uint64_t b = tick_end();
-            ns_arena.push_back(static_cast<double>(b - a - std::min(b - a, overhead)) / tpn);
-        }
+    for (std::size_t i = 0; i < samples; ++i) {
+        if (ar.remaining() < 2048) ar.reset();
+        ns_arena.push_back(timed([&] { return ar.allocate(sizes[i], 16); }).first);
     }
     // Log bins: 5 per decade from 1 ns to 1 ms; zeros (faster than the timer resolves) in the first.
     constexpr int per_decade = 5, decades = 6;
@@ -188,12 +182,7 @@ json run_latency(const json& args) {
                     {"p99", pct(0.99)},
                     {"p999", pct(0.999)},
                     {"max", v.back()},
-                    {"mean", [&] {
-                         double s = 0;
-                         for (double x : v)
-                             s += x;
-                         return s / static_cast<double>(v.size());
-                     }()}};
+                    {"mean", std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size())}};
     };
     return {{"samples", samples},
             {"edges_ns", edges},
