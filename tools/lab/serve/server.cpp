@@ -47,6 +47,13 @@ void send(httplib::Response& res, const reply& r) {
     res.set_content(r.body, "application/json");
 }
 
+/// Effects: answers `status` with {"error": message}; `close` ends the connection after it (a body
+/// left unread on the wire cannot be skipped).
+void fail(httplib::Response& res, int status, const std::string& message, bool close = false) {
+    if (close) res.set_header("Connection", "close");
+    send(res, {status, "{\"error\":\"" + message + "\"}"});
+}
+
 } // namespace
 
 http_server::http_server(serve_options options, api::clock_fn clock)
@@ -81,11 +88,10 @@ http_server::http_server(serve_options options, api::clock_fn clock)
         if (req.has_header("Transfer-Encoding")) {
             const bool chunked = req.get_header_value("Transfer-Encoding") == "chunked";
             if (!chunked || (req.method != "POST" && req.method != "PUT")) {
-                res.status = chunked ? 400 : 501;
-                res.set_header("Connection", "close");
-                res.set_content(chunked ? R"({"error":"a chunked body is accepted on POST and PUT only"})"
-                                        : R"({"error":"the only transfer coding accepted is chunked"})",
-                                "application/json");
+                fail(res, chunked ? 400 : 501,
+                     chunked ? "a chunked body is accepted on POST and PUT only"
+                             : "the only transfer coding accepted is chunked",
+                     true);
                 return httplib::Server::HandlerResponse::Handled;
             }
         }
@@ -110,8 +116,7 @@ http_server::http_server(serve_options options, api::clock_fn clock)
 
     const auto api_route = [&a](const httplib::Request& req, httplib::Response& res) {
         if (req.has_header(encoded_header)) {
-            res.status = 415;
-            res.set_content(R"({"error":"compressed request bodies are not accepted"})", "application/json");
+            fail(res, 415, "compressed request bodies are not accepted");
             return;
         }
         send(res, a.handle(req.method, req.path, req.body));
@@ -139,20 +144,15 @@ http_server::http_server(serve_options options, api::clock_fn clock)
                                  return true;
                              });
         if (!read_ok && !too_big) {
-            res.status = 400;
-            res.set_header("Connection", "close");
-            res.set_content(R"({"error":"the request body could not be read"})", "application/json");
+            fail(res, 400, "the request body could not be read", true);
             return;
         }
         if (too_big) {
-            res.status = 413;
-            res.set_header("Connection", "close"); // the rest of the body is still on the wire
-            res.set_content(R"({"error":"request body too large"})", "application/json");
+            fail(res, 413, "request body too large", true); // the rest of the body is still on the wire
             return;
         }
         if (req.has_header(encoded_header)) {
-            res.status = 415;
-            res.set_content(R"({"error":"compressed request bodies are not accepted"})", "application/json");
+            fail(res, 415, "compressed request bodies are not accepted");
             return;
         }
         send(res, a.handle(req.method, req.path, body));
@@ -174,21 +174,19 @@ http_server::http_server(serve_options options, api::clock_fn clock)
             res.status = 204;
             return;
         }
-        res.status = 404;
-        res.set_content(R"({"error":"no such file"})", "application/json");
+        fail(res, 404, "no such file");
     });
     // Whatever httplib answered on its own (404 for other methods, 413, 400 for a broken request)
     // gets a JSON error body when the route set none.
     s.set_error_handler([](const httplib::Request&, httplib::Response& res) {
         if (!res.body.empty()) return;
-        const std::string msg = res.status == 413   ? "request body too large"
-                                : res.status == 404 ? "no such route"
-                                                    : "bad request";
-        res.set_content("{\"error\":\"" + msg + "\"}", "application/json");
+        fail(res, res.status,
+             res.status == 413   ? "request body too large"
+             : res.status == 404 ? "no such route"
+                                 : "bad request");
     });
     s.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
-        res.status = 500;
-        res.set_content(R"({"error":"internal error"})", "application/json");
+        fail(res, 500, "internal error");
     });
 }
 
