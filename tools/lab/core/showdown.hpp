@@ -1,8 +1,8 @@
 #pragma once
 // The handle showdown: the particle benchmark's four sets (alloc/free, churn, iteration of a particle
-// system) over six designs, plus handle lookup and the AoS-vs-SoA one-field pass. Header-only so
-// `strata-lab showdown`, bench/handle_bench.cpp, bench/layout_bench.cpp and the lab tests share one
-// implementation of every contender and of the workload.
+// system) over the designs of design_list, plus handle lookup. Header-only so `strata-lab showdown`,
+// bench/handle_bench.cpp and the lab tests share one implementation of every contender and of the
+// workload. The AoS-vs-SoA pass the showdown also times is layout.hpp's.
 //
 // Workload of one set: spawn `allocs` particles, kill `frees` of them (the alloc/free
 // phase), then `frames` frames of killing `churn` random live particles and spawning `churn` new
@@ -95,26 +95,10 @@ struct published {
     timings sets[4];
 };
 inline const published seed_figures[] = {
-    {"naive",
-     {{12.99, 35.91, 2.79, 0, 0},
-      {12.94, 613.37, 6.51, 0, 0},
-      {1244.46, 34.84, 25.13, 0, 0},
-      {12.78, 35.44, 273.18, 0, 0}}},
-    {"free_list",
-     {{0.17, 0.44, 5.48, 0, 0},
-      {0.13, 0.51, 7.63, 0, 0},
-      {1.41, 0.46, 32.69, 0, 0},
-      {0.15, 0.43, 542.18, 0, 0}}},
-    {"packed_array",
-     {{0.27, 0.39, 0.31, 0, 0},
-      {0.15, 0.80, 6.92, 0, 0},
-      {2.73, 0.39, 0.31, 0, 0},
-      {0.26, 0.38, 30.79, 0, 0}}},
-    {"slot_map",
-     {{0.15, 1.19, 0.31, 0, 0},
-      {0.15, 1.69, 7.00, 0, 0},
-      {1.62, 1.19, 0.31, 0, 0},
-      {0.15, 1.17, 30.62, 0, 0}}},
+    {"naive", {{12.99, 35.91, 2.79}, {12.94, 613.37, 6.51}, {1244.46, 34.84, 25.13}, {12.78, 35.44, 273.18}}},
+    {"free_list", {{0.17, 0.44, 5.48}, {0.13, 0.51, 7.63}, {1.41, 0.46, 32.69}, {0.15, 0.43, 542.18}}},
+    {"packed_array", {{0.27, 0.39, 0.31}, {0.15, 0.80, 6.92}, {2.73, 0.39, 0.31}, {0.26, 0.38, 30.79}}},
+    {"slot_map", {{0.15, 1.19, 0.31}, {0.15, 1.69, 7.00}, {1.62, 1.19, 0.31}, {0.15, 1.17, 30.62}}},
 };
 
 /// Returns: the published figures for `design`, or nullptr when none were published.
