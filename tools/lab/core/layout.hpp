@@ -13,6 +13,8 @@
 
 #include "strata/layout/soa_vector.hpp"
 
+#include "timer.hpp"
+
 namespace strata::lab::layout {
 
 /// The clock of every timed pass: this thread's CPU time, not wall time. On a shared machine wall
@@ -27,11 +29,6 @@ struct cpu_clock {
     }
 };
 inline double ms_since(cpu_clock::time_point t0) { return static_cast<double>(cpu_clock::now() - t0) / 1e6; }
-template <class T>
-inline void keep(T const& v) noexcept {
-    // The address escapes into an opaque asm that may read memory: the work that produced v stays.
-    asm volatile("" : : "g"(&v) : "memory");
-}
 
 /// Returns: the best (least) CPU milliseconds of `repeats` calls of `f`: the least disturbed by the
 /// other processes of a shared machine.
@@ -128,15 +125,19 @@ struct shape {
         timings t;
         {
             std::vector<entity> aos = make_aos(n);
-            t.aos_ms = best_ms(repeats, [&] { aos_pass(aos, 0.5f), keep(aos.data()); });
-            if (all) t.aos_all_ms = best_ms(repeats, [&] { aos_all(aos, 0.5f), keep(aos.data()); });
+            t.aos_ms = best_ms(repeats, [&] { aos_pass(aos, 0.5f), do_not_optimize(aos.data()); });
+            if (all)
+                t.aos_all_ms = best_ms(repeats, [&] { aos_all(aos, 0.5f), do_not_optimize(aos.data()); });
         }
         columns soa = make_soa(n);
-        t.soa_ms = best_ms(repeats, [&] { soa_pass(soa, 0.5f), keep(soa.template column_data<Health>()); });
-        t.soa_unpadded_ms =
-            best_ms(repeats, [&] { soa_pass_unpadded(soa, 0.5f), keep(soa.template column_data<Health>()); });
+        t.soa_ms = best_ms(repeats,
+                           [&] { soa_pass(soa, 0.5f), do_not_optimize(soa.template column_data<Health>()); });
+        t.soa_unpadded_ms = best_ms(repeats, [&] {
+            soa_pass_unpadded(soa, 0.5f), do_not_optimize(soa.template column_data<Health>());
+        });
         if (all)
-            t.soa_all_ms = best_ms(repeats, [&] { soa_all(soa, 0.5f), keep(soa.template column_data<0>()); });
+            t.soa_all_ms =
+                best_ms(repeats, [&] { soa_all(soa, 0.5f), do_not_optimize(soa.template column_data<0>()); });
         return t;
     }
 

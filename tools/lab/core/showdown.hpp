@@ -385,7 +385,6 @@ inline std::size_t pick(std::uint32_t draw, std::size_t n) noexcept {
 }
 
 using layout::cpu_clock;
-using layout::keep;
 using layout::ms_since;
 
 /// Runs one set over design D. Returns: the three phase times and a checksum.
@@ -420,7 +419,7 @@ timings run_set(const set_config& s, std::uint64_t seed = 42) {
     t0 = cpu_clock::now();
     for (std::size_t i = 0; i < s.iterations; ++i) {
         d.iterate(0.001f);
-        keep(d);
+        do_not_optimize(&d);
     }
     t.iteration_ms = ms_since(t0);
     t.checksum = d.checksum();
@@ -484,7 +483,7 @@ double lookup_ns(std::size_t live, std::size_t lookups, int repeats, std::uint64
         for (std::size_t round = 0; round < rounds; ++round)
             for (const particle_handle h : hs)
                 sum += c.get(h)->lifetime_remaining;
-        keep(sum);
+        do_not_optimize(&sum);
     });
     return ms * 1e6 / static_cast<double>(rounds * live);
 }
