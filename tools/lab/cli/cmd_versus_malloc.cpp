@@ -60,11 +60,7 @@ int versus_malloc_command(const versus_malloc_options& o) {
                     {{10'000, 16}, {1'000, 256}, {50, 2u << 20}});
     const op_workload pooled =
         versus_test("vm_pool", "20k x 16 B allocations, then deallocations", {{20'000, 16}});
-    replay_options ro;
-    ro.warmup = 1;
-    ro.repeats = o.repeats;
-    ro.latency_passes = 0;
-    ro.series_points = 1;
+    const replay_options ro{.warmup = 1, .repeats = o.repeats, .latency_passes = 0, .series_points = 1};
     const progress_line progress(o.json_path != "-");
     auto seconds = [&](const std::string& name, const op_workload& w) {
         progress("versus-malloc: " + name + " on " + w.name + "...");

@@ -148,6 +148,15 @@ inline P make_particle(std::uint32_t i) noexcept {
 // Each offers: explicit D(std::size_t capacity); void spawn(std::uint32_t i); void kill(std::size_t k)
 // (k < live()); std::size_t live() const; void iterate(float dt); double checksum() const.
 
+/// Effects: removes v[k], moving the last element into its place. Returns: the removed element.
+template <class T>
+T swap_pop(std::vector<T>& v, std::size_t k) noexcept {
+    const T x = v[k];
+    v[k] = v.back();
+    v.pop_back();
+    return x;
+}
+
 /// Returns: the sum of every particle's lifetime in `range` (the designs' checksum).
 template <class Range>
 double lifetime_sum(const Range& range) noexcept {
@@ -188,10 +197,8 @@ protected:
     }
     /// Effects: the k-th live particle is dead. Returns: its slot.
     std::uint32_t remove(std::size_t k) noexcept {
-        const std::uint32_t s = refs_[k];
+        const std::uint32_t s = swap_pop(refs_, k);
         slots_[s].is_active = false;
-        refs_[k] = refs_.back();
-        refs_.pop_back();
         return s;
     }
     std::vector<P> slots_;
@@ -312,11 +319,7 @@ class colony_design {
 public:
     explicit colony_design(std::size_t capacity) { refs_.reserve(capacity); }
     void spawn(std::uint32_t i) { refs_.push_back(c_.insert(make_particle<P>(i))); }
-    void kill(std::size_t k) {
-        c_.erase(refs_[k]);
-        refs_[k] = refs_.back();
-        refs_.pop_back();
-    }
+    void kill(std::size_t k) { c_.erase(swap_pop(refs_, k)); }
     [[nodiscard]] std::size_t live() const noexcept { return refs_.size(); }
     STRATA_SHOWDOWN_PASS void iterate(float dt) noexcept {
         for (P& p : c_)

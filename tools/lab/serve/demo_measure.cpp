@@ -91,11 +91,8 @@ private:
 /// Replays `w` through A's adapter, sampling the largest free block and the bytes in use.
 template <class A>
 json race_one(const char* name, const op_workload& w) {
-    replay_options o;
-    o.warmup = 0;
-    o.repeats = 0;
-    o.latency_passes = 0;
-    const replay_result r = replay<in_heap<A>>(w, o);
+    // The sampling pass alone: no warm-up, no timed passes.
+    const replay_result r = replay<in_heap<A>>(w, {.warmup = 0, .repeats = 0, .latency_passes = 0});
     json largest = json::array(), used = json::array();
     for (const memory_sample& s : r.series) {
         largest.push_back(s.largest_free);
