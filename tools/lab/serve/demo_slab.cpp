@@ -9,10 +9,12 @@
 #include <array>
 #include <condition_variable>
 #include <functional>
+#include <future>
 #include <map>
 #include <mutex>
 #include <thread>
 #include <unordered_map>
+#include <utility>
 
 #include "strata/slab/magazine.hpp"
 #include "strata/slab/slab_cache.hpp"
@@ -23,7 +25,7 @@
 namespace strata::lab::serve {
 namespace {
 
-/// One thread that runs jobs in order; run() waits for its job.
+/// One thread that runs jobs in order; run() waits for its job and rethrows what it threw.
 class lab_thread {
 public:
     static lab_thread& instance() {
@@ -31,23 +33,15 @@ public:
         return t;
     }
     void run(const std::function<void()>& job) {
-        std::unique_lock lock(mutex_);
-        // One job at a time: the caller's job is the only one queued while it waits.
-        idle_.wait(lock, [&] { return job_ == nullptr; });
-        bool done = false;
-        std::exception_ptr error;
-        std::function<void()> wrapped = [&] {
-            try {
-                job();
-            } catch (...) {
-                error = std::current_exception();
-            }
-        };
-        job_ = &wrapped;
-        done_ = &done;
+        std::lock_guard one(caller_); // one job at a time: the caller's is the only one handed over
+        std::packaged_task<void()> task(job);
+        std::future<void> done = task.get_future();
+        {
+            std::lock_guard lock(mutex_);
+            task_ = &task;
+        }
         wake_.notify_all();
-        idle_.wait(lock, [&] { return done; });
-        if (error) std::rethrow_exception(error);
+        done.get();
     }
     ~lab_thread() {
         {
@@ -63,18 +57,14 @@ private:
     void loop() {
         std::unique_lock lock(mutex_);
         for (;;) {
-            wake_.wait(lock, [&] { return stop_ || job_ != nullptr; });
-            if (job_ == nullptr) return;
-            (*job_)();
-            job_ = nullptr;
-            *done_ = true;
-            idle_.notify_all();
+            wake_.wait(lock, [&] { return stop_ || task_ != nullptr; });
+            if (task_ == nullptr) return;
+            (*std::exchange(task_, nullptr))();
         }
     }
-    std::mutex mutex_;
-    std::condition_variable wake_, idle_;
-    std::function<void()>* job_ = nullptr;
-    bool* done_ = nullptr;
+    std::mutex caller_, mutex_;
+    std::condition_variable wake_;
+    std::packaged_task<void()>* task_ = nullptr;
     bool stop_ = false;
     std::thread thread_;
 };
