@@ -64,24 +64,16 @@ public:
             const auto it = ids.find(h);
             const json id = it == ids.end() ? json(nullptr) : json(it->second);
             if (it != ids.end()) at.emplace(std::pair{i.block, i.offset}, it->second);
-            allocations.push_back({{"id", id},
-                                   {"block", i.block},
-                                   {"offset", i.offset},
-                                   {"size", i.size},
-                                   {"kind", to_string(i.kind)},
-                                   {"dedicated", i.dedicated}});
+            allocations.push_back(describe(id, i));
         });
         // The reserved destinations of the pass in flight: used nodes no allocation names.
         json moves = json::array();
         for (const defrag_move& m : pass_) {
             const auto it = ids.find(m.allocation);
-            moves.push_back({{"id", it == ids.end() ? json(nullptr) : json(it->second)},
-                             {"src_block", m.src_block},
-                             {"src_offset", m.src_offset},
-                             {"dst_block", m.dst_block},
-                             {"dst_offset", m.dst_offset},
-                             {"size", m.size},
-                             {"op", m.op == defrag_op::copy ? "copy" : "ignore"}});
+            json j = describe(m);
+            j["id"] = it == ids.end() ? json(nullptr) : json(it->second);
+            j["op"] = m.op == defrag_op::copy ? "copy" : "ignore";
+            moves.push_back(std::move(j));
         }
         json blocks = json::array();
         for (std::uint32_t b = 0; b < pool_.block_slots(); ++b) {
@@ -178,11 +170,19 @@ private:
         throw api_error(400, "kind must be \"linear\" (a buffer) or \"optimal\" (an image)");
     }
 
-    // The result fields of a live allocation.
-    json describe(std::uint64_t id, device_allocation h) const {
-        const device_allocation_info& i = *pool_.info(h);
+    // The fields of a live allocation (its id: a number, or null for one the demo did not make).
+    static json describe(const json& id, const device_allocation_info& i) {
         return {{"id", id},       {"block", i.block},          {"offset", i.offset},
                 {"size", i.size}, {"kind", to_string(i.kind)}, {"dedicated", i.dedicated}};
+    }
+    json describe(std::uint64_t id, device_allocation h) const { return describe(json(id), *pool_.info(h)); }
+    // The fields of a defragmentation move.
+    static json describe(const defrag_move& m) {
+        return {{"src_block", m.src_block},
+                {"src_offset", m.src_offset},
+                {"dst_block", m.dst_block},
+                {"dst_offset", m.dst_offset},
+                {"size", m.size}};
     }
 
     // Returns the new allocation's id, or 0 when the pool refused (reason in pool_.last_error()).
@@ -273,11 +273,7 @@ private:
                 if (m.op != defrag_op::copy) continue; // freed during the pass: dropped
                 bytes += m.size;
                 ++count;
-                committed_.push_back({{"src_block", m.src_block},
-                                      {"src_offset", m.src_offset},
-                                      {"dst_block", m.dst_block},
-                                      {"dst_offset", m.dst_offset},
-                                      {"size", m.size}});
+                committed_.push_back(describe(m));
             }
             (void)pool_.end_pass();
             pass_ = {};
