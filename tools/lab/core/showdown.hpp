@@ -42,11 +42,7 @@ struct particle {
 static_assert(sizeof(particle) == 24, "the benchmark's particle is 24 bytes");
 
 /// The 32-byte padded variant.
-struct particle32 {
-    bool is_active = false;
-    float position[2] = {};
-    float velocity[2] = {};
-    float lifetime_remaining = 0;
+struct particle32 : particle {
     float pad[2] = {};
 };
 static_assert(sizeof(particle32) == 32, "the padded particle is 32 bytes");
