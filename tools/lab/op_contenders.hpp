@@ -1,7 +1,8 @@
 #pragma once
 // strata-lab replay contenders: one adapter per allocator (the contract is in replay.hpp) and the
 // registry that race/replay take them from. Adding an allocator = one adapter + one line in
-// op_registry() below.
+// op_registry() below. The mallocs users would pick instead (mimalloc, jemalloc, tcmalloc) are in
+// peer_contenders.hpp.
 //
 // Header-only so tests/lab can replay through every contender.
 #include <algorithm>
@@ -34,6 +35,7 @@
 #include "strata/source/virtual_memory.hpp"
 
 #include "contestants.hpp" // counting_resource
+#include "peer_contenders.hpp"
 #include "replay.hpp"
 
 namespace strata::lab {
@@ -496,7 +498,7 @@ private:
 };
 
 inline const std::vector<op_contender>& op_registry() {
-    static const std::vector<op_contender> r{
+    static const std::vector<op_contender> r = with_peers({
         make_op_contender<malloc_replay>("malloc", "glibc malloc/free/realloc"),
         make_op_contender<pmr_pool_replay>("pmr_pool",
                                            "std::pmr::unsynchronized_pool_resource (pools up to 64 KiB)"),
@@ -533,7 +535,7 @@ inline const std::vector<op_contender>& op_registry() {
             "best_fit", "strata::free_list<best_fit>", "at most 500,000 operations, alignment <= 4096"),
         make_op_contender<free_list_replay<free_list_next_fit>>(
             "next_fit", "strata::free_list<next_fit>", "at most 500,000 operations, alignment <= 4096"),
-    };
+    });
     return r;
 }
 
