@@ -18,6 +18,7 @@
 #include "op_contenders.hpp"
 #include "progress.hpp"
 #include "race.hpp"
+#include "race_summary.hpp"
 #include "registry.hpp" // glob_match
 #include "report.hpp"
 #include "report_command.hpp" // apply_race_knobs
@@ -85,7 +86,7 @@ bool only_matches(const std::vector<std::string>& only) {
 } // namespace
 
 void apply_race_knobs(race_command_options& r, const race_knobs& k, bool quick) {
-    r.scale = k.scale.value_or(quick ? 0.05 : 1.0);
+    r.scale = k.scale.value_or(quick ? 0.05 : k.full ? 1.0 : default_race_scale);
     r.seed = k.seed.value_or(42);
     r.repeats = k.repeats.value_or(quick ? 1 : 3);
     r.latency_passes = k.latency_passes.value_or(quick ? 1 : 3);
@@ -166,6 +167,8 @@ int race_command(const race_command_options& o) {
             }
         }
     }
+    if (table && o.view == race_view::summary)
+        print_race_summary(std::cout, summarize_race(sections), cal.resolution_ns());
     char title[160];
     std::snprintf(title, sizeof title, "strata-lab race (scale %g, seed %llu, repeats %d, latency passes %d)",
                   scale, static_cast<unsigned long long>(o.seed), o.repeats, o.latency_passes);

@@ -1,7 +1,8 @@
 // strata-lab: races allocators on the same workloads and reports speed, latency tails, footprint
 // and fragmentation. See docs/lab.md.
 //
-//   strata-lab [race]            the embedded workload set through every allocator (the default)
+//   strata-lab [race]            the embedded workload set through every allocator (the default;
+//                                about a minute; --full: the workloads at full size)
 //   strata-lab latency           the same, printed as latency percentiles (raw and filtered)
 //   strata-lab fragmentation     largest free block over the bimodal workload (seed 000's race)
 //   strata-lab replay TRACE      a recorded trace through every allocator that applies
@@ -58,7 +59,8 @@ const std::vector<shared_use>& shared_uses() {
         {"versus-malloc", {"--repeats", "--quick", "--json"}},
         {"layout", {"--repeats", "--quick", "--json"}},
         {"showdown", {"--seed", "--repeats", "--quick", "--json"}},
-        {"report", {"--workload", "--only", "--scale", "--seed", "--repeats", "--latency-passes", "--quick"}},
+        {"report",
+         {"--workload", "--only", "--scale", "--seed", "--repeats", "--latency-passes", "--quick", "--full"}},
         {"run", {"--seed", "--repeats", "--only", "--quick", "--json", "--list"}},
         {"serve", {}},
     };
@@ -164,9 +166,12 @@ int main(int argc, char** argv) {
     auto* json_opt = app.add_option("--json", run.json_path,
                                     "also write the results as JSON to FILE ('-': JSON on stdout, no table)")
                          ->type_name("FILE");
-    auto* quick_opt = app.add_flag("--quick", run.quick,
-                                   "smaller defaults for tests and CI (the default race still takes tens of "
-                                   "seconds)");
+    auto* quick_opt = app.add_flag("--quick", run.quick, "smaller defaults for tests and CI");
+    bool full = false;
+    auto* full_opt = app.add_flag("--full", full,
+                                  "race, latency, fragmentation, report: the workloads at their full size "
+                                  "(scale 1; the default is scale 0.25, about a minute for the race)")
+                         ->excludes(quick_opt);
 
     // race / latency / fragmentation (and the default).
     strata::lab::race_command_options race;
@@ -185,7 +190,8 @@ int main(int argc, char** argv) {
                              ->allow_extra_args(false);
     auto* scale_opt =
         app.add_option("--scale", scale,
-                       "race, latency, fragmentation, report: work multiplier (default 1; --quick: 0.05)")
+                       "race, latency, fragmentation, report: work multiplier (default 0.25; --full: 1; "
+                       "--quick: 0.05)")
             ->type_name("X")
             // CLI::Range lets NaN through (every comparison with it is false).
             ->check(CLI::Validator(
@@ -319,6 +325,7 @@ int main(int argc, char** argv) {
         {"--seed", seed_opt},         {"--repeats", repeats_opt}, {"--only", only_opt},
         {"--list", list_opt},         {"--json", json_opt},       {"--quick", quick_opt},
         {"--workload", workload_opt}, {"--scale", scale_opt},     {"--latency-passes", latency_passes_opt},
+        {"--full", full_opt},
     };
     const std::vector<CLI::App*> chosen = app.get_subcommands();
     const std::string command = chosen.empty() ? "race" : chosen.front()->get_name();
@@ -350,6 +357,7 @@ int main(int argc, char** argv) {
     knobs.repeats = run.repeats;
     keep_if_given(scale_opt, scale, knobs.scale);
     keep_if_given(latency_passes_opt, latency_passes, knobs.latency_passes);
+    knobs.full = full;
 
     try {
 #if STRATA_LAB_HAS_SERVE

@@ -237,7 +237,7 @@ public:
     void deallocate(void* p, std::size_t size, std::size_t align) noexcept {
         pool_.deallocate(p, size, align);
     }
-    [[nodiscard]] std::size_t footprint() const noexcept { return pool_.stats().capacity; }
+    [[nodiscard]] std::size_t footprint() const noexcept { return pool_.capacity() * pool_.slot_size(); }
     [[nodiscard]] heap_probe probe() const noexcept {
         // Every free slot is interchangeable, so all free space is usable by any request the pool
         // takes: external fragmentation is zero by construction (reported as largest = free).
@@ -262,7 +262,13 @@ public:
     void deallocate(void* p, std::size_t size, std::size_t align) noexcept {
         pool_.deallocate(p, size, align);
     }
-    [[nodiscard]] std::size_t footprint() const noexcept { return pool_.stats().capacity; }
+    /// The classes' capacities (not stats(), whose live count walks every free list).
+    [[nodiscard]] std::size_t footprint() const noexcept {
+        std::size_t bytes = 0;
+        for (std::size_t i = 0; i < pool_.class_count(); ++i)
+            bytes += pool_.class_pool(i).capacity() * pool_.class_pool(i).slot_size();
+        return bytes;
+    }
 
 private:
     static size_class_options options_for(const op_workload& w) noexcept {

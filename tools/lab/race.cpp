@@ -9,6 +9,7 @@
 #include <ostream>
 
 #include "op_contenders.hpp"
+#include "race_summary.hpp"
 #include "registry.hpp" // glob_match
 #include "report.hpp"   // format_bytes
 #include "text.hpp"
@@ -176,8 +177,7 @@ void print_section(std::ostream& out, const race_section& s) {
         }
         out << text << "\n";
     }
-    for (const std::string& k : s.skipped)
-        out << "   skipped " << k << "\n";
+    out << skipped_line(s.skipped);
 }
 
 void print_latency(std::ostream& out, const race_section& s, const calibration& cal) {
@@ -203,8 +203,7 @@ void print_latency(std::ostream& out, const race_section& s, const calibration& 
                 latency_cell(cal.net_ns(static_cast<double>(t.back())), cal.resolution_ns()).c_str());
         }
     }
-    for (const std::string& k : s.skipped)
-        out << "   skipped " << k << "\n";
+    out << skipped_line(s.skipped);
 }
 
 void print_fragmentation(std::ostream& out, const race_section& s) {
@@ -230,8 +229,7 @@ void print_fragmentation(std::ostream& out, const race_section& s) {
                       format_bytes(r.result.peak_footprint).c_str(), r.worst_frag * 100);
     }
     if (!any) out << "   (no allocator here reports its free space)\n";
-    for (const std::string& k : s.skipped)
-        out << "   skipped " << k << "\n";
+    out << skipped_line(s.skipped);
 }
 
 namespace {
@@ -313,10 +311,10 @@ void write_race_json(std::ostream& out, const std::vector<race_section>& section
             json_string(out, r.result.allocator);
             out << ",\"description\":";
             json_string(out, r.description);
-            out << ",\"ns_per_op\":" << r.ns_per_op << ",\"failed\":" << r.result.failed
-                << ",\"latency_raw\":{\"p50\":" << json_number{r.p50} << ",\"p99\":" << json_number{r.p99}
-                << ",\"p99.9\":" << json_number{r.p999} << ",\"p99.99\":" << json_number{r.p9999}
-                << ",\"max\":" << json_number{r.max}
+            out << ",\"kind\":\"" << kind_name(kind_of(r)) << "\",\"ns_per_op\":" << r.ns_per_op
+                << ",\"failed\":" << r.result.failed << ",\"latency_raw\":{\"p50\":" << json_number{r.p50}
+                << ",\"p99\":" << json_number{r.p99} << ",\"p99.9\":" << json_number{r.p999}
+                << ",\"p99.99\":" << json_number{r.p9999} << ",\"max\":" << json_number{r.max}
                 << "},\"latency_filtered\":{\"passes\":" << r.result.latency_passes
                 << ",\"p50\":" << json_number{r.f_p50} << ",\"p99\":" << json_number{r.f_p99}
                 << ",\"p99.9\":" << json_number{r.f_p999} << ",\"p99.99\":" << json_number{r.f_p9999}
@@ -373,7 +371,9 @@ void write_race_json(std::ostream& out, const std::vector<race_section>& section
         }
         out << "]}";
     }
-    out << "]}\n";
+    out << "],\"summary\":";
+    write_race_summary_json(out, summarize_race(sections));
+    out << "}\n";
 }
 
 } // namespace strata::lab
