@@ -179,6 +179,7 @@ public:
         return {m.free_bytes, m.largest_free_block};
     }
     [[nodiscard]] std::size_t usable_size(const void* p) const noexcept { return heap_.usable_size(p); }
+    bool check() noexcept { return heap_.check(); }
 
 protected:
     /// A region of `bytes` (a heap that sizes its region otherwise, as buddy_replay).
@@ -493,6 +494,7 @@ public:
     }
     [[nodiscard]] std::size_t footprint() const noexcept { return heap_.committed_bytes(); }
     [[nodiscard]] std::size_t usable_size(const void* p) const noexcept { return heap_.usable_size(p); }
+    bool check() noexcept { return heap_.check(); }
 
 private:
     static engine_options options() noexcept {
