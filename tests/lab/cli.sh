@@ -49,9 +49,8 @@ expect 2 "a count is a whole number" -- run --warmup -1
 expect 2 "no allocator matches" -- race --quick --workload w1 --only no-such-allocator
 expect 2 "needs a file name" -- showdown --quick --json -
 
-# A shared option a command does not use is refused, naming both (they were accepted and ignored:
-# layout --repeats 100 ran 5 times, run --latency-passes 0 still timed every call, layout --list
-# and showdown --list ran the benchmark). Found by review.
+# A shared option a command does not use is refused, naming both (an ignored option would run the
+# command with a value other than the one given).
 for opt in "--seed 5" "--only malloc" "--workload w1" "--scale 2" "--latency-passes 1" --list; do
     expect 2 "layout does not use ${opt%% *}" -- layout --entities 1000 $opt
 done

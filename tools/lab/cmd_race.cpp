@@ -96,8 +96,7 @@ namespace {
 
 // Returns: `given` without repeats (the first of each kept, in order: racing a workload twice only
 // doubles the wait), or nullopt after saying which name is unknown and what exists. Checked before
-// anything runs: a bad name at the end of the list used to exit 2 after the others had raced,
-// their results thrown away.
+// anything runs, so a bad name at the end of the list does not throw away the others' results.
 std::optional<std::vector<std::string>> checked_workloads(const std::vector<std::string>& given) {
     std::vector<std::string> names;
     for (const std::string& n : given) {
@@ -231,8 +230,8 @@ int replay_command(const replay_command_options& o) {
 
 namespace {
 
-/// seed 004's mixed test: 10,000 x 16 B, 1,000 x 256 B and 50 x 2 MiB allocated, then all freed
-/// newest first, then a frame boundary (a linear allocator's single clear()).
+/// The mixed test of the reference tables: 10,000 x 16 B, 1,000 x 256 B and 50 x 2 MiB allocated, then all
+/// freed newest first, then a frame boundary (a linear allocator's single clear()).
 op_workload versus_mixed() {
     op_builder b("vm_mixed", "10k x 16 B + 1k x 256 B + 50 x 2 MiB allocations, then deallocations");
     std::vector<std::uint32_t> slots;
@@ -248,7 +247,7 @@ op_workload versus_mixed() {
     return b.finish();
 }
 
-/// seed 004's pool test: 20,000 x 16 B allocated, then freed.
+/// The pool test of the reference tables: 20,000 x 16 B allocated, then freed.
 op_workload versus_pool() {
     op_builder b("vm_pool", "20k x 16 B allocations, then deallocations");
     std::vector<std::uint32_t> slots;
@@ -276,7 +275,7 @@ int versus_malloc_command(const versus_malloc_options& o) {
         double seed_malloc, seed_allocator;
         bool pool_workload;
     };
-    // seed 004 ("Performance Comparison"): release build, averages of 3 runs, seconds.
+    // The reference tables ("Performance Comparison"): release build, averages of 3 runs, seconds.
     static constexpr table tables[] = {
         {"Malloc vs Linear Allocator", "arena", "Linear", 0.639655, 0.000072, false},
         {"Malloc vs Stack Allocator", "stack", "Stack", 0.650435, 0.000289, false},

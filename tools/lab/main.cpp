@@ -4,14 +4,14 @@
 //   strata-lab [race]            the embedded workload set through every allocator (the default;
 //                                about a minute; --full: the workloads at full size)
 //   strata-lab latency           the same, printed as latency percentiles (raw and filtered)
-//   strata-lab fragmentation     largest free block over the bimodal workload (seed 000's race)
+//   strata-lab fragmentation     largest free block over the bimodal workload
 //   strata-lab replay TRACE      a recorded trace through every allocator that applies
 //   strata-lab record -o FILE -- PROGRAM [ARGS...]     record a program's allocations
-//   strata-lab showdown          seed 001's particle sets (pools, packed array, slot map, colony)
-//   strata-lab versus-malloc     seed 004's malloc-vs-allocator tables
+//   strata-lab showdown          particle sets (pools, packed array, slot map, colony)
+//   strata-lab versus-malloc     the reference malloc-vs-allocator tables
 //   strata-lab layout            AoS vs SoA: cache lines loaded vs bytes used
 //   strata-lab report            one self-contained HTML report with plots
-//   strata-lab run               the v1 game-loop benchmark (frame contestants)
+//   strata-lab run               the game-loop benchmark (frame contestants)
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -46,9 +46,8 @@ void keep_if_given(const CLI::Option* opt, const T& value, std::optional<T>& out
 
 /// The shared options (declared on the app, so they may come before or after the subcommand name)
 /// that each command uses; a command not listed (race, latency, fragmentation, none) uses them all.
-/// Any other shared option given to a command is refused with status 2: they were accepted and
-/// silently ignored (layout --repeats 100 still ran 5 times, run --latency-passes 0 still timed
-/// every call, layout --list and showdown --list ran the benchmark).
+/// Any other shared option given to a command is refused with status 2: ignored, it would run the
+/// command with a value other than the one given.
 struct shared_use {
     std::string_view command;
     std::vector<std::string_view> options;
@@ -278,7 +277,7 @@ int main(int argc, char** argv) {
         report_cmd->add_option("--workload", report.workloads, "race only this workload (repeatable)")
             ->type_name("NAME");
 
-    // run: the v1 game loop
+    // run: the game loop
     auto* run_cmd = app.add_subcommand(
         "run", "the v1 game-loop benchmark: frames of allocations released at frame end" + uses_note("run"));
     auto* frames_opt =

@@ -39,8 +39,8 @@ bool selected(const std::string& name, const std::vector<std::string>& only) {
     return std::any_of(only.begin(), only.end(), [&](const std::string& p) { return glob_match(p, name); });
 }
 
-// printf into a string of whatever length it takes: a fixed line buffer cut the section header
-// (a long trace file name plus its recorded command line) and dropped the line after it.
+// printf into a string of whatever length it takes: a section header holds a trace's file name
+// and its recorded command line, which no fixed buffer bounds.
 #if defined(__GNUC__) || defined(__clang__)
 __attribute__((format(printf, 1, 2)))
 #endif
