@@ -28,8 +28,14 @@ TEST(RaceSummary, SkippedAllocatorsShareOneLineGroupedByReason) {
     EXPECT_EQ(skipped_line({"arena (needs: every block freed within its frame)",
                             "stack (needs: every block freed within its frame)",
                             "pool (needs: one request size)", "buddy (failed: no memory)"}),
-              "   skipped: arena, stack (every block freed within its frame); pool (one request size); "
-              "buddy (failed: no memory)\n");
+              "   skipped: arena, stack (every block freed within its frame); pool (one request size);\n"
+              "     buddy (failed: no memory)\n");
+    // Past 99 columns the line goes on below, indented, between two reasons.
+    const std::string wrapped =
+        skipped_line({"arena (needs: every block freed within its frame)", "pool (needs: one request size)",
+                      "first_fit (needs: at most 500,000 operations, alignment <= 4096)"});
+    EXPECT_EQ(wrapped, "   skipped: arena (every block freed within its frame); pool (one request size);\n"
+                       "     first_fit (at most 500,000 operations, alignment <= 4096)\n");
 }
 
 TEST(RaceSummary, FastestStrataAgainstMallocAndTheFastestPeer) {

@@ -152,12 +152,24 @@ std::string skipped_line(const std::vector<std::string>& skipped) {
         else
             it->second += ", " + name;
     }
-    std::string line = "   skipped:";
+    // Wrapped before 100 columns (the tables' width), between groups.
+    std::string text = "   skipped:";
+    std::size_t col = text.size();
     for (std::size_t i = 0; i < groups.size(); ++i) {
-        line += (i ? "; " : " ") + groups[i].second;
-        if (!groups[i].first.empty()) line += " (" + groups[i].first + ")";
+        std::string item = groups[i].second;
+        if (!groups[i].first.empty()) item += " (" + groups[i].first + ")";
+        item += i + 1 < groups.size() ? ";" : "";
+        if (i > 0 && col + 1 + item.size() > 99) {
+            text += "\n     ";
+            col = 5;
+        } else {
+            text += ' ';
+            ++col;
+        }
+        text += item;
+        col += item.size();
     }
-    return line + "\n";
+    return text + "\n";
 }
 
 } // namespace strata::lab

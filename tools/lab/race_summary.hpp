@@ -41,7 +41,8 @@ void print_race_summary(std::ostream& out, const std::vector<summary_row>& rows,
 void write_race_summary_json(std::ostream& out, const std::vector<summary_row>& rows);
 
 /// Returns: "   skipped: a, b (why); c (why)\n": the skipped list ("name (needs: why)" or "name
-/// (failed: why)") as one line, allocators with the same reason together; "" when none was skipped.
+/// (failed: why)") as one line, allocators with the same reason together, wrapped between reasons
+/// before 100 columns; "" when none was skipped.
 [[nodiscard]] std::string skipped_line(const std::vector<std::string>& skipped);
 
 } // namespace strata::lab
