@@ -1,6 +1,6 @@
 #pragma once
 // Op contenders that only the benches race (strata-churn): the adapter wrappers over tlsf, tlsf's
-// sized free, buddy's offsets API, the fixed-size pools of one 96-byte particle, Boost.Pool and the
+// unsized free, buddy's offsets API, the fixed-size pools of one 96-byte particle, Boost.Pool and the
 // intrusive free list that is the physical limit for a fixed size. Same contract as every other
 // contender (replay.hpp); with_bench_contenders() appends them to a registry (op_registry()), so a
 // bench races the lab's contenders plus these.
@@ -137,14 +137,13 @@ private:
     strata::locked<bench_detail::buffered_tlsf, std::mutex> heap_;
 };
 
-/// strata::tlsf freed with the size, the sized call std::pmr and std::allocator make (tlsf takes
-/// it as a prefetch hint); the "tlsf" contender frees unsized.
-class tlsf_sized_replay : public tlsf_replay<5> {
+/// strata::tlsf freed without the size (the heap finds it in the block's header), as free() is
+/// called; the lab's "tlsf" contender frees with the size, as std::pmr and std::allocator do (tlsf
+/// takes it as a prefetch hint).
+class tlsf_unsized_replay : public tlsf_replay<5> {
 public:
     using tlsf_replay<5>::tlsf_replay;
-    void deallocate(void* p, std::size_t size, std::size_t align) noexcept {
-        this->heap_.deallocate(p, size, align);
-    }
+    void deallocate(void* p, std::size_t, std::size_t) noexcept { this->heap_.deallocate(p); }
 };
 
 /// strata::buddy's offsets API (allocate_offset, sized deallocate_offset), min_block 16, over the
@@ -293,8 +292,8 @@ private:
         "requests <= 64 KiB, alignment <= 16"));
     r.push_back(make_op_contender<locked_tlsf_replay>(
         "locked_tlsf", "strata::locked<tlsf, std::mutex>, uncontended", align16));
-    r.push_back(make_op_contender<tlsf_sized_replay>(
-        "tlsf_sized", "strata::tlsf (SLI 5), freed with the size as a hint", "alignment <= 4096"));
+    r.push_back(make_op_contender<tlsf_unsized_replay>(
+        "tlsf_unsized", "strata::tlsf (SLI 5), freed without the size", "alignment <= 4096"));
     r.push_back(make_op_contender<buddy_offsets_replay>(
         "buddy_offsets", "strata::buddy offsets API, min_block 16, over the buddy contender's region",
         "peak live bytes of at most 1 GiB, alignment <= 16"));
