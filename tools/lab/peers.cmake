@@ -17,6 +17,12 @@ if(TARGET strata_lab_peers)
     return()
 endif()
 add_library(strata_lab_peers INTERFACE)
+# Under a sanitizer the peers would only blind it (their blocks bypass its malloc) and mimalloc's
+# RTLD_DEEPBIND is refused by the sanitizer runtime: sanitized builds race without them.
+if(STRATA_SANITIZE)
+    message(STATUS "strata: lab peer contenders: none (STRATA_SANITIZE=${STRATA_SANITIZE})")
+    return()
+endif()
 
 set(_peer_dir "${CMAKE_BINARY_DIR}/strata_lab_peers")
 file(MAKE_DIRECTORY "${_peer_dir}")
@@ -66,9 +72,12 @@ function(strata_private_archive out_var archive prefix)
         return()
     endif()
     file(WRITE "${_out}.syms" "${_map}")
-    execute_process(COMMAND ${CMAKE_OBJCOPY} "--redefine-syms=${_out}.syms" "${archive}" "${_out}"
+    # Into a new file, copied over the old only when it differs: a reconfigure does not relink.
+    execute_process(COMMAND ${CMAKE_OBJCOPY} "--redefine-syms=${_out}.syms" "${archive}" "${_out}.new"
                     RESULT_VARIABLE _rc ERROR_QUIET)
     if(_rc EQUAL 0)
+        file(COPY_FILE "${_out}.new" "${_out}" ONLY_IF_DIFFERENT)
+        file(REMOVE "${_out}.new")
         set(${out_var} "${_out}" PARENT_SCOPE)
     endif()
 endfunction()

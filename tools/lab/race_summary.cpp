@@ -1,5 +1,6 @@
 #include "race_summary.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -82,15 +83,19 @@ void print_race_summary(std::ostream& out, const std::vector<summary_row>& rows,
     if (rows.empty()) return;
     out << "\n== summary: the fastest strata allocator per workload against malloc and the fastest peer\n"
            "   (speed = their ns/op over strata's: above 1x strata is faster; tail = filtered p99.99, ns)\n";
+    // The workload column fits the longest name (a trace's file name), at most 40 characters.
+    int w = 13;
+    for (const summary_row& r : rows)
+        w = std::max(w, static_cast<int>(std::min<std::size_t>(r.workload.size(), 40)));
     char line[256];
-    std::snprintf(line, sizeof line, "%-14s %-12s %7s %9s %-9s %8s %20s\n", "workload", "strata", "ns/op",
+    std::snprintf(line, sizeof line, "%-*s %-12s %7s %9s %-9s %8s %20s\n", w, "workload", "strata", "ns/op",
                   "vs malloc", "peer", "vs peer", "tail strata/mal/peer");
     out << line;
     for (const summary_row& r : rows) {
         const std::string tails = tail_cell(r.strata_tail, resolution_ns) + "/" +
                                   tail_cell(r.malloc_tail, resolution_ns) + "/" +
                                   tail_cell(r.peer_tail, resolution_ns);
-        std::snprintf(line, sizeof line, "%-14s %-12s %7.1f %9s %-9s %8s %20s\n", r.workload.c_str(),
+        std::snprintf(line, sizeof line, "%-*.*s %-12s %7.1f %9s %-9s %8s %20s\n", w, w, r.workload.c_str(),
                       r.strata.c_str(), r.strata_ns, cell("%.2fx", r.vs_malloc).c_str(),
                       r.peer.empty() ? "-" : r.peer.c_str(), cell("%.2fx", r.vs_peer).c_str(), tails.c_str());
         out << line;
