@@ -115,7 +115,8 @@ TEST(LabPeers, OverAlignedRequestsAndReallocationsKeepTheirAlignment) {
 #endif
 }
 
-#if defined(__GLIBC__)
+#if defined(__GLIBC__) && (defined(STRATA_LAB_HAS_MIMALLOC) || defined(STRATA_LAB_HAS_JEMALLOC) ||           \
+                           defined(STRATA_LAB_HAS_TCMALLOC))
 // A peer's blocks never come from the process's malloc, and the process's malloc is still glibc's:
 // the peers' own malloc symbols are renamed or bound locally (tools/lab/peers.cmake).
 TEST(LabPeers, TheProcessMallocStaysGlibc) {
