@@ -135,11 +135,11 @@ check "race --quick keeps an explicit --scale, --seed, --repeats, --latency-pass
 "$lab" race --quick --workload bimodal --only malloc --json - >"$work/knobs.json" 2>/dev/null
 check "race --quick alone: scale 0.05, one pass of each kind" \
     ran_with "scale 0.05, seed 42, repeats 1, latency passes 1" 1
-# The default race runs at scale 0.25, --full at 1; --full and --quick exclude each other, and
+# The default race runs at scale 0.5, --full at 1; --full and --quick exclude each other, and
 # commands without a scale refuse --full. The JSON ends with the summary (strata vs malloc vs peer).
 "$lab" race --workload bimodal --only 'malloc,size_class,*malloc' --repeats 1 --latency-passes 1 \
     --json - >"$work/knobs.json" 2>/dev/null
-check "race alone: scale 0.25" ran_with "scale 0.25, seed 42" 1
+check "race alone: scale 0.5" ran_with "scale 0.5, seed 42" 1
 has_summary() { grep -q '"summary":\[{"workload":"bimodal","strata":"size_class"' "$work/knobs.json"; }
 check "race --json: a summary row per workload" has_summary
 "$lab" race --full --workload bimodal --only malloc --repeats 1 --latency-passes 1 --json - \

@@ -169,7 +169,7 @@ int main(int argc, char** argv) {
     bool full = false;
     auto* full_opt = app.add_flag("--full", full,
                                   "race, latency, fragmentation, report: the workloads at their full size "
-                                  "(scale 1; the default is scale 0.25, about a minute for the race)")
+                                  "(scale 1; the default is scale 0.5, about half a minute for the race)")
                          ->excludes(quick_opt);
 
     // race / latency / fragmentation (and the default).
@@ -189,7 +189,7 @@ int main(int argc, char** argv) {
                              ->allow_extra_args(false);
     auto* scale_opt =
         app.add_option("--scale", scale,
-                       "race, latency, fragmentation, report: work multiplier (default 0.25; --full: 1; "
+                       "race, latency, fragmentation, report: work multiplier (default 0.5; --full: 1; "
                        "--quick: 0.05)")
             ->type_name("X")
             // CLI::Range lets NaN through (every comparison with it is false).

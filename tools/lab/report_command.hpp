@@ -10,13 +10,13 @@
 
 namespace strata::lab {
 
-/// The race's knobs as the command line gave them; nullopt = not given. Kept apart from a given
-/// value so that --quick lowers only the defaults: an explicit --repeats 5 --quick races 5 passes
-/// (as `run` and `replay` do), where it once was silently overridden with 1.
 /// The default race's work multiplier: every embedded workload through every allocator in about
 /// 30 s of CPU on the 2-core development machine (`--full` races at 1).
-inline constexpr double default_race_scale = 0.25;
+inline constexpr double default_race_scale = 0.5;
 
+/// The race's knobs as the command line gave them; nullopt = not given. Kept apart from a given
+/// value so that --quick lowers only the defaults: an explicit --repeats 5 --quick races 5 passes
+/// (as `run` and `replay` do).
 struct race_knobs {
     std::optional<double> scale;       ///< default default_race_scale; --full: 1; --quick: 0.05
     bool full = false;                 ///< --full: scale 1 where --scale is not given
