@@ -8,11 +8,12 @@
 // process's malloc (peers.cmake says how). with_peers() puts the ones present into a registry,
 // right after its "malloc" row.
 //
-// A process has one instance of each: "fresh allocator" per replay means the replay starts with
-// all of its earlier blocks freed, the memory they left cached still held. Footprint is what the
-// allocator holds from the OS now less what was in use when the adapter was made (as for
-// malloc_replay), read from the allocator's statistics every 256 calls: the statistics cost
-// microseconds, and the sampling pass asks after every operation.
+// A process has one instance of each, so an adapter cannot make a fresh one: it makes the one there
+// is give its cached free memory back to the OS (mi_collect, jemalloc's tcache flush and purge,
+// MallocExtension_ReleaseFreeMemory), so that each replay starts near empty, as strata's fresh
+// instances do. Footprint is what the allocator holds from the OS now less what was in use when the
+// adapter was made, read from its statistics every 256 calls: they cost microseconds, and the
+// sampling pass asks after every operation.
 //
 // Header-only, as op_contenders.hpp, so tests/lab replays through the peers too.
 #include <algorithm>
@@ -71,11 +72,14 @@ private:
 /// mimalloc through mi_malloc / mi_malloc_aligned / mi_realloc(_aligned) / mi_free. Its shared
 /// library defines malloc too, so it is dlopened with RTLD_LOCAL (nothing else binds to it) and
 /// RTLD_DEEPBIND (its own calls bind to itself) instead of linked; unusable (skipped) when the
-/// library does not load. Footprint: mimalloc's committed bytes (mi_process_info).
+/// library does not load. Footprint: mimalloc's committed bytes (mi_process_info; it reports no
+/// bytes in use to subtract).
 class mimalloc_replay {
 public:
     static bool applies(const op_workload&) noexcept { return api() != nullptr; }
-    explicit mimalloc_replay(const op_workload&) noexcept : baseline_(committed()) {}
+    explicit mimalloc_replay(const op_workload&) noexcept {
+        if (api() != nullptr) api()->collect(true);
+    }
     void* allocate(std::size_t size, std::size_t align) noexcept {
         return align <= alignof(std::max_align_t) ? api()->malloc(size) : api()->malloc_aligned(size, align);
     }
@@ -85,7 +89,7 @@ public:
                                                   : api()->realloc_aligned(p, n, align);
     }
     [[nodiscard]] std::size_t footprint() const noexcept {
-        if (refresh_()) held_ = peer_detail::held_less(committed(), baseline_);
+        if (refresh_()) held_ = committed();
         return held_;
     }
     [[nodiscard]] std::size_t usable_size(const void* p) const noexcept { return api()->usable_size(p); }
@@ -99,6 +103,7 @@ public:
         decltype(&::mi_free) free;
         decltype(&::mi_usable_size) usable_size;
         decltype(&::mi_process_info) process_info;
+        decltype(&::mi_collect) collect;
     };
     [[nodiscard]] static const entry_points* api() noexcept {
         static const entry_points* const e = load();
@@ -117,7 +122,7 @@ private:
         const bool ok = get(e.malloc, "mi_malloc") && get(e.malloc_aligned, "mi_malloc_aligned") &&
                         get(e.realloc, "mi_realloc") && get(e.realloc_aligned, "mi_realloc_aligned") &&
                         get(e.free, "mi_free") && get(e.usable_size, "mi_usable_size") &&
-                        get(e.process_info, "mi_process_info");
+                        get(e.process_info, "mi_process_info") && get(e.collect, "mi_collect");
         return ok ? &e : nullptr;
     }
     static std::size_t committed() noexcept {
@@ -127,7 +132,6 @@ private:
         return commit;
     }
 
-    std::size_t baseline_;
     peer_detail::every_nth refresh_;
     mutable std::size_t held_ = 0;
 };
@@ -140,7 +144,7 @@ private:
 class jemalloc_replay {
 public:
     static bool applies(const op_workload&) noexcept { return true; }
-    explicit jemalloc_replay(const op_workload&) noexcept : baseline_(stat("stats.allocated")) {}
+    explicit jemalloc_replay(const op_workload&) noexcept : baseline_(release_and_count()) {}
     void* allocate(std::size_t size, std::size_t align) noexcept {
         return ::mallocx(std::max<std::size_t>(size, 1), flags(align)); // mallocx(0) is undefined
     }
@@ -160,6 +164,12 @@ public:
 private:
     static int flags(std::size_t align) noexcept {
         return align <= alignof(std::max_align_t) ? 0 : std::countr_zero(align); // MALLOCX_LG_ALIGN
+    }
+    /// Effects: flushes this thread's cache and purges every arena. Returns: bytes still allocated.
+    static std::size_t release_and_count() noexcept {
+        (void)::mallctl("thread.tcache.flush", nullptr, nullptr, nullptr, 0);
+        (void)::mallctl("arena.4096.purge", nullptr, nullptr, nullptr, 0); // 4096: MALLCTL_ARENAS_ALL
+        return stat("stats.allocated");
     }
     /// Returns: the statistic `name` after advancing the epoch (jemalloc caches its statistics).
     static std::size_t stat(const char* name) noexcept {
@@ -185,8 +195,7 @@ private:
 class tcmalloc_replay {
 public:
     static bool applies(const op_workload&) noexcept { return true; }
-    explicit tcmalloc_replay(const op_workload&) noexcept
-        : baseline_(property("generic.current_allocated_bytes")) {}
+    explicit tcmalloc_replay(const op_workload&) noexcept : baseline_(release_and_count()) {}
     void* allocate(std::size_t size, std::size_t align) noexcept {
         return align <= alignof(std::max_align_t) ? ::tc_malloc(size) : ::tc_memalign(align, size);
     }
@@ -215,6 +224,11 @@ public:
     }
 
 private:
+    /// Effects: returns tcmalloc's free pages to the OS. Returns: bytes still allocated.
+    static std::size_t release_and_count() noexcept {
+        MallocExtension_ReleaseFreeMemory();
+        return property("generic.current_allocated_bytes");
+    }
     static std::size_t property(const char* name) noexcept {
         std::size_t v = 0;
         return MallocExtension_GetNumericProperty(name, &v) != 0 ? v : 0;
