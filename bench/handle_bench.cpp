@@ -1,7 +1,7 @@
 // Handle family benchmarks: the showdown's four particle sets (alloc/free, churn, iteration) for a naive
 // flag-scan pool, a free-list pool, packed_array, slot_map (erase by handle and by dense index),
 // handle_table and plf::colony, with the 24-byte particle and the 32-byte padded one; valid-handle
-// lookup. The workload and designs are tools/lab/showdown.hpp, shared with `strata-lab showdown`.
+// lookup. The workload and designs are tools/lab/core/showdown.hpp, shared with `strata-lab showdown`.
 //
 // Each set benchmark runs the whole set once per iteration and reports the three phases as
 // counters (ms, this thread's CPU time); the benchmark's own time is the whole set.

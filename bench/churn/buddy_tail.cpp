@@ -8,7 +8,7 @@
 // Before each timed allocation it records, untimed, the request's order and how many splits it
 // will make: the free-order mask tells which order the allocation will be cut from. Prints the
 // filtered p99.99 and how the N slowest allocations spread over orders and split counts, next to
-// how all allocations do. docs/heaps.md, performance pass 6, used it.
+// how all allocations do (docs/heaps.md).
 #include <algorithm>
 #include <bit>
 #include <cstdio>
@@ -43,9 +43,11 @@ int main(int argc, char** argv) {
         }
     }
     using namespace strata::churn;
-    const workload w = make_workload(name);
+    const op_workload ops = make_workload(name);
+    const pair_view w = pairs_of(ops);
+    constexpr std::size_t alignment = 16;
     constexpr std::size_t min_block = 16;
-    const std::size_t bytes = strata::next_pow2(2 * w.peak_live_bytes + min_block * w.live());
+    const std::size_t bytes = strata::next_pow2(2 * ops.peak_live_bytes + min_block * w.live());
     std::vector<std::byte> memory(bytes + 4096); // zeroed: every page written before timing
     const std::size_t skew = (4096 - reinterpret_cast<std::uintptr_t>(memory.data()) % 4096) % 4096;
     std::byte* base = memory.data() + skew;
@@ -58,17 +60,17 @@ int main(int argc, char** argv) {
     for (int run = 0; run <= runs; ++run) {
         std::vector<std::uint32_t> sizes(w.initial);
         for (std::uint32_t i = 0; i < w.live(); ++i)
-            slots[i] = b.allocate(w.initial[i], workload::alignment);
+            slots[i] = b.allocate(w.initial[i], alignment);
         for (std::size_t i = 0; i < n; ++i) {
             const pair_op op = w.pairs[i];
-            b.deallocate(slots[op.victim], sizes[op.victim], workload::alignment);
+            b.deallocate(slots[op.victim], sizes[op.victim], alignment);
             const unsigned o =
                 op.size <= min_block ? 0u : strata::log2_ceil(op.size) - strata::log2_floor(min_block);
             order[i] = static_cast<std::uint8_t>(o);
             splits[i] =
                 static_cast<std::uint8_t>(std::countr_zero(b.free_orders() & (~std::uint64_t{0} << o)) - o);
             const std::uint64_t t0 = strata::lab::tick_begin();
-            void* p = b.allocate(op.size, workload::alignment);
+            void* p = b.allocate(op.size, alignment);
             const std::uint64_t t1 = strata::lab::tick_end();
             if (p == nullptr) {
                 std::fprintf(stderr, "allocation %zu failed\n", i);
@@ -80,7 +82,7 @@ int main(int argc, char** argv) {
             if (run > 0) ticks[i] = std::min<std::uint32_t>(ticks[i], static_cast<std::uint32_t>(t1 - t0));
         }
         for (std::uint32_t i = 0; i < w.live(); ++i)
-            b.deallocate(slots[i], sizes[i], workload::alignment);
+            b.deallocate(slots[i], sizes[i], alignment);
         if (!b.check()) return 1;
     }
 
@@ -93,7 +95,7 @@ int main(int argc, char** argv) {
     std::partial_sort(rank.begin(), rank.begin() + static_cast<std::ptrdiff_t>(ranked), rank.end(),
                       [&](std::uint32_t x, std::uint32_t y) { return ticks[x] > ticks[y]; });
     std::printf("buddy %s: region %zu MiB, bookkeeping %zu MiB, %zu allocations, filtered over %d runs\n",
-                w.name.c_str(), bytes >> 20, b.bookkeeping_bytes() >> 20, n, runs);
+                ops.name.c_str(), bytes >> 20, b.bookkeeping_bytes() >> 20, n, runs);
     if (p9999 < n)
         std::printf("filtered allocation p99.99: %.0f ns (timer overhead included: %.0f ns)\n",
                     ticks[rank[p9999]] * cal.ns_per_tick, cal.overhead_ns());

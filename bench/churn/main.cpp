@@ -1,14 +1,16 @@
-// strata-churn: runs the W1/W2/W3 churn workloads (and, when asked, W4) through the registered
-// contenders.
+// strata-churn: runs the W1/W2/W3 churn workloads (and, when asked, W4) through the lab's
+// contenders (tools/lab: op_registry() and bench_contenders.hpp).
 //
 //   strata-churn [--workload w1,w2,w3,w4] [--only NAME,...] [--label NAME] [--pairs N] [--repeats R]
 //                [--latency-runs K] [--warmup W] [--seed S] [--jsonl FILE] [--list]
 //
 // Per (contender, workload) it prints ns per free+allocate pair (median of R throughput passes, no
-// per-call timers) and per-call latency percentiles: "raw" from one timed pass, "filtered" as the
-// per-operation minimum over K identical passes (this VM stalls at random; a stall hits one pass,
-// not all K, so the minimum removes it while a tail the allocator itself produces survives).
-// `--label` renames the "malloc" contender (bench/churn/peers.sh sets it to the LD_PRELOADed malloc).
+// per-call timers; the live set's fill and drain untimed) and per-call latency percentiles: "raw"
+// from one timed pass, "filtered" as the per-operation minimum over K identical passes (this VM
+// stalls at random; a stall hits one pass, not all K, so the minimum removes it while a tail the
+// allocator itself produces survives). A contender's check(), where it has one, runs after every
+// pass. `--label` renames the "malloc" contender (bench/churn/peers.sh sets it to the LD_PRELOADed
+// malloc).
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -18,11 +20,13 @@
 #include <string>
 #include <vector>
 
+#include "bench_contenders.hpp" // tools/lab
 #include "churn.hpp"
 
 namespace {
 
 using namespace strata::churn;
+using strata::lab::op_contender;
 
 std::string tail_json(const tail& t) {
     char buf[256];
@@ -38,6 +42,22 @@ int usage(const char* argv0) {
         "          [--latency-runs K] [--warmup W] [--seed S] [--jsonl FILE] [--list]\n",
         argv0);
     return 2;
+}
+
+const std::vector<op_contender>& contenders() {
+    static const std::vector<op_contender> r = strata::lab::with_bench_contenders(strata::lab::op_registry());
+    return r;
+}
+
+/// Returns: ticks[first], ticks[first + 2], ...: one op of every pair (free: first = live, allocate:
+/// first = live + 1).
+std::vector<std::uint32_t> every_other(const std::vector<std::uint32_t>& ticks, std::size_t first,
+                                       std::size_t pairs) {
+    std::vector<std::uint32_t> out;
+    out.reserve(pairs);
+    for (std::size_t i = 0; i < pairs && first + 2 * i < ticks.size(); ++i)
+        out.push_back(ticks[first + 2 * i]);
+    return out;
 }
 
 } // namespace
@@ -78,7 +98,7 @@ int main(int argc, char** argv) {
         else if (a == "--jsonl")
             jsonl = value();
         else if (a == "--list") {
-            for (const auto& c : registry())
+            for (const auto& c : contenders())
                 std::printf("%-22s %s\n", c.name.c_str(), c.description.c_str());
             return 0;
         } else
@@ -94,37 +114,49 @@ int main(int argc, char** argv) {
                 "alloc ns p50/p99/p99.99 filt (raw p99.99)", "free ns p50/p99/p99.99 filt (raw p99.99)");
     int status = 0;
     for (const auto& wname : workloads) {
-        workload w;
+        op_workload w;
         try {
             w = make_workload(wname, pairs, seed);
         } catch (const std::exception& e) {
             std::fprintf(stderr, "%s\n", e.what());
             return 2;
         }
-        for (const auto& c : registry()) {
+        const std::size_t live = pairs_of(w).live();
+        strata::lab::replay_options o;
+        o.warmup = warmup;
+        o.repeats = repeats;
+        o.latency_passes = latency_runs;
+        o.sampling = false;
+        o.timed_begin = live;
+        o.timed_end = live + 2 * pairs;
+        for (const auto& c : contenders()) {
             if (!only.empty() && std::find(only.begin(), only.end(), c.name) == only.end()) continue;
-            if (!c.accepts(w)) continue;
+            if (!c.applies(w)) continue;
             const std::string name = c.name == "malloc" ? label : c.name;
-            std::vector<double> seconds;
-            std::vector<std::uint32_t> at, ft, raw_a, raw_f;
+            strata::lab::replay_result r;
             try {
-                c.run(w, warmup, repeats, latency_runs, seconds, at, ft, [&](int k) {
-                    if (k == 0) {
-                        raw_a = at;
-                        raw_f = ft;
-                    }
-                });
+                r = c.run(w, o);
             } catch (const std::exception& e) {
                 std::printf("%-16s %-3s FAILED: %s\n", name.c_str(), w.name.c_str(), e.what());
                 status = 1;
                 continue;
             }
+            if (r.failed != 0 || r.check_failures != 0) {
+                std::printf("%-16s %-3s FAILED: %llu allocations failed, check() failed after %llu passes\n",
+                            name.c_str(), w.name.c_str(), static_cast<unsigned long long>(r.failed),
+                            static_cast<unsigned long long>(r.check_failures));
+                status = 1;
+                continue;
+            }
+            std::vector<double> seconds = r.seconds;
             std::sort(seconds.begin(), seconds.end());
-            const double per = 1e9 / static_cast<double>(w.pairs.size());
+            const double per = 1e9 / static_cast<double>(pairs);
             const double median = (seconds[(seconds.size() - 1) / 2] + seconds[seconds.size() / 2]) / 2 * per,
                          best = seconds.front() * per;
-            const tail fa = percentiles(at, cal), ff = percentiles(ft, cal);
-            const tail ra = percentiles(raw_a, cal), rf = percentiles(raw_f, cal);
+            const tail fa = percentiles(every_other(r.ticks_filtered, live + 1, pairs), cal),
+                       ff = percentiles(every_other(r.ticks_filtered, live, pairs), cal);
+            const tail ra = percentiles(every_other(r.ticks_raw, live + 1, pairs), cal),
+                       rf = percentiles(every_other(r.ticks_raw, live, pairs), cal);
             char a_col[64] = "-", f_col[64] = "-"; // --latency-runs 0: no per-call timings were taken
             if (latency_runs > 0) {
                 std::snprintf(a_col, sizeof a_col, "%.0f/%.0f/%.0f (%.0f)", fa.p50, fa.p99, fa.p9999,
@@ -137,8 +169,8 @@ int main(int argc, char** argv) {
             std::fflush(stdout);
             if (json_out) {
                 json_out << R"({"contender":")" << name << R"(","workload":")" << w.name << R"(","pairs":)"
-                         << w.pairs.size() << R"(,"ns_per_pair":)" << median << R"(,"ns_per_pair_min":)"
-                         << best << R"(,"latency_runs":)" << latency_runs;
+                         << pairs << R"(,"ns_per_pair":)" << median << R"(,"ns_per_pair_min":)" << best
+                         << R"(,"latency_runs":)" << latency_runs;
                 if (latency_runs > 0)
                     json_out << R"(,"alloc_filtered":)" << tail_json(fa) << R"(,"free_filtered":)"
                              << tail_json(ff) << R"(,"alloc_raw":)" << tail_json(ra) << R"(,"free_raw":)"

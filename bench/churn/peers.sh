@@ -35,7 +35,9 @@ declare -A peers=(
     [tcmalloc]="$lib/libtcmalloc_minimal.so.4"
     [tbbmalloc]="$lib/libtbbmalloc_proxy.so.2"
 )
-others="$("$bin" --list | awk '$1 != "malloc" {print $1}' | paste -sd, -)"
+# The in-process mimalloc/jemalloc/tcmalloc contenders (called through their own APIs) would share
+# their names with the preloaded rows: the preloaded ones, the process's malloc, are raced here.
+others="$("$bin" --list | awk '$1 != "malloc" && $1 != "mimalloc" && $1 != "jemalloc" && $1 != "tcmalloc" {print $1}' | paste -sd, -)"
 for ((round = 1; round <= rounds; ++round)); do
     out="$(mktemp -t strata-churn.XXXXXX.jsonl)"
     outs+=("$out")

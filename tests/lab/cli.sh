@@ -48,7 +48,8 @@ done
 expect 2 "no allocator matches" -- race --quick --workload w1 --only no-such-allocator
 expect 2 "needs a file name" -- showdown --quick --json -
 
-# A shared option a command does not use is refused, naming both.
+# A shared option a command does not use is refused, naming both (an ignored option would run the
+# command with a value other than the one given).
 for opt in "--seed 5" "--only malloc" "--workload w1" "--scale 2" "--latency-passes 1" --list; do
     expect 2 "layout does not use ${opt%% *}" -- layout --entities 1000 $opt
 done
@@ -131,6 +132,21 @@ check "race --quick keeps an explicit --scale, --seed, --repeats, --latency-pass
 "$lab" race --quick --workload bimodal --only malloc --json - >"$work/knobs.json" 2>/dev/null
 check "race --quick alone: scale 0.05, one pass of each kind" \
     ran_with "scale 0.05, seed 42, repeats 1, latency passes 1" 1
+# The default race runs at scale 0.5, --full at 1; --full and --quick exclude each other, and
+# commands without a scale refuse --full. The JSON ends with the summary (strata vs malloc vs peer).
+"$lab" race --workload bimodal --only 'malloc,size_class,*malloc' --repeats 1 --latency-passes 1 \
+    --json - >"$work/knobs.json" 2>/dev/null
+check "race alone: scale 0.5" ran_with "scale 0.5, seed 42" 1
+has_summary() { grep -q '"summary":\[{"workload":"bimodal","strata":"size_class"' "$work/knobs.json"; }
+check "race --json: a summary row per workload" has_summary
+"$lab" race --full --workload bimodal --only malloc --repeats 1 --latency-passes 1 --json - \
+    >"$work/knobs.json" 2>/dev/null
+check "race --full: scale 1" ran_with "scale 1, seed 42" 1
+expect 2 "excludes" -- race --full --quick --workload bimodal --only malloc
+expect 2 "replay does not use --full" -- replay --full "$work/none.st"
+"$lab" race --quick --workload w1 --only '*' >"$work/out" 2>/dev/null
+one_skip_line() { [[ $(grep -c "skipped" "$work/out") -le 1 ]]; }
+check "race: the skipped allocators of a workload on one line" one_skip_line
 # report passes them on to its race (it took and ignored them).
 "$lab" report --quick "${knobs[@]}" -o "$work/knobs.html" >/dev/null 2>&1
 check "report passes --scale, --seed, --repeats, --latency-passes to its race" \

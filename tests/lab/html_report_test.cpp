@@ -1,4 +1,4 @@
-// The strata-lab HTML report writer (tools/lab/html_report.cpp): one self-contained page with the
+// The strata-lab HTML report writer (tools/lab/report/html_report.cpp): one self-contained page with the
 // race JSON embedded and escaped. The rendering itself is tested in a browser: tests/browser.
 #include "html_report.hpp"
 

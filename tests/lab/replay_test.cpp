@@ -1,4 +1,4 @@
-// strata-lab op model, synthetic generators and the replay engine (tools/lab/ops.hpp, replay.hpp,
+// strata-lab op model, synthetic generators and the replay engine (tools/lab/core/ops.hpp, replay.hpp,
 // op_contenders.hpp), header-only, included by path.
 #include <chrono>
 #include <cmath>

@@ -13,6 +13,7 @@
 #include "op_contenders.hpp"
 #include "progress.hpp"
 #include "race.hpp"
+#include "race_summary.hpp"
 #include "text.hpp"
 #include "trace_workload.hpp"
 
@@ -67,7 +68,7 @@ bool only_matches(const std::vector<std::string>& only) {
 }
 
 void apply_race_knobs(race_command_options& r, const race_knobs& k, bool quick) {
-    r.scale = k.scale.value_or(quick ? 0.05 : 1.0);
+    r.scale = k.scale.value_or(quick ? 0.05 : k.full ? 1.0 : default_race_scale);
     r.seed = k.seed.value_or(42);
     r.repeats = k.repeats.value_or(quick ? 1 : 3);
     r.latency_passes = k.latency_passes.value_or(quick ? 1 : 3);
@@ -147,6 +148,8 @@ int race_command(const race_command_options& o) {
             }
         }
     }
+    if (table && o.view == race_view::summary)
+        print_race_summary(std::cout, summarize_race(sections), cal.resolution_ns());
     char title[160];
     std::snprintf(title, sizeof title, "strata-lab race (scale %g, seed %llu, repeats %d, latency passes %d)",
                   scale, static_cast<unsigned long long>(o.seed), o.repeats, o.latency_passes);
@@ -187,13 +190,14 @@ std::function<int()> add_race_view(CLI::App& app, const shared_options& shared, 
 }
 
 [[maybe_unused]] const bool registered =
-    register_command({10, "race", std::nullopt,
-                      [](CLI::App& app, const shared_options& s, const std::string&) {
-                          return add_race_view(
-                              app, s, "race",
-                              "the embedded workload set through every allocator (the default)",
-                              race_view::summary);
-                      }}) &&
+    register_command(
+        {10, "race", std::nullopt,
+         [](CLI::App& app, const shared_options& s, const std::string&) {
+             return add_race_view(
+                 app, s, "race",
+                 "the embedded workload set through every allocator (the default; --full: full size)",
+                 race_view::summary);
+         }}) &&
     register_command({11, "latency", std::nullopt,
                       [](CLI::App& app, const shared_options& s, const std::string&) {
                           return add_race_view(app, s, "latency",

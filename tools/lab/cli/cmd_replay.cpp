@@ -7,6 +7,7 @@
 #include "commands.hpp"
 #include "progress.hpp"
 #include "race.hpp"
+#include "race_summary.hpp"
 #include "text.hpp"
 #include "trace_workload.hpp"
 
@@ -62,7 +63,10 @@ int replay_command(const replay_command_options& o) {
         std::cout << "\n";
     }
     std::vector<race_section> sections{race_workload(w, ro, cal, stream ? &open : nullptr)};
-    if (table) print_section(std::cout, sections.back());
+    if (table) {
+        print_section(std::cout, sections.back());
+        print_race_summary(std::cout, summarize_race(sections), cal.resolution_ns());
+    }
     return emit(sections, cal, "strata-lab replay " + o.trace, o.json_path);
 }
 

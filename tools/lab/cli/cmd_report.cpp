@@ -137,7 +137,7 @@ namespace {
 [[maybe_unused]] const bool registered = register_command(
     {60, "report",
      std::vector<std::string_view>{"--workload", "--only", "--scale", "--seed", "--repeats",
-                                   "--latency-passes", "--quick"},
+                                   "--latency-passes", "--quick", "--full"},
      [](CLI::App& app, const shared_options& shared, const std::string& uses_note) -> std::function<int()> {
          auto o = std::make_shared<report_command_options>();
          auto* cmd = app.add_subcommand(

@@ -18,11 +18,16 @@ namespace strata::lab {
 
 // ---- registry ----------------------------------------------------------------------------------
 
+/// The default race's work multiplier: every embedded workload through every allocator in about
+/// 30 s of CPU on a 2-core machine (`--full` races at 1).
+inline constexpr double default_race_scale = 0.5;
+
 /// The race's knobs as the command line gave them; nullopt = not given. Kept apart from a given
 /// value so that --quick lowers only the defaults: an explicit --repeats 5 --quick races 5 passes,
 /// as `replay` does.
 struct race_knobs {
-    std::optional<double> scale;       ///< default 1; --quick: 0.05
+    std::optional<double> scale;       ///< default default_race_scale; --full: 1; --quick: 0.05
+    bool full = false;                 ///< --full: scale 1 where --scale is not given
     std::optional<std::uint64_t> seed; ///< default 42
     std::optional<int> repeats;        ///< default 3; --quick: 1
     std::optional<int> latency_passes; ///< default 3; --quick: 1
@@ -74,7 +79,7 @@ enum class race_view {
 struct race_command_options {
     race_view view = race_view::summary;
     std::vector<std::string> workloads; ///< synthetic workload names; empty = all
-    double scale = 1.0;                 ///< work multiplier (--quick: 0.05)
+    double scale = default_race_scale;  ///< work multiplier (--full: 1; --quick: 0.05)
     std::uint64_t seed = 42;
     std::vector<std::string> only; ///< allocator name patterns
     int repeats = 3;

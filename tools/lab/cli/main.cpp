@@ -1,7 +1,8 @@
 // strata-lab: races allocators on the same workloads and reports speed, latency tails, footprint
 // and fragmentation. See docs/lab.md.
 //
-//   strata-lab [race]            the embedded workload set through every allocator (the default)
+//   strata-lab [race]            the embedded workload set through every allocator (the default;
+//                                about half a minute; --full: the workloads at full size)
 //   strata-lab latency           the same, printed as latency percentiles (raw and filtered)
 //   strata-lab fragmentation     largest free block over the bimodal workload
 //   strata-lab run               alias of `race --workload frame_scratch`
@@ -9,9 +10,9 @@
 //   strata-lab record -o FILE -- PROGRAM [ARGS...]     record a program's allocations
 //   strata-lab versus-malloc     malloc against linear, stack, free-list and pool allocators
 //   strata-lab layout            AoS vs SoA: cache lines loaded vs bytes used
-//   strata-lab showdown          particle sets (pools, packed array, slot map, colony) beside published
-//   figures strata-lab report            one self-contained HTML report with plots strata-lab serve the live
-//   lab
+//   strata-lab showdown          particle sets (pools, packed array, slot map, colony), published figures
+//   strata-lab report            one self-contained HTML report with plots
+//   strata-lab serve             the live lab
 //
 // Each command is a cli/cmd_<name>.cpp that registers itself (commands.hpp); this file declares
 // the options the commands share, parses, and runs the chosen command.
@@ -117,9 +118,12 @@ int main(int argc, char** argv) {
     auto* json_opt = app.add_option("--json", shared.json_path,
                                     "also write the results as JSON to FILE ('-': JSON on stdout, no table)")
                          ->type_name("FILE");
-    auto* quick_opt = app.add_flag("--quick", shared.quick,
-                                   "smaller defaults for tests and CI (the default race still takes tens of "
-                                   "seconds)");
+    auto* quick_opt = app.add_flag("--quick", shared.quick, "smaller defaults for tests and CI");
+    bool full = false;
+    auto* full_opt = app.add_flag("--full", full,
+                                  "race, latency, fragmentation, report: the workloads at their full size "
+                                  "(scale 1; the default is scale 0.5, about half a minute for the race)")
+                         ->excludes(quick_opt);
     auto* workload_opt = app.add_option("--workload", shared.workloads,
                                         "race only this workload (repeatable): frame_scratch, particles, "
                                         "bimodal, w1, w2, w3, levels, openttd")
@@ -127,7 +131,8 @@ int main(int argc, char** argv) {
                              ->allow_extra_args(false);
     auto* scale_opt =
         app.add_option("--scale", scale,
-                       "race, latency, fragmentation, report: work multiplier (default 1; --quick: 0.05)")
+                       "race, latency, fragmentation, report: work multiplier (default 0.5; --full: 1; "
+                       "--quick: 0.05)")
             ->type_name("X")
             // CLI::Range lets NaN through (every comparison with it is false).
             ->check(CLI::Validator(
@@ -148,6 +153,7 @@ int main(int argc, char** argv) {
         {"--seed", seed_opt},         {"--repeats", repeats_opt}, {"--only", only_opt},
         {"--list", list_opt},         {"--json", json_opt},       {"--quick", quick_opt},
         {"--workload", workload_opt}, {"--scale", scale_opt},     {"--latency-passes", latency_passes_opt},
+        {"--full", full_opt},
     };
 
     struct added {
@@ -188,6 +194,7 @@ int main(int argc, char** argv) {
     if (repeats_opt->count() > 0) shared.knobs.repeats = repeats;
     if (scale_opt->count() > 0) shared.knobs.scale = scale;
     if (latency_passes_opt->count() > 0) shared.knobs.latency_passes = latency_passes;
+    shared.knobs.full = full;
 
     try {
         return chosen->run();

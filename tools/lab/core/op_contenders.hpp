@@ -1,7 +1,8 @@
 #pragma once
 // strata-lab replay contenders: one adapter per allocator (the contract is in replay.hpp) and the
 // registry that race/replay take them from. Adding an allocator = one adapter + one line in
-// op_registry() below.
+// op_registry() below. The mallocs users would pick instead (mimalloc, jemalloc, tcmalloc) are in
+// peer_contenders.hpp.
 //
 // Header-only so tests/lab can replay through every contender.
 #include <algorithm>
@@ -35,6 +36,7 @@
 
 #include "counting_resource.hpp"
 #include "frame_contenders.hpp"
+#include "peer_contenders.hpp"
 #include "replay.hpp"
 
 namespace strata::lab {
@@ -166,6 +168,7 @@ public:
         return {m.free_bytes, m.largest_free_block};
     }
     [[nodiscard]] std::size_t usable_size(const void* p) const noexcept { return heap_.usable_size(p); }
+    bool check() noexcept { return heap_.check(); }
 
 protected:
     /// A region of `bytes` (a heap that sizes its region otherwise, as buddy_replay).
@@ -224,7 +227,7 @@ public:
     void deallocate(void* p, std::size_t size, std::size_t align) noexcept {
         pool_.deallocate(p, size, align);
     }
-    [[nodiscard]] std::size_t footprint() const noexcept { return pool_.stats().capacity; }
+    [[nodiscard]] std::size_t footprint() const noexcept { return pool_.capacity() * pool_.slot_size(); }
     [[nodiscard]] heap_probe probe() const noexcept {
         // Every free slot is interchangeable, so all free space is usable by any request the pool
         // takes: external fragmentation is zero by construction (reported as largest = free).
@@ -249,7 +252,13 @@ public:
     void deallocate(void* p, std::size_t size, std::size_t align) noexcept {
         pool_.deallocate(p, size, align);
     }
-    [[nodiscard]] std::size_t footprint() const noexcept { return pool_.stats().capacity; }
+    /// The classes' capacities (not stats(), whose live count walks every free list).
+    [[nodiscard]] std::size_t footprint() const noexcept {
+        std::size_t bytes = 0;
+        for (std::size_t i = 0; i < pool_.class_count(); ++i)
+            bytes += pool_.class_pool(i).capacity() * pool_.class_pool(i).slot_size();
+        return bytes;
+    }
 
 private:
     static size_class_options options_for(const op_workload& w) noexcept {
@@ -474,6 +483,7 @@ public:
     }
     [[nodiscard]] std::size_t footprint() const noexcept { return heap_.committed_bytes(); }
     [[nodiscard]] std::size_t usable_size(const void* p) const noexcept { return heap_.usable_size(p); }
+    bool check() noexcept { return heap_.check(); }
 
 private:
     static engine_options options() noexcept {
@@ -485,7 +495,7 @@ private:
 };
 
 inline const std::vector<op_contender>& op_registry() {
-    static const std::vector<op_contender> r{
+    static const std::vector<op_contender> r = with_peers({
         make_op_contender<malloc_replay>("malloc", "glibc malloc/free/realloc"),
         make_op_contender<pmr_pool_replay>("pmr_pool",
                                            "std::pmr::unsynchronized_pool_resource (pools up to 64 KiB)"),
@@ -546,7 +556,7 @@ inline const std::vector<op_contender>& op_registry() {
             "best_fit", "strata::free_list<best_fit>", "at most 500,000 operations, alignment <= 4096"),
         make_op_contender<free_list_replay<free_list_next_fit>>(
             "next_fit", "strata::free_list<next_fit>", "at most 500,000 operations, alignment <= 4096"),
-    };
+    });
     return r;
 }
 

@@ -10,6 +10,7 @@
 
 #include "metrics.hpp"
 #include "op_contenders.hpp"
+#include "race_summary.hpp"
 #include "text.hpp"
 
 namespace strata::lab {
@@ -37,8 +38,8 @@ bool selected(const std::string& name, const std::vector<std::string>& only) {
     return std::any_of(only.begin(), only.end(), [&](const std::string& p) { return glob_match(p, name); });
 }
 
-// printf into a string of whatever length it takes: a fixed line buffer cut the section header
-// (a long trace file name plus its recorded command line) and dropped the line after it.
+// printf into a string of whatever length it takes: a section header holds a trace's file name
+// and its recorded command line, which no fixed buffer bounds.
 #if defined(__GNUC__) || defined(__clang__)
 __attribute__((format(printf, 1, 2)))
 #endif
@@ -175,8 +176,7 @@ void print_section(std::ostream& out, const race_section& s) {
         }
         out << text << "\n";
     }
-    for (const std::string& k : s.skipped)
-        out << "   skipped " << k << "\n";
+    out << skipped_line(s.skipped);
 }
 
 void print_latency(std::ostream& out, const race_section& s, const calibration& cal) {
@@ -202,8 +202,7 @@ void print_latency(std::ostream& out, const race_section& s, const calibration& 
                 latency_cell(cal.net_ns(static_cast<double>(t.back())), cal.resolution_ns()).c_str());
         }
     }
-    for (const std::string& k : s.skipped)
-        out << "   skipped " << k << "\n";
+    out << skipped_line(s.skipped);
 }
 
 void print_fragmentation(std::ostream& out, const race_section& s) {
@@ -229,8 +228,7 @@ void print_fragmentation(std::ostream& out, const race_section& s) {
                       format_bytes(r.result.peak_footprint).c_str(), r.worst_frag * 100);
     }
     if (!any) out << "   (no allocator here reports its free space)\n";
-    for (const std::string& k : s.skipped)
-        out << "   skipped " << k << "\n";
+    out << skipped_line(s.skipped);
 }
 
 namespace {
@@ -312,10 +310,10 @@ void write_race_json(std::ostream& out, const std::vector<race_section>& section
             json_string(out, r.result.allocator);
             out << ",\"description\":";
             json_string(out, r.description);
-            out << ",\"ns_per_op\":" << r.ns_per_op << ",\"failed\":" << r.result.failed
-                << ",\"latency_raw\":{\"p50\":" << json_number{r.p50} << ",\"p99\":" << json_number{r.p99}
-                << ",\"p99.9\":" << json_number{r.p999} << ",\"p99.99\":" << json_number{r.p9999}
-                << ",\"max\":" << json_number{r.max}
+            out << ",\"kind\":\"" << kind_name(kind_of(r)) << "\",\"ns_per_op\":" << r.ns_per_op
+                << ",\"failed\":" << r.result.failed << ",\"latency_raw\":{\"p50\":" << json_number{r.p50}
+                << ",\"p99\":" << json_number{r.p99} << ",\"p99.9\":" << json_number{r.p999}
+                << ",\"p99.99\":" << json_number{r.p9999} << ",\"max\":" << json_number{r.max}
                 << "},\"latency_filtered\":{\"passes\":" << r.result.latency_passes
                 << ",\"p50\":" << json_number{r.f_p50} << ",\"p99\":" << json_number{r.f_p99}
                 << ",\"p99.9\":" << json_number{r.f_p999} << ",\"p99.99\":" << json_number{r.f_p9999}
@@ -372,7 +370,9 @@ void write_race_json(std::ostream& out, const std::vector<race_section>& section
         }
         out << "]}";
     }
-    out << "]}\n";
+    out << "],\"summary\":";
+    write_race_summary_json(out, summarize_race(sections));
+    out << "}\n";
 }
 
 } // namespace strata::lab

@@ -15,6 +15,8 @@
 //   std::size_t footprint() const noexcept;    // bytes held from the OS / memory source now
 //   heap_probe probe() const noexcept;         // free bytes and largest free block now (walkable heaps)
 //   std::size_t usable_size(const void* p) const noexcept;  // bytes granted for p (internal waste)
+//   bool check() noexcept;                     // consistency walk after every pass; false is
+//                                              // counted in replay_result::check_failures
 //
 // Replay is serial: a multi-threaded trace is replayed on one thread in its recorded global order,
 // which keeps every thread's own order (see docs/lab.md), so thread-safety is never needed.
@@ -68,7 +70,8 @@ struct replay_result {
     std::uint64_t peak_granted = 0;         ///< most usable bytes live at once
     std::uint64_t live_at_peak_granted = 0; ///< requested bytes live at that moment
     bool has_footprint = false, has_probe = false, has_usable_size = false;
-    bool streamed = false; ///< replay_streamed: latencies are a sample, no filtered tail
+    bool streamed = false;            ///< replay_streamed: latencies are a sample, no filtered tail
+    std::uint64_t check_failures = 0; ///< passes after which the allocator's check() said false
 
     [[nodiscard]] double ns_per_op() const noexcept {
         if (seconds.empty() || memory_ops == 0) return 0;
@@ -87,6 +90,7 @@ template <class A> concept has_end_frame = requires(A& a) { a.end_frame(); };
 template <class A> concept has_footprint = requires(const A& a) { { a.footprint() } -> std::convertible_to<std::size_t>; };
 template <class A> concept has_probe = requires(const A& a) { { a.probe() } -> std::same_as<heap_probe>; };
 template <class A> concept has_usable_size = requires(const A& a, const void* p) { { a.usable_size(p) } -> std::convertible_to<std::size_t>; };
+template <class A> concept has_check = requires(A& a) { { a.check() } -> std::convertible_to<bool>; };
 // clang-format on
 
 namespace detail {
@@ -240,15 +244,28 @@ void release_all(A& a, slot_table& t) noexcept {
 template <class A, pass P>
 std::uint64_t run_ops(A& a, const op_workload& w, slot_table& t, std::uint32_t* ticks,
                       std::vector<memory_sample>* series, std::uint64_t every, std::uint64_t* peak_fp,
-                      replay_result* peaks, double* seconds = nullptr) {
+                      replay_result* peaks, double* seconds = nullptr, std::size_t timed_begin = 0,
+                      std::size_t timed_end = SIZE_MAX) {
     pass_state st;
+    const std::span<const op> all(w.ops);
+    const std::size_t end = std::min(timed_end, all.size()), begin = std::min(timed_begin, end);
+    // Ops before `begin` and from `end` on run untimed (a churn's live set, filled and drained).
+    run_batch<A, P>(a, all.first(begin), t, st, ticks, series, every, w.memory_ops(), peak_fp, peaks);
     const auto t0 = std::chrono::steady_clock::now();
-    run_batch<A, P>(a, std::span<const op>(w.ops), t, st, ticks, series, every, w.memory_ops(), peak_fp,
-                    peaks);
+    run_batch<A, P>(a, all.subspan(begin, end - begin), t, st, ticks == nullptr ? nullptr : ticks + begin,
+                    series, every, w.memory_ops(), peak_fp, peaks);
     if (seconds != nullptr)
         *seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    run_batch<A, P>(a, all.subspan(end), t, st, ticks == nullptr ? nullptr : ticks + end, series, every,
+                    w.memory_ops(), peak_fp, peaks);
     release_all(a, t);
     return st.failed;
+}
+
+/// Effects: counts a failed check() of `a` (when A has one) in r.check_failures.
+template <class A>
+void check_after_pass(A& a, replay_result& r) noexcept {
+    if constexpr (has_check<A>) r.check_failures += a.check() ? 0 : 1;
 }
 
 /// Returns: an empty result for A on w: what A can report, and whether it applies at all.
@@ -313,6 +330,10 @@ struct replay_options {
     int latency_passes = 3;            ///< per-op timed passes; the per-op minimum is the filtered tail
     std::uint32_t series_points = 200; ///< memory samples over the workload
     std::size_t stream_sample = std::size_t{1} << 22; ///< streamed replays: latencies kept for percentiles
+    bool sampling = true; ///< false: no sampling pass (no memory series, footprint or waste)
+    /// Throughput passes time the ops in [timed_begin, timed_end) only (indices into the ops; held
+    /// workloads): a churn's fill and drain run untimed.
+    std::size_t timed_begin = 0, timed_end = SIZE_MAX;
 };
 
 /// Replays `w` through a fresh A: warm-up, throughput, latency and one sampling pass (in that
@@ -324,12 +345,15 @@ replay_result replay(const op_workload& w, const replay_options& o) {
     auto a = std::make_unique<A>(w);
     detail::slot_table t(w.slots);
     using detail::pass;
-    for (int i = 0; i < o.warmup; ++i)
+    for (int i = 0; i < o.warmup; ++i) {
         r.failed = detail::run_ops<A, pass::throughput>(*a, w, t, nullptr, nullptr, 1, nullptr, nullptr);
+        detail::check_after_pass(*a, r);
+    }
     for (int i = 0; i < o.repeats; ++i) {
         double seconds = 0;
-        r.failed =
-            detail::run_ops<A, pass::throughput>(*a, w, t, nullptr, nullptr, 1, nullptr, nullptr, &seconds);
+        r.failed = detail::run_ops<A, pass::throughput>(*a, w, t, nullptr, nullptr, 1, nullptr, nullptr,
+                                                        &seconds, o.timed_begin, o.timed_end);
+        detail::check_after_pass(*a, r);
         r.seconds.push_back(seconds);
     }
     r.latency_passes = o.latency_passes;
@@ -338,12 +362,15 @@ replay_result replay(const op_workload& w, const replay_options& o) {
         for (int i = 0; i < o.latency_passes; ++i) {
             (void)detail::run_ops<A, pass::latency>(*a, w, t, r.ticks_filtered.data(), nullptr, 1, nullptr,
                                                     nullptr);
+            detail::check_after_pass(*a, r);
             if (i == 0) r.ticks_raw = r.ticks_filtered;
         }
     }
+    if (!o.sampling) return r;
     const std::uint64_t every =
         std::max<std::uint64_t>(1, r.memory_ops / std::max<std::uint32_t>(1, o.series_points));
     r.failed = detail::run_ops<A, pass::sampling>(*a, w, t, nullptr, &r.series, every, &r.peak_footprint, &r);
+    detail::check_after_pass(*a, r);
     return r;
 }
 
