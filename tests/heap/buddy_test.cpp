@@ -12,7 +12,8 @@
 
 #include "strata/core/allocator.hpp"
 
-#include "heap_test_util.hpp"
+#include "support/heap_model.hpp"
+#include "support/test_rng.hpp"
 #include "support/recording_handler.hpp"
 
 namespace strata::test {

@@ -11,7 +11,8 @@
 
 #include <gtest/gtest.h>
 
-#include "heap_test_util.hpp"
+#include "support/heap_model.hpp"
+#include "support/test_rng.hpp"
 #include "support/recording_handler.hpp"
 
 namespace {
