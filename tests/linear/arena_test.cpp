@@ -79,7 +79,7 @@ constexpr bad_request kBadRequests[] = {
 // Fixed caller buffer
 // ---------------------------------------------------------------------------------------------
 
-TEST(arena_fixed, fresh_arena_reports_empty_stats) {
+TEST(ArenaFixed, FreshArenaReportsEmptyStats) {
     aligned_buffer buf(kBuf);
     arena a(buf.span());
     STRATA_EXPECT_SAME_STATS(a.stats(), (strata::stats{0, 0, kBuf, 0, 0, kBuf}));
@@ -89,7 +89,7 @@ TEST(arena_fixed, fresh_arena_reports_empty_stats) {
     EXPECT_EQ(a.block_count(), 0u);
 }
 
-TEST(arena_fixed, allocate_bumps_through_the_buffer_exactly) {
+TEST(ArenaFixed, AllocateBumpsThroughTheBufferExactly) {
     aligned_buffer buf(kBuf);
     arena a(buf.span());
     void* p1 = a.allocate(100, 1);
@@ -112,7 +112,7 @@ TEST(arena_fixed, allocate_bumps_through_the_buffer_exactly) {
     EXPECT_TRUE(holds_pattern(p3, 1, 3));
 }
 
-TEST(arena_fixed, honours_every_power_of_two_alignment_up_to_4096) {
+TEST(ArenaFixed, HonoursEveryPowerOfTwoAlignmentUpTo4096) {
     aligned_buffer buf(kBuf);
     arena a(buf.span());
     for (std::size_t align = 1; align <= 4096; align *= 2) {
@@ -128,7 +128,7 @@ TEST(arena_fixed, honours_every_power_of_two_alignment_up_to_4096) {
     }
 }
 
-TEST(arena_fixed, exhaustion_returns_null_and_leaves_state_unchanged) {
+TEST(ArenaFixed, ExhaustionReturnsNullAndLeavesStateUnchanged) {
     aligned_buffer buf(kBuf);
     arena a(buf.span());
     ASSERT_EQ(a.allocate(kBuf - 64, 1), buf.data());
@@ -145,7 +145,7 @@ TEST(arena_fixed, exhaustion_returns_null_and_leaves_state_unchanged) {
     EXPECT_TRUE(unchanged(a, full));
 }
 
-TEST(arena_fixed, alignment_padding_that_does_not_fit_is_exhaustion) {
+TEST(ArenaFixed, AlignmentPaddingThatDoesNotFitIsExhaustion) {
     aligned_buffer buf(kBuf);
     arena a(buf.span());
     ASSERT_NE(a.allocate(kBuf - 100, 1), nullptr); // top at offset 65436, 100 bytes left
@@ -157,7 +157,7 @@ TEST(arena_fixed, alignment_padding_that_does_not_fit_is_exhaustion) {
     EXPECT_EQ(p, buf.data() + kBuf - 64);
 }
 
-TEST(arena_fixed, largest_free_block_is_remaining_and_is_servable) {
+TEST(ArenaFixed, LargestFreeBlockIsRemainingAndIsServable) {
     aligned_buffer buf(kBuf);
     arena a(buf.span());
     ASSERT_NE(a.allocate(1000, 1), nullptr);
@@ -168,7 +168,7 @@ TEST(arena_fixed, largest_free_block_is_remaining_and_is_servable) {
     EXPECT_NE(a.allocate(lfb, 1), nullptr);
 }
 
-TEST(arena_fixed, bad_requests_return_null_without_state_change) {
+TEST(ArenaFixed, BadRequestsReturnNullWithoutStateChange) {
     aligned_buffer buf(kBuf);
     arena a(buf.span());
     for (int round = 0; round < 2; ++round) {
@@ -184,7 +184,7 @@ TEST(arena_fixed, bad_requests_return_null_without_state_change) {
     }
 }
 
-TEST(arena_fixed, deallocating_the_latest_allocation_gives_its_bytes_back) {
+TEST(ArenaFixed, DeallocatingTheLatestAllocationGivesItsBytesBack) {
     aligned_buffer buf(kBuf);
     arena a(buf.span());
     void* p1 = a.allocate(64, 16);
@@ -198,7 +198,7 @@ TEST(arena_fixed, deallocating_the_latest_allocation_gives_its_bytes_back) {
     (void)p1;
 }
 
-TEST(arena_fixed, deallocating_an_older_allocation_does_nothing) {
+TEST(ArenaFixed, DeallocatingAnOlderAllocationDoesNothing) {
     aligned_buffer buf(kBuf);
     arena a(buf.span());
     void* p1 = a.allocate(64, 16);
@@ -214,7 +214,7 @@ TEST(arena_fixed, deallocating_an_older_allocation_does_nothing) {
     EXPECT_TRUE(unchanged(a, before));
 }
 
-TEST(arena_fixed, deallocate_keeps_the_padding_that_preceded_the_block) {
+TEST(ArenaFixed, DeallocateKeepsThePaddingThatPrecededTheBlock) {
     aligned_buffer buf(kBuf);
     arena a(buf.span());
     ASSERT_NE(a.allocate(10, 1), nullptr);
@@ -225,7 +225,7 @@ TEST(arena_fixed, deallocate_keeps_the_padding_that_preceded_the_block) {
     EXPECT_EQ(a.stats().live_allocations, 1u);
 }
 
-TEST(arena_fixed, rewind_releases_everything_after_the_marker) {
+TEST(ArenaFixed, RewindReleasesEverythingAfterTheMarker) {
     aligned_buffer buf(kBuf);
     arena a(buf.span());
     void* keep = a.allocate(100, 1);
@@ -243,7 +243,7 @@ TEST(arena_fixed, rewind_releases_everything_after_the_marker) {
     EXPECT_EQ(a.allocate(200, 16), p) << "the released bytes are handed out again";
 }
 
-TEST(arena_fixed, rewinding_to_the_same_marker_twice_is_allowed) {
+TEST(ArenaFixed, RewindingToTheSameMarkerTwiceIsAllowed) {
     aligned_buffer buf(kBuf);
     arena a(buf.span());
     const arena::marker m = a.mark();
@@ -258,7 +258,7 @@ TEST(arena_fixed, rewinding_to_the_same_marker_twice_is_allowed) {
     EXPECT_EQ(a.stats().total_allocations, 2u);
 }
 
-TEST(arena_fixed, nested_scopes_rewind_in_order) {
+TEST(ArenaFixed, NestedScopesRewindInOrder) {
     aligned_buffer buf(kBuf);
     arena a(buf.span());
     ASSERT_NE(a.allocate(8, 8), nullptr);
@@ -284,7 +284,7 @@ TEST(arena_fixed, nested_scopes_rewind_in_order) {
     EXPECT_EQ(a.stats().total_allocations, 5u);
 }
 
-TEST(arena_fixed, reset_releases_everything_and_keeps_totals_and_peak) {
+TEST(ArenaFixed, ResetReleasesEverythingAndKeepsTotalsAndPeak) {
     aligned_buffer buf(kBuf);
     arena a(buf.span());
     for (int i = 0; i < 10; ++i)
@@ -295,7 +295,7 @@ TEST(arena_fixed, reset_releases_everything_and_keeps_totals_and_peak) {
     EXPECT_EQ(a.allocate(1, 1), buf.data());
 }
 
-TEST(arena_fixed, peak_is_the_highest_in_use_ever_seen) {
+TEST(ArenaFixed, PeakIsTheHighestInUseEverSeen) {
     aligned_buffer buf(kBuf);
     arena a(buf.span());
     const arena::marker m = a.mark();
@@ -310,7 +310,7 @@ TEST(arena_fixed, peak_is_the_highest_in_use_ever_seen) {
     EXPECT_EQ(a.stats().peak, 1300u);
 }
 
-TEST(arena_fixed, owns_exactly_the_buffer) {
+TEST(ArenaFixed, OwnsExactlyTheBuffer) {
     aligned_buffer buf(kBuf + 64);
     arena a(buf.span(32, kBuf));
     const int local = 0;
@@ -325,7 +325,7 @@ TEST(arena_fixed, owns_exactly_the_buffer) {
     EXPECT_TRUE(a.owns(bytes(p) + 99));
 }
 
-TEST(arena_fixed, for_each_block_covers_the_buffer_with_used_then_free) {
+TEST(ArenaFixed, ForEachBlockCoversTheBufferWithUsedThenFree) {
     aligned_buffer buf(kBuf);
     arena a(buf.span());
     EXPECT_EQ(extents_of(a), (std::vector<extent>{{0, kBuf, false}}));
@@ -339,7 +339,7 @@ TEST(arena_fixed, for_each_block_covers_the_buffer_with_used_then_free) {
     EXPECT_EQ(extents_of(a), (std::vector<extent>{{0, kBuf, false}}));
 }
 
-TEST(arena_fixed, for_each_block_passes_strata_block_info) {
+TEST(ArenaFixed, ForEachBlockPassesStrataBlockInfo) {
     aligned_buffer buf(4096);
     arena a(buf.span());
     bool is_block_info = false;
@@ -349,7 +349,7 @@ TEST(arena_fixed, for_each_block_passes_strata_block_info) {
     EXPECT_TRUE(is_block_info);
 }
 
-TEST(arena_fixed, empty_buffer_arena_serves_nothing) {
+TEST(ArenaFixed, EmptyBufferArenaServesNothing) {
     arena a(std::span<std::byte>{});
     STRATA_EXPECT_SAME_STATS(a.stats(), strata::stats{});
     EXPECT_EQ(a.allocate(1, 1), nullptr);
@@ -359,7 +359,7 @@ TEST(arena_fixed, empty_buffer_arena_serves_nothing) {
     STRATA_EXPECT_SAME_STATS(a.stats(), strata::stats{});
 }
 
-TEST(arena_fixed, move_transfers_the_buffer) {
+TEST(ArenaFixed, MoveTransfersTheBuffer) {
     aligned_buffer buf(kBuf);
     arena a(buf.span());
     void* p = a.allocate(100, 1);
@@ -380,7 +380,7 @@ TEST(arena_fixed, move_transfers_the_buffer) {
 
 // --- markers that are not valid for this arena ---
 
-TEST(arena_fixed, marker_from_another_arena_is_reported) {
+TEST(ArenaFixed, MarkerFromAnotherArenaIsReported) {
     STRATA_REQUIRE_CHECKS(1);
     aligned_buffer buf1(4096), buf2(4096);
     arena a(buf1.span()), other(buf2.span());
@@ -393,7 +393,7 @@ TEST(arena_fixed, marker_from_another_arena_is_reported) {
     EXPECT_EQ(rec.last().allocator, "strata::arena");
 }
 
-TEST(arena_fixed, marker_from_another_arena_leaves_state_unchanged) {
+TEST(ArenaFixed, MarkerFromAnotherArenaLeavesStateUnchanged) {
     aligned_buffer buf1(4096), buf2(4096);
     arena a(buf1.span()), other(buf2.span());
     ASSERT_NE(other.allocate(10), nullptr);
@@ -409,7 +409,7 @@ TEST(arena_fixed, marker_from_another_arena_leaves_state_unchanged) {
     EXPECT_EQ(rec.count(), strata::test::checks_on ? 2u : 0u);
 }
 
-TEST(arena_fixed, marker_newer_than_the_top_is_reported) {
+TEST(ArenaFixed, MarkerNewerThanTheTopIsReported) {
     STRATA_REQUIRE_CHECKS(1);
     aligned_buffer buf(4096);
     arena a(buf.span());
@@ -422,7 +422,7 @@ TEST(arena_fixed, marker_newer_than_the_top_is_reported) {
     EXPECT_TRUE(rec.saw_one(strata::violation_kind::invalid_marker));
 }
 
-TEST(arena_fixed, marker_newer_than_the_top_leaves_state_unchanged) {
+TEST(ArenaFixed, MarkerNewerThanTheTopLeavesStateUnchanged) {
     aligned_buffer buf(4096);
     arena a(buf.span());
     const arena::marker m1 = a.mark();
@@ -439,7 +439,7 @@ TEST(arena_fixed, marker_newer_than_the_top_leaves_state_unchanged) {
 
 // A marker taken before a move-assignment names this arena but the memory it managed then:
 // rewinding to it moved the bump pointer into the old buffer (and on into whatever lay between).
-TEST(arena_fixed, marker_from_before_a_move_assignment_is_refused) {
+TEST(ArenaFixed, MarkerFromBeforeAMoveAssignmentIsRefused) {
     aligned_buffer buf(4096);
     std::span<std::byte> old_buf = buf.span().subspan(0, 1024), new_buf = buf.span().subspan(2048, 1024);
     std::memset(buf.span().data() + 1024, 0x5A, 1024); // someone else's bytes between the buffers
@@ -514,7 +514,7 @@ void expect_refused(arena& a, const arena::marker& m, const std::byte* live, std
 // The move-assignment lowered the history once, to 0: a marker from the replaced arena whose
 // epoch (its rewinds) ran above the moved-in arena's came after that record and was accepted, and
 // the next allocation overlapped live memory (found by review).
-TEST(arena_fixed, marker_from_before_a_move_assignment_is_refused_whichever_epoch_is_higher) {
+TEST(ArenaFixed, MarkerFromBeforeAMoveAssignmentIsRefusedWhicheverEpochIsHigher) {
     aligned_buffer buf(1024);
     for (const int replaced_rewinds : {0, 5}) {
         for (const int moved_in_rewinds : {0, 5}) {
@@ -541,7 +541,7 @@ TEST(arena_fixed, marker_from_before_a_move_assignment_is_refused_whichever_epoc
 }
 
 // The replaced arena's block goes back to the source and the new state may get it again.
-TEST(arena_heap, marker_from_before_a_move_assignment_is_refused_in_a_block_handed_out_again) {
+TEST(ArenaHeap, MarkerFromBeforeAMoveAssignmentIsRefusedInABlockHandedOutAgain) {
     one_block_source src;
     arena c(src, {.block_size = 1024});
     for (int i = 0; i < 3; ++i) {
@@ -560,7 +560,7 @@ TEST(arena_heap, marker_from_before_a_move_assignment_is_refused_in_a_block_hand
 
 // A moved-from arena keeps its source: once it got the same block back, a marker it handed out
 // before the move passed every position check and freed what it served since (found by review).
-TEST(arena_heap, markers_taken_before_being_moved_from_are_refused) {
+TEST(ArenaHeap, MarkersTakenBeforeBeingMovedFromAreRefused) {
     one_block_source src;
     arena a(src, {.block_size = 1024});
     const arena::marker at_0 = a.mark(); // before any block: position 0
@@ -586,7 +586,7 @@ TEST(arena_heap, markers_taken_before_being_moved_from_are_refused) {
     EXPECT_TRUE(rec.empty());
 }
 
-TEST(arena_heap, a_moved_from_arena_starts_over_like_a_new_one) {
+TEST(ArenaHeap, AMovedFromArenaStartsOverLikeANewOne) {
     strata::test::counting_source src;
     arena a(src, {.block_size = 1024});
     while (src.calls() < 3)
@@ -601,7 +601,7 @@ TEST(arena_heap, a_moved_from_arena_starts_over_like_a_new_one) {
 
 // A scope opened on an empty arena holds a marker at position 0, which no lowering can show stale
 // (nothing goes below 0): it survived a move-assignment and then freed what the new state served.
-TEST(arena_fixed, scope_opened_before_a_move_assignment_frees_nothing_after_it) {
+TEST(ArenaFixed, ScopeOpenedBeforeAMoveAssignmentFreesNothingAfterIt) {
     aligned_buffer buf(1024);
     arena a(buf.span());
     void* p = nullptr;
@@ -620,7 +620,7 @@ TEST(arena_fixed, scope_opened_before_a_move_assignment_frees_nothing_after_it) 
 
 // Documented choice: a marker at 0 stays valid through reset() and rewinds, so one taken once may
 // end every iteration of a loop (rewinding to it is a reset).
-TEST(arena_fixed, marker_at_position_0_stays_valid_through_resets_and_rewinds) {
+TEST(ArenaFixed, MarkerAtPosition0StaysValidThroughResetsAndRewinds) {
     strata::heap_source src;
     aligned_buffer buf(1024);
     arena fixed(buf.span());
@@ -645,7 +645,7 @@ TEST(arena_fixed, marker_at_position_0_stays_valid_through_resets_and_rewinds) {
 
 // A marker the top went below stays stale once later allocations lift the top past it again:
 // rewinding to it would free the tail of a live block.
-TEST(arena_fixed, stale_marker_below_the_top_again_is_refused) {
+TEST(ArenaFixed, StaleMarkerBelowTheTopAgainIsRefused) {
     aligned_buffer buf(4096);
     arena a(buf.span());
     const arena::marker m1 = a.mark();
@@ -667,7 +667,7 @@ TEST(arena_fixed, stale_marker_below_the_top_again_is_refused) {
     }
 }
 
-TEST(arena_fixed, marker_from_before_a_reset_is_refused) {
+TEST(ArenaFixed, MarkerFromBeforeAResetIsRefused) {
     aligned_buffer buf(4096);
     arena a(buf.span());
     ASSERT_NE(a.allocate(64), nullptr);
@@ -681,7 +681,7 @@ TEST(arena_fixed, marker_from_before_a_reset_is_refused) {
     EXPECT_EQ(rec.count(), strata::test::checks_on ? 1u : 0u);
 }
 
-TEST(arena_fixed, marker_above_a_freed_top_block_is_refused) {
+TEST(ArenaFixed, MarkerAboveAFreedTopBlockIsRefused) {
     STRATA_REQUIRE_CHECKS(1); // frees are recorded at checks >= 1 only
     aligned_buffer buf(4096);
     arena a(buf.span());
@@ -697,7 +697,7 @@ TEST(arena_fixed, marker_above_a_freed_top_block_is_refused) {
     EXPECT_TRUE(rec.saw_one(strata::violation_kind::invalid_marker));
 }
 
-TEST(arena_fixed, markers_that_stayed_valid_are_accepted_after_other_rewinds) {
+TEST(ArenaFixed, MarkersThatStayedValidAreAcceptedAfterOtherRewinds) {
     aligned_buffer buf(4096);
     arena a(buf.span());
     strata::test::recording_handler rec;
@@ -725,7 +725,7 @@ TEST(arena_fixed, markers_that_stayed_valid_are_accepted_after_other_rewinds) {
     EXPECT_EQ(rec.count(), 0u);
 }
 
-TEST(arena_fixed, stale_marker_deeper_than_the_history_is_never_a_false_report) {
+TEST(ArenaFixed, StaleMarkerDeeperThanTheHistoryIsNeverAFalseReport) {
     // More nested levels than the history holds: the oldest records drop, so an old stale marker
     // may go unnoticed, but every valid rewind is still accepted.
     aligned_buffer buf(8192);
@@ -747,7 +747,7 @@ TEST(arena_fixed, stale_marker_deeper_than_the_history_is_never_a_false_report) 
     EXPECT_EQ(rec.count(), 0u);
 }
 
-TEST(arena_fixed, marker_from_before_a_reset_stays_stale_through_many_scopes) {
+TEST(ArenaFixed, MarkerFromBeforeAResetStaysStaleThroughManyScopes) {
     // Scratch scopes one after another, each a little higher than the last because of what is
     // kept in between, fill the history; the reset's record must survive them.
     aligned_buffer buf(8192);
@@ -771,7 +771,7 @@ TEST(arena_fixed, marker_from_before_a_reset_stays_stale_through_many_scopes) {
     EXPECT_EQ(rec.count(), strata::test::checks_on ? 1u : 0u);
 }
 
-TEST(rewind_history, keeps_a_reset_however_many_lowerings_follow_above_it) {
+TEST(RewindHistory, KeepsAResetHoweverManyLoweringsFollowAboveIt) {
     strata::detail::rewind_history h;
     const std::uint64_t before_reset = h.epoch();
     h.lowered(0);
@@ -784,7 +784,7 @@ TEST(rewind_history, keeps_a_reset_however_many_lowerings_follow_above_it) {
     }
 }
 
-TEST(rewind_history, agrees_with_a_record_of_every_lowering) {
+TEST(RewindHistory, AgreesWithARecordOfEveryLowering) {
     // With at most `depth` distinct targets the history is exact; with more it may only miss.
     using strata::detail::rewind_history;
     for (const std::size_t targets : {rewind_history::depth - 2, 5 * rewind_history::depth}) {
@@ -828,7 +828,7 @@ arena_options small_blocks(std::size_t block_size = 1024, std::size_t max_block 
     return o;
 }
 
-TEST(arena_heap, takes_no_block_before_first_use) {
+TEST(ArenaHeap, TakesNoBlockBeforeFirstUse) {
     strata::heap_source src;
     arena a(src, small_blocks());
     EXPECT_EQ(src.outstanding_blocks(), 0u);
@@ -839,7 +839,7 @@ TEST(arena_heap, takes_no_block_before_first_use) {
     EXPECT_EQ(src.outstanding_blocks(), 0u);
 }
 
-TEST(arena_heap, first_allocation_takes_one_block_of_block_size) {
+TEST(ArenaHeap, FirstAllocationTakesOneBlockOfBlockSize) {
     strata::heap_source src;
     arena a(src, small_blocks(1024));
     void* p = a.allocate(100, 16);
@@ -859,7 +859,7 @@ TEST(arena_heap, first_allocation_takes_one_block_of_block_size) {
     EXPECT_EQ(a.allocate(16, 16), bytes(p) + 112);
 }
 
-TEST(arena_heap, source_blocks_carry_the_documented_48_byte_header) {
+TEST(ArenaHeap, SourceBlocksCarryTheDocumented48ByteHeader) {
     strata::heap_source src;
     arena a(src, small_blocks(1024));
     ASSERT_NE(a.allocate(16, 16), nullptr);
@@ -867,7 +867,7 @@ TEST(arena_heap, source_blocks_carry_the_documented_48_byte_header) {
     EXPECT_EQ(a.remaining(), 1024u - 48u - 16u);
 }
 
-TEST(arena_heap, full_block_chains_a_new_block_and_keeps_old_data) {
+TEST(ArenaHeap, FullBlockChainsANewBlockAndKeepsOldData) {
     strata::heap_source src;
     arena a(src, small_blocks(1024));
     void* p1 = a.allocate(600, 16);
@@ -888,7 +888,7 @@ TEST(arena_heap, full_block_chains_a_new_block_and_keeps_old_data) {
     EXPECT_EQ(a.stats().largest_free_block, a.remaining());
 }
 
-TEST(arena_heap, blocks_grow_geometrically_up_to_max_block_size) {
+TEST(ArenaHeap, BlocksGrowGeometricallyUpToMaxBlockSize) {
     strata::test::counting_source src;
     arena a(src, small_blocks(1024, 8192));
     while (src.calls() < 7)
@@ -899,7 +899,7 @@ TEST(arena_heap, blocks_grow_geometrically_up_to_max_block_size) {
     EXPECT_EQ(a.capacity(), src.outstanding_bytes());
 }
 
-TEST(arena_heap, block_size_above_max_block_size_is_kept) {
+TEST(ArenaHeap, BlockSizeAboveMaxBlockSizeIsKept) {
     strata::test::counting_source src;
     arena a(src, small_blocks(4096, 1024));
     while (src.calls() < 3)
@@ -907,7 +907,7 @@ TEST(arena_heap, block_size_above_max_block_size_is_kept) {
     EXPECT_EQ(src.requests(), (std::vector<std::size_t>{4096, 4096, 4096}));
 }
 
-TEST(arena_heap, oversized_request_gets_its_own_block_and_growth_continues) {
+TEST(ArenaHeap, OversizedRequestGetsItsOwnBlockAndGrowthContinues) {
     strata::test::counting_source src;
     arena a(src, small_blocks(1024));
     void* big = a.allocate(5000, 16);
@@ -923,7 +923,7 @@ TEST(arena_heap, oversized_request_gets_its_own_block_and_growth_continues) {
 
 // A source that refuses the geometric block size may still have room for the request: the
 // arena asks for that before giving up (it gave up, leaving a third of a 100 KiB buffer unused).
-TEST(arena_heap, growth_falls_back_to_the_request_when_the_source_refuses_the_geometric_size) {
+TEST(ArenaHeap, GrowthFallsBackToTheRequestWhenTheSourceRefusesTheGeometricSize) {
     aligned_buffer mem(100 << 10);
     strata::buffer_source src(mem.span());
     arena a(src);
@@ -945,7 +945,7 @@ TEST(arena_heap, growth_falls_back_to_the_request_when_the_source_refuses_the_ge
 constexpr std::size_t kFallback = 48 + 900; // a fresh block's header plus one 900-byte request
 
 // One refusal restarted geometric growth from the request size for good (found by review).
-TEST(arena_heap, growth_resumes_after_a_passing_refusal) {
+TEST(ArenaHeap, GrowthResumesAfterAPassingRefusal) {
     strata::test::counting_source src(SIZE_MAX, {3});
     arena a(src, small_blocks(1024));
     while (src.requests().size() < 7)
@@ -956,7 +956,7 @@ TEST(arena_heap, growth_resumes_after_a_passing_refusal) {
     EXPECT_EQ(a.block_count(), 6u);
 }
 
-TEST(arena_heap, a_refused_growth_changes_nothing) {
+TEST(ArenaHeap, ARefusedGrowthChangesNothing) {
     strata::test::counting_source src(SIZE_MAX, {3, 4}); // the geometric size and the request both refused
     arena a(src, small_blocks(1024));
     while (src.requests().size() < 2 || a.remaining() >= 1000) // fill the second block
@@ -974,7 +974,7 @@ TEST(arena_heap, a_refused_growth_changes_nothing) {
 
 // A source that keeps refusing large blocks is asked for halving sizes, and growth never asks
 // below 256 bytes.
-TEST(arena_heap, a_source_that_stays_short_is_asked_for_halving_sizes) {
+TEST(ArenaHeap, ASourceThatStaysShortIsAskedForHalvingSizes) {
     strata::test::counting_source src(1500);
     arena a(src, small_blocks(8192));
     while (src.calls() < 9)
@@ -990,7 +990,7 @@ TEST(arena_heap, a_source_that_stays_short_is_asked_for_halving_sizes) {
     EXPECT_EQ(none.requests(), (std::vector<std::size_t>{256, 48 + 16, 256, 48 + 16, 256, 48 + 16}));
 }
 
-TEST(arena_heap, max_capacity_is_never_exceeded) {
+TEST(ArenaHeap, MaxCapacityIsNeverExceeded) {
     strata::test::counting_source src;
     arena_options o = small_blocks(1024);
     o.max_capacity = 4096;
@@ -1014,7 +1014,7 @@ TEST(arena_heap, max_capacity_is_never_exceeded) {
     EXPECT_TRUE(unchanged(a, before));
 }
 
-TEST(arena_heap, request_larger_than_max_capacity_is_refused_without_a_source_call) {
+TEST(ArenaHeap, RequestLargerThanMaxCapacityIsRefusedWithoutASourceCall) {
     strata::test::counting_source src;
     arena_options o = small_blocks(1024);
     o.max_capacity = std::size_t{1} << 20;
@@ -1025,7 +1025,7 @@ TEST(arena_heap, request_larger_than_max_capacity_is_refused_without_a_source_ca
     STRATA_EXPECT_SAME_STATS(a.stats(), strata::stats{});
 }
 
-TEST(arena_heap, bad_requests_return_null_without_state_change_or_source_call) {
+TEST(ArenaHeap, BadRequestsReturnNullWithoutStateChangeOrSourceCall) {
     strata::test::counting_source src;
     arena a(src, small_blocks(1024));
     for (int round = 0; round < 2; ++round) {
@@ -1041,7 +1041,7 @@ TEST(arena_heap, bad_requests_return_null_without_state_change_or_source_call) {
     }
 }
 
-TEST(arena_heap, huge_request_the_source_refuses_returns_null_and_leaks_nothing) {
+TEST(ArenaHeap, HugeRequestTheSourceRefusesReturnsNullAndLeaksNothing) {
     // A source that refuses (as operator new does for absurd sizes) must leave the arena as it was.
     strata::test::counting_source src(std::size_t{1} << 20);
     arena a(src, small_blocks(1024));
@@ -1054,7 +1054,7 @@ TEST(arena_heap, huge_request_the_source_refuses_returns_null_and_leaks_nothing)
     EXPECT_EQ(a.allocate(100, 1), bytes(before.cur)) << "the arena still serves from its block";
 }
 
-TEST(arena_heap, request_beyond_ptrdiff_max_returns_null_and_leaks_nothing) {
+TEST(ArenaHeap, RequestBeyondPtrdiffMaxReturnsNullAndLeaksNothing) {
     // heap_source refuses sizes over PTRDIFF_MAX itself, so this runs under every sanitizer setting.
     strata::heap_source src;
     arena a(src, small_blocks(1024));
@@ -1067,7 +1067,7 @@ TEST(arena_heap, request_beyond_ptrdiff_max_returns_null_and_leaks_nothing) {
     EXPECT_EQ(src.outstanding_bytes(), 1024u);
 }
 
-TEST(arena_heap, huge_request_to_heap_source_returns_null_and_leaks_nothing) {
+TEST(ArenaHeap, HugeRequestToHeapSourceReturnsNullAndLeaksNothing) {
     if (!strata::test::huge_new_returns_null()) {
         GTEST_SKIP()
             << "ASan aborts on absurd operator new sizes unless ASAN_OPTIONS has allocator_may_return_null=1";
@@ -1084,7 +1084,7 @@ TEST(arena_heap, huge_request_to_heap_source_returns_null_and_leaks_nothing) {
     EXPECT_EQ(src.outstanding_bytes(), 1024u);
 }
 
-TEST(arena_heap, alignments_up_to_4096_are_honoured_across_blocks) {
+TEST(ArenaHeap, AlignmentsUpTo4096AreHonouredAcrossBlocks) {
     strata::heap_source src;
     arena a(src, small_blocks(1024));
     for (std::size_t align = 1; align <= 4096; align *= 2) {
@@ -1099,7 +1099,7 @@ TEST(arena_heap, alignments_up_to_4096_are_honoured_across_blocks) {
     EXPECT_EQ(src.outstanding_blocks(), a.block_count());
 }
 
-TEST(arena_heap, reset_keep_blocks_reuses_every_block) {
+TEST(ArenaHeap, ResetKeepBlocksReusesEveryBlock) {
     strata::test::counting_source src;
     arena a(src, small_blocks(1024));
     auto fill = [&] {
@@ -1133,7 +1133,7 @@ TEST(arena_heap, reset_keep_blocks_reuses_every_block) {
     EXPECT_EQ(a.stats().total_allocations, 6u * 40u);
 }
 
-TEST(arena_heap, reset_release_extra_keeps_only_the_largest_block) {
+TEST(ArenaHeap, ResetReleaseExtraKeepsOnlyTheLargestBlock) {
     strata::test::counting_source src;
     arena a(src, small_blocks(1024, std::size_t{64} << 20, arena_reset::release_extra));
     for (int i = 0; i < 30; ++i)
@@ -1154,7 +1154,7 @@ TEST(arena_heap, reset_release_extra_keeps_only_the_largest_block) {
     EXPECT_EQ(src.calls(), calls);
 }
 
-TEST(arena_heap, rewind_across_block_boundaries_restores_the_marked_position) {
+TEST(ArenaHeap, RewindAcrossBlockBoundariesRestoresTheMarkedPosition) {
     strata::heap_source src;
     arena a(src, small_blocks(1024));
     void* p0 = a.allocate(500, 16);
@@ -1187,7 +1187,7 @@ TEST(arena_heap, rewind_across_block_boundaries_restores_the_marked_position) {
     EXPECT_EQ(src.outstanding_blocks(), 3u);
 }
 
-TEST(arena_heap, rewind_to_a_marker_taken_before_the_first_block) {
+TEST(ArenaHeap, RewindToAMarkerTakenBeforeTheFirstBlock) {
     strata::heap_source src;
     arena a(src, small_blocks(1024));
     const arena::marker m = a.mark();
@@ -1202,7 +1202,7 @@ TEST(arena_heap, rewind_to_a_marker_taken_before_the_first_block) {
     EXPECT_EQ(a.block_count(), src.outstanding_blocks());
 }
 
-TEST(arena_heap, nested_scopes_across_blocks) {
+TEST(ArenaHeap, NestedScopesAcrossBlocks) {
     strata::heap_source src;
     arena a(src, small_blocks(1024));
     ASSERT_NE(a.allocate(100, 16), nullptr);
@@ -1230,7 +1230,7 @@ TEST(arena_heap, nested_scopes_across_blocks) {
     EXPECT_EQ(a.block_count(), src.outstanding_blocks());
 }
 
-TEST(arena_heap, deallocating_the_latest_allocation_in_a_chained_block) {
+TEST(ArenaHeap, DeallocatingTheLatestAllocationInAChainedBlock) {
     strata::heap_source src;
     arena a(src, small_blocks(1024));
     void* p1 = a.allocate(600, 16);
@@ -1246,7 +1246,7 @@ TEST(arena_heap, deallocating_the_latest_allocation_in_a_chained_block) {
     EXPECT_TRUE(unchanged(a, before));
 }
 
-TEST(arena_heap, marker_newer_than_the_top_across_blocks_is_reported) {
+TEST(ArenaHeap, MarkerNewerThanTheTopAcrossBlocksIsReported) {
     STRATA_REQUIRE_CHECKS(1);
     strata::heap_source src;
     arena a(src, small_blocks(1024));
@@ -1260,7 +1260,7 @@ TEST(arena_heap, marker_newer_than_the_top_across_blocks_is_reported) {
     EXPECT_TRUE(rec.saw_one(strata::violation_kind::invalid_marker));
 }
 
-TEST(arena_heap, marker_newer_than_the_top_across_blocks_leaves_state_unchanged) {
+TEST(ArenaHeap, MarkerNewerThanTheTopAcrossBlocksLeavesStateUnchanged) {
     strata::heap_source src;
     arena a(src, small_blocks(1024));
     ASSERT_NE(a.allocate(500, 16), nullptr);
@@ -1282,7 +1282,7 @@ TEST(arena_heap, marker_newer_than_the_top_across_blocks_leaves_state_unchanged)
     EXPECT_EQ(rec.count(), strata::test::checks_on ? 2u : 0u);
 }
 
-TEST(arena_heap, marker_rewound_past_in_a_block_that_is_no_longer_the_head_is_reported) {
+TEST(ArenaHeap, MarkerRewoundPastInABlockThatIsNoLongerTheHeadIsReported) {
     // The marker's block (the initial buffer) is not the current one any more: its top is where
     // the arena left it, and a stale marker above that top is refused as it is in the head block.
     alignas(64) static std::byte buf[1024];
@@ -1304,7 +1304,7 @@ TEST(arena_heap, marker_rewound_past_in_a_block_that_is_no_longer_the_head_is_re
     }
 }
 
-TEST(arena_heap, a_zero_size_free_frees_nothing) {
+TEST(ArenaHeap, AZeroSizeFreeFreesNothing) {
     strata::heap_source src;
     arena a(src, small_blocks(1024));
     void* p = a.allocate(64, 16);
@@ -1316,7 +1316,7 @@ TEST(arena_heap, a_zero_size_free_frees_nothing) {
     EXPECT_EQ(a.stats().live_allocations, 1u);
 }
 
-TEST(arena_heap, destructor_returns_every_block_including_kept_ones) {
+TEST(ArenaHeap, DestructorReturnsEveryBlockIncludingKeptOnes) {
     strata::heap_source src;
     {
         arena a(src, small_blocks(1024));
@@ -1332,7 +1332,7 @@ TEST(arena_heap, destructor_returns_every_block_including_kept_ones) {
     EXPECT_EQ(src.outstanding_bytes(), 0u);
 }
 
-TEST(arena_heap, move_transfers_blocks) {
+TEST(ArenaHeap, MoveTransfersBlocks) {
     strata::heap_source src;
     {
         arena a(src, small_blocks(1024));
@@ -1354,7 +1354,7 @@ TEST(arena_heap, move_transfers_blocks) {
     EXPECT_EQ(src.outstanding_blocks(), 0u);
 }
 
-TEST(arena_heap, abandoned_block_tails_are_not_in_use) {
+TEST(ArenaHeap, AbandonedBlockTailsAreNotInUse) {
     // Documented: the unused tail of a block the arena moved on from, and block headers, show in
     // capacity() - in_use(), not in in_use().
     strata::heap_source src;
@@ -1375,7 +1375,7 @@ TEST(arena_heap, abandoned_block_tails_are_not_in_use) {
 // the doc says "offsets count bytes from the start of the first block across the chain".
 // Fix: keep a running offset in for_each_block instead of `before`: visit the used extent at
 // `offset`, the free one at `offset + (top - begin)`, then `offset += end - begin`.
-TEST(arena_heap, for_each_block_extents_do_not_overlap) {
+TEST(ArenaHeap, ForEachBlockExtentsDoNotOverlap) {
     // fixed: "BUG: arena::for_each_block offsets overlap across blocks";
     strata::heap_source src;
     arena a(src, small_blocks(1024));
@@ -1391,7 +1391,7 @@ TEST(arena_heap, for_each_block_extents_do_not_overlap) {
     EXPECT_EQ(strata::test::total_size(ext), a.capacity() - 48 * a.block_count());
 }
 
-TEST(arena_heap, for_each_block_marks_used_and_free_per_block) {
+TEST(ArenaHeap, ForEachBlockMarksUsedAndFreePerBlock) {
     strata::heap_source src;
     arena a(src, small_blocks(1024));
     ASSERT_NE(a.allocate(600, 16), nullptr);
@@ -1416,7 +1416,7 @@ TEST(arena_heap, for_each_block_marks_used_and_free_per_block) {
 // Caller buffer first, then a source
 // ---------------------------------------------------------------------------------------------
 
-TEST(arena_hybrid, serves_from_the_buffer_before_the_source) {
+TEST(ArenaHybrid, ServesFromTheBufferBeforeTheSource) {
     aligned_buffer buf(1024);
     strata::heap_source src;
     arena a(buf.span(), src, small_blocks(1024));
@@ -1435,7 +1435,7 @@ TEST(arena_hybrid, serves_from_the_buffer_before_the_source) {
     EXPECT_EQ(extents_of(a).front(), (extent{0, 1000, true}));
 }
 
-TEST(arena_hybrid, rewind_into_the_buffer_then_release_extra_returns_every_block) {
+TEST(ArenaHybrid, RewindIntoTheBufferThenReleaseExtraReturnsEveryBlock) {
     aligned_buffer buf(1024);
     strata::heap_source src;
     arena a(buf.span(), src, small_blocks(1024, std::size_t{64} << 20, arena_reset::release_extra));
@@ -1454,7 +1454,7 @@ TEST(arena_hybrid, rewind_into_the_buffer_then_release_extra_returns_every_block
     EXPECT_EQ(a.allocate(1000, 1), p1);
 }
 
-TEST(arena_hybrid, rewind_to_a_marker_in_the_buffer_after_spilling) {
+TEST(ArenaHybrid, RewindToAMarkerInTheBufferAfterSpilling) {
     aligned_buffer buf(1024);
     strata::heap_source src;
     arena a(buf.span(), src, small_blocks(1024));
@@ -1478,7 +1478,7 @@ TEST(arena_hybrid, rewind_to_a_marker_in_the_buffer_after_spilling) {
 // a huge range (the process is killed). At checks 0/1 without ASan it is a no-op, which hides it.
 // Fix: before pop_to, `std::byte* buffer_used_end = head_ ? buffer_top_ : cur_;` and release
 // [buffer_begin_, buffer_used_end).
-TEST(arena_hybrid, reset_after_spilling_releases_only_the_buffer_bytes) {
+TEST(ArenaHybrid, ResetAfterSpillingReleasesOnlyTheBufferBytes) {
     // fixed: "BUG: arena::reset after spilling into a source block releases a bogus range";
     aligned_buffer buf(1024);
     aligned_buffer after(4096); // memory that must stay untouched
@@ -1506,7 +1506,7 @@ TEST(arena_hybrid, reset_after_spilling_releases_only_the_buffer_bytes) {
 
 constexpr std::size_t kReserve = std::size_t{64} << 20;
 
-TEST(arena_vm, blocks_are_committed_on_demand) {
+TEST(ArenaVm, BlocksAreCommittedOnDemand) {
     strata::virtual_memory_source src(kReserve);
     arena a(src, small_blocks(std::size_t{64} << 10));
     EXPECT_EQ(src.committed_bytes(), 0u);
@@ -1524,7 +1524,7 @@ TEST(arena_vm, blocks_are_committed_on_demand) {
     EXPECT_TRUE(a.owns(q));
 }
 
-TEST(arena_vm, alignments_up_to_4096_are_honoured) {
+TEST(ArenaVm, AlignmentsUpTo4096AreHonoured) {
     strata::virtual_memory_source src(kReserve);
     arena a(src, small_blocks(4096));
     for (std::size_t align = 1; align <= 4096; align *= 2) {
@@ -1537,7 +1537,7 @@ TEST(arena_vm, alignments_up_to_4096_are_honoured) {
     EXPECT_EQ(a.capacity(), src.committed_bytes());
 }
 
-TEST(arena_vm, reset_keep_blocks_keeps_commitment_and_release_extra_drops_it) {
+TEST(ArenaVm, ResetKeepBlocksKeepsCommitmentAndReleaseExtraDropsIt) {
     strata::virtual_memory_source src(kReserve);
     {
         arena a(src, small_blocks(8192));
@@ -1566,7 +1566,7 @@ TEST(arena_vm, reset_keep_blocks_keeps_commitment_and_release_extra_drops_it) {
     EXPECT_EQ(src.committed_bytes(), 0u);
 }
 
-TEST(arena_vm, reservation_exhaustion_returns_null_and_leaves_state_unchanged) {
+TEST(ArenaVm, ReservationExhaustionReturnsNullAndLeavesStateUnchanged) {
     strata::virtual_memory_source src(std::size_t{1} << 20);
     arena a(src, small_blocks(std::size_t{64} << 10));
     ASSERT_NE(a.allocate(100, 16), nullptr);
@@ -1580,7 +1580,7 @@ TEST(arena_vm, reservation_exhaustion_returns_null_and_leaves_state_unchanged) {
     EXPECT_EQ(src.committed_bytes(), committed);
 }
 
-TEST(arena_vm, rewind_across_blocks_and_reuse) {
+TEST(ArenaVm, RewindAcrossBlocksAndReuse) {
     strata::virtual_memory_source src(kReserve);
     arena a(src, small_blocks(4096));
     void* p0 = a.allocate(1000, 16);
@@ -1604,7 +1604,7 @@ TEST(arena_vm, rewind_across_blocks_and_reuse) {
 // block_size 4096, max_capacity 6144: 4000 bytes take a 4096 block; 1000 more ask for 1048 bytes,
 // get 4096, and capacity() becomes 8192 > 6144. Fix: after allocate_block, if b.size > room,
 // give the block back (source_.deallocate_block(b)) and return nullptr.
-TEST(arena_vm, max_capacity_holds_when_the_source_rounds_blocks_up) {
+TEST(ArenaVm, MaxCapacityHoldsWhenTheSourceRoundsBlocksUp) {
     // fixed: "BUG: arena exceeds max_capacity when the source rounds a block up";
     strata::virtual_memory_source src(kReserve);
     arena_options o = small_blocks(4096);
@@ -1618,7 +1618,7 @@ TEST(arena_vm, max_capacity_holds_when_the_source_rounds_blocks_up) {
     EXPECT_TRUE(unchanged(a, before));
 }
 
-TEST(arena_vm, a_geometric_block_rounded_past_the_cap_falls_back_to_the_request) {
+TEST(ArenaVm, AGeometricBlockRoundedPastTheCapFallsBackToTheRequest) {
     // The source grants the geometric size but rounds it to pages past the room left under the
     // cap: the arena gives it back and asks for what the request needs, as after a refusal (it
     // returned nullptr, and every later growth failed the same way).
@@ -1651,7 +1651,7 @@ TEST(arena_vm, a_geometric_block_rounded_past_the_cap_falls_back_to_the_request)
 // "use-after-poison" (arena::rewind at arena.cpp:150, arena::reset, pop_to, stack/double_stack
 // rewind) and the process aborts; most tests that rewind over padding die in that build.
 // Fix: in release_bytes, call unpoison(p, n) before the memset (then poison as now).
-TEST(arena_fill, rewind_and_reset_over_alignment_padding) {
+TEST(ArenaFill, RewindAndResetOverAlignmentPadding) {
     aligned_buffer buf(4096);
     arena a(buf.span());
     void* keep = a.allocate(100, 1);
@@ -1672,7 +1672,7 @@ TEST(arena_fill, rewind_and_reset_over_alignment_padding) {
 }
 
 #if STRATA_CHECKS >= 2
-TEST(arena_fill, fresh_allocations_read_0xCD) {
+TEST(ArenaFill, FreshAllocationsRead0xCD) {
     aligned_buffer buf(4096);
     arena a(buf.span());
     void* p = a.allocate(100, 16);
@@ -1694,7 +1694,7 @@ TEST(arena_fill, fresh_allocations_read_0xCD) {
 }
 
 #if !STRATA_ASAN
-TEST(arena_fill, reset_fills_released_bytes_with_0xDD) {
+TEST(ArenaFill, ResetFillsReleasedBytesWith0xDD) {
     aligned_buffer buf(4096);
     arena a(buf.span());
     void* p = a.allocate(100, 16);
@@ -1705,7 +1705,7 @@ TEST(arena_fill, reset_fills_released_bytes_with_0xDD) {
         << "bytes never handed out are not written";
 }
 
-TEST(arena_fill, rewind_and_deallocate_fill_released_bytes_with_0xDD) {
+TEST(ArenaFill, RewindAndDeallocateFillReleasedBytesWith0xDD) {
     aligned_buffer buf(4096);
     arena a(buf.span());
     void* keep = a.allocate(64, 16);
@@ -1722,7 +1722,7 @@ TEST(arena_fill, rewind_and_deallocate_fill_released_bytes_with_0xDD) {
     EXPECT_TRUE(all_bytes(q, 32, strata::fill_freed));
 }
 
-TEST(arena_fill, rewind_across_blocks_fills_released_blocks_with_0xDD) {
+TEST(ArenaFill, RewindAcrossBlocksFillsReleasedBlocksWith0xDD) {
     strata::heap_source src;
     arena a(src, small_blocks(1024));
     const arena::marker m = a.mark();
@@ -1741,7 +1741,7 @@ TEST(arena_fill, rewind_across_blocks_fills_released_blocks_with_0xDD) {
 #endif // STRATA_CHECKS >= 2
 
 #if STRATA_ASAN
-TEST(arena_asan_death, touching_memory_after_reset_is_use_after_poison) {
+TEST(ArenaAsanDeathTest, TouchingMemoryAfterResetIsUseAfterPoison) {
     GTEST_FLAG_SET(death_test_style, "threadsafe");
     aligned_buffer buf(4096);
     arena a(buf.span());
@@ -1752,7 +1752,7 @@ TEST(arena_asan_death, touching_memory_after_reset_is_use_after_poison) {
     EXPECT_DEATH({ p[0] = 2; }, "use-after-poison");
 }
 
-TEST(arena_asan_death, touching_memory_after_rewind_in_a_growing_arena_is_use_after_poison) {
+TEST(ArenaAsanDeathTest, TouchingMemoryAfterRewindInAGrowingArenaIsUseAfterPoison) {
     GTEST_FLAG_SET(death_test_style, "threadsafe");
     strata::heap_source src;
     arena a(src, small_blocks(1024));
@@ -1764,7 +1764,7 @@ TEST(arena_asan_death, touching_memory_after_rewind_in_a_growing_arena_is_use_af
     EXPECT_DEATH({ (void)p[0]; }, "use-after-poison");
 }
 
-TEST(arena_asan_death, bytes_past_the_top_are_poisoned) {
+TEST(ArenaAsanDeathTest, BytesPastTheTopArePoisoned) {
     GTEST_FLAG_SET(death_test_style, "threadsafe");
     aligned_buffer buf(4096);
     arena a(buf.span());
@@ -1940,7 +1940,7 @@ void run_random_arena(arena& a, std::byte* base, std::uint64_t seed, int ops, In
     EXPECT_GT(stale_tries, 50u);
 }
 
-TEST(arena_random, fixed_buffer_against_reference_model) {
+TEST(ArenaRandom, FixedBufferAgainstReferenceModel) {
     constexpr std::size_t cap = 16 * 1024;
     aligned_buffer buf(cap);
     arena a(buf.span());
@@ -1951,7 +1951,7 @@ TEST(arena_random, fixed_buffer_against_reference_model) {
     });
 }
 
-TEST(arena_random, heap_source_against_reference_model) {
+TEST(ArenaRandom, HeapSourceAgainstReferenceModel) {
     strata::heap_source src;
     arena_options o = small_blocks(4096, std::size_t{16} << 10);
     o.max_capacity = std::size_t{20} << 10;
@@ -1966,7 +1966,7 @@ TEST(arena_random, heap_source_against_reference_model) {
     EXPECT_EQ(src.outstanding_blocks(), 0u);
 }
 
-TEST(arena_random, heap_source_release_extra_against_reference_model) {
+TEST(ArenaRandom, HeapSourceReleaseExtraAgainstReferenceModel) {
     strata::heap_source src;
     arena_options o = small_blocks(2048, std::size_t{8} << 10, arena_reset::release_extra);
     o.max_capacity = std::size_t{24} << 10;
@@ -1982,7 +1982,7 @@ TEST(arena_random, heap_source_release_extra_against_reference_model) {
 
 // A source that refuses about a third of its calls at random: growth steps fall back and back off,
 // and failed allocations must change nothing (the harness checks both against the model).
-TEST(arena_random, flaky_source_against_reference_model) {
+TEST(ArenaRandom, FlakySourceAgainstReferenceModel) {
     struct flaky_source {
         strata::heap_source heap;
         std::mt19937_64 rng{0xF1A4};
@@ -2005,7 +2005,7 @@ TEST(arena_random, flaky_source_against_reference_model) {
     EXPECT_EQ(src.heap.outstanding_blocks(), 0u);
 }
 
-TEST(arena_random, virtual_memory_source_against_reference_model) {
+TEST(ArenaRandom, VirtualMemorySourceAgainstReferenceModel) {
     strata::virtual_memory_source src(std::size_t{40} << 10);
     {
         arena a(src, small_blocks(4096, std::size_t{16} << 10));

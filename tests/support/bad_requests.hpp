@@ -1,7 +1,7 @@
 #pragma once
 // The requests every allocator must refuse (core/allocator.hpp, is_valid_request): size 0, an
 // alignment that is not a power of two, and sizes that overflow once padded or aligned. One table
-// per rule, shared by the contract tests (linear_contract, HeapContract) and the per-header tests.
+// per rule, shared by the contract tests (LinearContract, HeapContract) and the per-header tests.
 #include <cstddef>
 #include <limits>
 #include <span>
