@@ -159,10 +159,8 @@ TEST(GuardPage, RandomizedAgainstModel) {
     EXPECT_EQ(g.stats().capacity, 0u);
 }
 
-// Freed ranges were reused only for a request of exactly the same page count (never split or
-// merged), so address space leaked with varying sizes: a buffer growing a page at a time ran the
-// reservation out with two blocks live, and with no quarantine a 16 MiB reservation failed at
-// 360 KiB with nothing live (found by review).
+// Freed ranges are split and merged, so requests of varying page counts reuse them: a buffer
+// growing a page at a time stays within a bounded reservation, with and without a quarantine.
 TEST(GuardPage, AGrowingBufferRunsInBoundedAddressSpace) {
     guard_options o;
     o.reserve_bytes = std::size_t{16} << 20;

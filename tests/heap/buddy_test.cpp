@@ -13,8 +13,8 @@
 #include "strata/core/allocator.hpp"
 
 #include "support/heap_model.hpp"
-#include "support/test_rng.hpp"
 #include "support/recording_handler.hpp"
+#include "support/test_rng.hpp"
 
 namespace strata::test {
 struct buddy_access {
@@ -361,9 +361,9 @@ TEST(Buddy, ManagesMemoryItMustNotTouch) {
 
 namespace {
 
-// check() compared the order mask with the lists only up to the top order: a stray bit above it
-// passed, made largest_free_block() report more than the region and sent an allocation to a list
-// that does not exist (found by review).
+// check() compares the order mask with the lists above the top order too: a stray bit there would
+// make largest_free_block() report more than the region and send an allocation to a list that does
+// not exist.
 TEST(Buddy, CheckSeesBookkeepingAboveTheTopOrder) {
     using access = strata::test::buddy_access;
     buddy b(4096, 64);
@@ -389,8 +389,8 @@ TEST(Buddy, CheckSeesBookkeepingAboveTheTopOrder) {
 
 } // namespace
 
-// An offsets-only buddy hands out no pointers, yet deallocate(p) used p's value as an offset and
-// freed the live block there (found by review): any pointer is foreign to it.
+// An offsets-only buddy hands out no pointers: deallocate(p) takes any pointer as foreign (never
+// its value as an offset, which would free the live block there).
 TEST(Buddy, AnOffsetsOnlyBuddyCallsEveryPointerForeign) {
     STRATA_REQUIRE_CHECKS(1);
     buddy b(4096, 16);

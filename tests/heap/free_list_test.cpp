@@ -27,8 +27,8 @@ using strata::test::test_rng;
 
 template <class H>
 class FreeList : public ::testing::Test {};
-using free_lists = ::testing::Types<strata::free_list_first_fit, strata::free_list_best_fit,
-                                    strata::free_list_next_fit>;
+using free_lists =
+    ::testing::Types<strata::free_list_first_fit, strata::free_list_best_fit, strata::free_list_next_fit>;
 TYPED_TEST_SUITE(FreeList, free_lists);
 
 template <class H>

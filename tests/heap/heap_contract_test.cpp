@@ -21,8 +21,8 @@
 
 #include "support/bad_requests.hpp"
 #include "support/heap_model.hpp"
-#include "support/test_rng.hpp"
 #include "support/recording_handler.hpp"
+#include "support/test_rng.hpp"
 
 namespace {
 
@@ -217,7 +217,7 @@ TYPED_TEST(HeapContract, DoubleFreeIsReportedAndIgnored) {
 }
 
 // A use after free writes a freed block's first word: its free-list link, which ASan leaves
-// addressable. check() followed the link before testing it, and crashed on it (found by review).
+// addressable. check() tests the link before following it.
 TYPED_TEST(HeapContract, CheckReportsABrokenFreeListLinkWithoutFollowingIt) {
     heap_buffer buf(1 << 16);
     TypeParam h(buf.span());
@@ -244,8 +244,8 @@ TYPED_TEST(HeapContract, CheckReportsABrokenFreeListLinkWithoutFollowingIt) {
 
 // Freeing a block whose neighbours are both free merges all three and leaves two stale headers in
 // the merged block: the middle block's ("used") and its successor's, which still names it as its
-// predecessor. A second free of the middle block passed as a live block, freed the merged block
-// again and grew it over the live block after it (found by review; ASan: use-after-poison).
+// predecessor. A second free of the middle block must not pass as a live block (it would free the
+// merged block again and grow it over the live block after it).
 TYPED_TEST(HeapContract, DoubleFreeAfterAMergeOnBothSidesIsReportedAndIgnored) {
     STRATA_REQUIRE_CHECKS(1);
     heap_buffer buf(1 << 16);
@@ -331,9 +331,9 @@ TYPED_TEST(HeapContract, PointersIntoFreeMemoryAreReportedAndIgnored) {
     EXPECT_TRUE(h.check());
 }
 
-// ASan: only what the caller asked for is addressable (found by review). A free block's first 16
-// bytes (its links) were left usable past a smaller request, and a header and links a merge
-// absorbed stayed usable inside the merged block and in whatever was carved from it later.
+// ASan: only what the caller asked for is addressable: not a free block's first 16 bytes (its
+// links) past a smaller request, nor a header and links a merge absorbed, inside the merged block
+// or in whatever is carved from it later.
 TYPED_TEST(HeapContract, UnderAsanOnlyTheRequestedBytesAreAddressable) {
     if (!STRATA_ASAN) GTEST_SKIP() << "poisoning is compiled in ASan builds only";
     heap_buffer buf(1 << 16);

@@ -29,7 +29,6 @@ using strata::test::extents_of;
 using strata::test::fill_pattern;
 using strata::test::holds_pattern;
 
-constexpr std::size_t kMax = std::numeric_limits<std::size_t>::max();
 constexpr std::size_t kBuf = 64 * 1024;
 constexpr std::size_t kHdr = stack_allocator::header_size;
 
@@ -95,7 +94,7 @@ TEST(StackAllocator, HonoursEveryPowerOfTwoAlignmentUpTo4096) {
     aligned_buffer buf(kBuf);
     stack_allocator s(buf.span());
     for (std::size_t align = 1; align <= 4096; align *= 2) {
-        // A top that is a multiple of 8 but not of larger powers (see the BUG test below for odd tops).
+        // A top that is a multiple of 8 but not of larger powers (odd tops: see below).
         ASSERT_NE(s.allocate(24, 8), nullptr);
         const std::size_t top = s.in_use();
         const std::size_t expected = (top + kHdr + align - 1) / align * align;
@@ -109,15 +108,9 @@ TEST(StackAllocator, HonoursEveryPowerOfTwoAlignmentUpTo4096) {
     EXPECT_EQ(s.stats().live_allocations, 26u);
 }
 
-// BUG: include/strata/linear/stack_allocator.hpp:53-56 writes the 16-byte header through a
-// `header*` at `p - header_size`, which for align < 8 after an odd-sized block is not 8-aligned:
-// UB that UBSan (the asan preset, -fno-sanitize-recover) reports as "member access within
-// misaligned address ... for type 'struct header', which requires 8 byte alignment" (also read in
-// deallocate(), line 72, and for_each_block(), line 113). Fix: align the header, e.g. compute the
-// padding with `std::max(align, alignof(header))`, or read/write the header with std::memcpy.
-// The randomized test below keeps every size a multiple of 8 until this is fixed.
+// The 16-byte header in front of each block stays 8-aligned for align < 8 after an odd-sized block
+// (UBSan, in the asan preset, reports a misaligned header access).
 TEST(StackAllocator, SmallAlignmentsAfterOddSizesKeepTheHeaderAligned) {
-    // fixed: "BUG: stack_allocator writes its header at a misaligned address (UBSan)";
     aligned_buffer buf(kBuf);
     stack_allocator s(buf.span());
     void* a = s.allocate(3, 1);
@@ -174,28 +167,15 @@ TEST(StackAllocator, ExhaustionReturnsNullAndLeavesStateUnchanged) {
     EXPECT_EQ(s.in_use(), kBuf);
 }
 
-TEST(StackAllocator, BadRequestsReturnNullWithoutStateChange) {
+// Bad requests (size 0, bad alignments, overflows) are LinearContract's, over every linear
+// allocator. An alignment larger than the whole buffer is a valid request that cannot be served.
+TEST(StackAllocator, AnAlignmentLargerThanTheBufferIsExhaustion) {
     aligned_buffer buf(kBuf);
     stack_allocator s(buf.span());
-    const std::size_t cases[][2] = {{0, 1},
-                                    {0, 16},
-                                    {16, 0},
-                                    {16, 3},
-                                    {16, 24},
-                                    {16, 6},
-                                    {16, 100},
-                                    {kMax, 1},
-                                    {kMax, 16},
-                                    {kMax - 8, 64},
-                                    {kMax - 15, 16},
-                                    {kMax - 100, 4096},
-                                    {16, std::size_t{1} << 63}};
     for (int round = 0; round < 2; ++round) {
         const stack_state before = state_of(s);
-        for (const auto& c : cases) {
-            EXPECT_EQ(s.allocate(c[0], c[1]), nullptr) << "size " << c[0] << " align " << c[1];
-            EXPECT_TRUE(unchanged(s, before)) << "size " << c[0] << " align " << c[1];
-        }
+        EXPECT_EQ(s.allocate(16, std::size_t{1} << 63), nullptr);
+        EXPECT_TRUE(unchanged(s, before));
         ASSERT_NE(s.allocate(100, 8), nullptr);
     }
 }
@@ -503,10 +483,9 @@ TEST(StackAllocator, ResetFreesEverythingAndKeepsTotalsAndPeak) {
     EXPECT_EQ(s.in_use(), 0u);
 }
 
-// reset() went through rewind(), which at checks >= 1 walks the headers of every live allocation
-// (O(live), 1.4 ms at a million; found by review). A reset is always valid, so it reads no header:
-// here one is overwritten (an overrun of the block below it), which the walk refused as "not a
-// state of this stack", leaving everything allocated.
+// A reset is always valid, so it reads no header (a rewind at checks >= 1 walks the headers of
+// every live allocation, O(live)): here one is overwritten (an overrun of the block below it), which
+// such a walk would refuse as "not a state of this stack", leaving everything allocated.
 TEST(StackAllocator, ResetReadsNoHeader) {
     aligned_buffer buf(kBuf);
     stack_allocator s(buf.span());
@@ -665,8 +644,7 @@ TEST(StackAllocatorAsanDeathTest, TouchingMemoryAfterResetIsUseAfterPoison) {
 
 // --- randomized against the reference model ---
 
-// Sizes are rounded up to a multiple of 8 until the misaligned-header BUG (see
-// small_alignments_after_odd_sizes_keep_the_header_aligned) is fixed; flip this then.
+// Odd sizes too, so small alignments follow odd tops (SmallAlignmentsAfterOddSizesKeepTheHeaderAligned).
 constexpr bool kOddSizes = true;
 
 struct live_block {
@@ -806,9 +784,9 @@ TEST(StackAllocatorRandom, AgainstReferenceModel) {
 } // namespace
 
 // A free lowers the top below a marker taken above the freed block; an allocation of the same size
-// and alignment then lifts it back, at the same offsets. The live-chain walk alone took such a
-// marker for a state of the stack (found by review): frees are recorded at checks >= 1, as in arena
-// and double_stack, so it is refused like theirs.
+// and alignment then lifts it back, at the same offsets, where a walk of the live chain alone would
+// take the marker for a state of the stack: frees are recorded at checks >= 1, as in arena and
+// double_stack, so it is refused like theirs.
 TEST(StackAllocator, AMarkerAFreeWentBelowIsRefusedEvenAfterTheSameAllocation) {
     STRATA_REQUIRE_CHECKS(1);
     aligned_buffer buf(1024);

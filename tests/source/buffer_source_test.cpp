@@ -151,8 +151,8 @@ TEST(BufferSource, RandomizedAgainstModel) {
             const std::size_t align = std::size_t{1} << (rng() % 9);
             const memory_block b = s.allocate_block(size, align);
             if (b.empty()) {
-                const std::size_t pad = strata::align_padding(
-                    reinterpret_cast<std::uintptr_t>(buf.data() + s.used()), align);
+                const std::size_t pad =
+                    strata::align_padding(reinterpret_cast<std::uintptr_t>(buf.data() + s.used()), align);
                 EXPECT_GT(pad + size, s.capacity() - s.used()) << "refused a request that fits";
                 break;
             }

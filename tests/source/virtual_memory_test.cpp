@@ -263,8 +263,8 @@ TEST(VirtualMemorySource, EveryFreedRangeIsReusableWhileABlockLives) {
     EXPECT_EQ(source.committed_bytes(), keep.size + 63 * page);
 }
 
-// Alignment padding in front of a block that is not the most recent used to be lost for good,
-// and everything below it with it: cycles of three blocks ran a reservation dry in 15 rounds.
+// Alignment padding in front of a block that is not the most recent comes back with the block:
+// cycles of three blocks never run the reservation dry.
 TEST(VirtualMemorySource, AlignmentPaddingComesBackWithItsBlock) {
     strata::virtual_memory_source source(64 * page);
     const auto keep = source.allocate_block(page, 8);
