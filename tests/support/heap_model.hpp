@@ -12,27 +12,13 @@
 
 #include <gtest/gtest.h>
 
+#include "support/aligned_buffer.hpp"
 #include "support/test_rng.hpp"
 
 namespace strata::test {
 
-/// An over-aligned buffer from operator new, freed on destruction.
-class heap_buffer {
-public:
-    explicit heap_buffer(std::size_t size, std::size_t align = 4096)
-        : size_(size), align_(align),
-          data_(static_cast<std::byte*>(::operator new (size, std::align_val_t{align}))) {}
-    ~heap_buffer() { ::operator delete (data_, std::align_val_t{align_}); }
-    heap_buffer(const heap_buffer&) = delete;
-    heap_buffer& operator=(const heap_buffer&) = delete;
-    [[nodiscard]] std::span<std::byte> span() const noexcept { return {data_, size_}; }
-    [[nodiscard]] std::byte* data() const noexcept { return data_; }
-
-private:
-    std::size_t size_;
-    std::size_t align_;
-    std::byte* data_;
-};
+/// The buffer heaps are built over (an aligned_buffer: over-aligned, freed on destruction).
+using heap_buffer = aligned_buffer;
 
 /// The live blocks of a heap under test.
 class heap_model {
