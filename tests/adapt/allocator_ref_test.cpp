@@ -11,14 +11,12 @@
 #include "strata/linear/arena.hpp"
 
 #include "support/adapt_allocators.hpp"
-#include "support/bad_requests.hpp"
 
 namespace {
 
 using strata::allocator_ref;
 using strata::test::test_arena;
 using strata::test::test_heap;
-using strata::test::test_stack;
 
 // Verbs are there exactly where the allocator referred to has them.
 static_assert(strata::owning_allocator<allocator_ref<test_heap>>);
@@ -70,12 +68,6 @@ TEST(AllocatorRef, MarkRewindAndResetReachTheAllocator) {
     EXPECT_EQ(a.stats().live_allocations, 1u);
     r.reset();
     EXPECT_EQ(a.stats().in_use, 0u);
-}
-
-TEST(AllocatorRef, BadRequestsAreTheAllocatorsAnswer) {
-    test_stack s;
-    allocator_ref<test_stack> r(s);
-    EXPECT_TRUE(strata::test::refuses_bad_requests(r));
 }
 
 // Copies refer to the same allocator and compare equal; references to two allocators do not.

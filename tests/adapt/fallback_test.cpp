@@ -16,7 +16,6 @@
 #include "strata/adapt/allocator_ref.hpp"
 
 #include "support/adapt_allocators.hpp"
-#include "support/bad_requests.hpp"
 #include "support/recording_handler.hpp"
 #include "support/reference_model.hpp"
 
@@ -122,15 +121,6 @@ TEST(Fallback, OverExistingAllocatorsAndUnsizedFree) {
     EXPECT_EQ(h.live(), 0u);
     EXPECT_EQ(h.bad_frees(), 0u);
     EXPECT_EQ(s.stats().live_allocations, 0u);
-}
-
-TYPED_TEST(FallbackTyped, BadRequestsAreRefusedByBothSides) {
-    TypeParam f;
-    EXPECT_TRUE(strata::test::refuses_bad_requests(f));
-    void* p = f.allocate(32);
-    ASSERT_NE(p, nullptr);
-    EXPECT_TRUE(strata::test::refuses_bad_requests(f)) << "with a live block";
-    f.deallocate(p, 32);
 }
 
 // stats(): every count is the sum of both sides; peak the sum of the peaks; largest_free_block the

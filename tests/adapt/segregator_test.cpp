@@ -16,7 +16,6 @@
 #include "strata/adapt/allocator_ref.hpp"
 
 #include "support/adapt_allocators.hpp"
-#include "support/bad_requests.hpp"
 #include "support/recording_handler.hpp"
 #include "support/reference_model.hpp"
 
@@ -127,15 +126,6 @@ TEST(Segregator, UnsizedFreeRoutesByOwns) {
     EXPECT_EQ(s.stats().live_allocations, 0u);
     EXPECT_EQ(s.large().bad_frees(), 0u);
 }
-TYPED_TEST(SegregatorTyped, BadRequestsAreRefusedOnBothSides) {
-    TypeParam s;
-    EXPECT_TRUE(strata::test::refuses_bad_requests(s));
-    void* p = s.allocate(TypeParam::threshold + 1);
-    ASSERT_NE(p, nullptr);
-    EXPECT_TRUE(strata::test::refuses_bad_requests(s)) << "with a live block";
-    s.deallocate(p, TypeParam::threshold + 1);
-}
-
 // A bad alignment is refused whichever side the size picks (each side refuses it itself).
 TEST(Segregator, BadAlignmentIsRefusedOnEitherSideOfTheThreshold) {
     segregator<64, test_stack, test_heap> s;

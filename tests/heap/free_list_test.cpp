@@ -14,7 +14,6 @@
 
 #include <gtest/gtest.h>
 
-#include "support/bad_requests.hpp"
 #include "support/heap_model.hpp"
 #include "support/recording_handler.hpp"
 #include "support/test_rng.hpp"
@@ -45,7 +44,6 @@ TYPED_TEST(FreeList, FreshPoolIsOneFreeBlock) {
     EXPECT_EQ(h.largest_free_block(), (1u << 16) - TypeParam::pool_overhead - TypeParam::header_size);
     EXPECT_EQ(walked_free_blocks(h), 1u);
     EXPECT_TRUE(h.check());
-    EXPECT_TRUE(strata::test::refuses_bad_requests(h));
 }
 
 // Blocks are 16-aligned with at least 16 usable bytes, rounded to 16.

@@ -6,7 +6,6 @@
 #include <cstring>
 #include <limits>
 #include <random>
-#include <span>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -23,7 +22,6 @@
 #include "strata/source/heap_source.hpp"
 #include "strata/source/virtual_memory.hpp"
 
-#include "support/bad_requests.hpp"
 #include "support/linear_test_util.hpp"
 #include "support/recording_handler.hpp"
 
@@ -164,34 +162,8 @@ TYPED_TEST(LinearContract, AllocateReturnsAlignedDistinctWritableMemory) {
     EXPECT_EQ(a.stats().live_allocations, model.size());
 }
 
-// The bad-input rules (core/allocator.hpp): one table per rule (support/bad_requests.hpp), each
-// refused with nullptr and no change of state, from an empty allocator and from an odd top.
-template <class A>
-void expect_refuses(A& a, std::span<const strata::test::bad_request> table) {
-    for (int round = 0; round < 2; ++round) {
-        const strata::stats before = a.stats();
-        for (const strata::test::bad_request& r : table) {
-            EXPECT_EQ(a.allocate(r.size, r.align), nullptr) << "size " << r.size << " align " << r.align;
-            STRATA_EXPECT_SAME_STATS(a.stats(), before);
-        }
-        ASSERT_NE(a.allocate(7, 1), nullptr);
-    }
-}
-
-TYPED_TEST(LinearContract, ZeroSizeReturnsNullWithoutStateChange) {
-    typename TypeParam::fixture fx;
-    expect_refuses(fx.alloc, strata::test::zero_size_requests);
-}
-
-TYPED_TEST(LinearContract, NonPowerOfTwoAlignmentReturnsNullWithoutStateChange) {
-    typename TypeParam::fixture fx;
-    expect_refuses(fx.alloc, strata::test::bad_alignment_requests);
-}
-
-TYPED_TEST(LinearContract, SizesThatOverflowReturnNullWithoutStateChange) {
-    typename TypeParam::fixture fx;
-    expect_refuses(fx.alloc, strata::test::overflow_requests);
-}
+// Bad input (size 0, bad alignments, overflows) is tests/contract/bad_requests_test.cpp's, over
+// every allocator of the library.
 
 TYPED_TEST(LinearContract, ExhaustionReturnsNullAndKeepsState) {
     typename TypeParam::fixture fx;

@@ -74,11 +74,7 @@ TEST(Pool, SizedAllocateAcceptsOnlyWhatFitsASlot) {
     EXPECT_NE(p.allocate(64, 32), nullptr);
     EXPECT_NE(p.allocate(1, 1), nullptr);
     EXPECT_EQ(p.allocate(65, 8), nullptr);
-    EXPECT_EQ(p.allocate(0, 8), nullptr);
-    EXPECT_EQ(p.allocate(8, 64), nullptr);
-    EXPECT_EQ(p.allocate(8, 3), nullptr);
-    EXPECT_EQ(p.allocate(8, 0), nullptr);
-    EXPECT_EQ(p.allocate(SIZE_MAX, 8), nullptr);
+    EXPECT_EQ(p.allocate(8, 64), nullptr); // above the slot alignment (other bad input: tests/contract)
     EXPECT_EQ(p.live(), 2u);
     EXPECT_TRUE(p.check());
 }
