@@ -9,13 +9,11 @@
 
 #include "strata/core/config.hpp"
 
+#include "support/byte_patterns.hpp"
+
 namespace {
 
-bool all_are(const unsigned char* p, std::size_t n, unsigned char v) {
-    for (std::size_t i = 0; i < n; ++i)
-        if (p[i] != v) return false;
-    return true;
-}
+using strata::test::all_bytes;
 
 static_assert(strata::fill_allocated == 0xCD);
 static_assert(strata::fill_freed == 0xDD);
@@ -24,9 +22,9 @@ TEST(Poison, AcquireFillsWithTheAllocatedPatternAtChecks2) {
     alignas(16) unsigned char buf[64];
     std::memset(buf, 0x11, sizeof buf);
     strata::acquire_bytes(buf + 8, 32);
-    EXPECT_TRUE(all_are(buf, 8, 0x11)) << "bytes before the range untouched";
-    EXPECT_TRUE(all_are(buf + 40, 24, 0x11)) << "bytes after the range untouched";
-    EXPECT_TRUE(all_are(buf + 8, 32, STRATA_CHECKS >= 2 ? strata::fill_allocated : 0x11));
+    EXPECT_TRUE(all_bytes(buf, 8, 0x11)) << "bytes before the range untouched";
+    EXPECT_TRUE(all_bytes(buf + 40, 24, 0x11)) << "bytes after the range untouched";
+    EXPECT_TRUE(all_bytes(buf + 8, 32, STRATA_CHECKS >= 2 ? strata::fill_allocated : 0x11));
 }
 
 TEST(Poison, ReleaseFillsWithTheFreedPatternAtChecks2AndPoisons) {
@@ -36,9 +34,9 @@ TEST(Poison, ReleaseFillsWithTheFreedPatternAtChecks2AndPoisons) {
     EXPECT_EQ(strata::is_poisoned(buf + 16, 32), STRATA_ASAN != 0);
     EXPECT_FALSE(strata::is_poisoned(buf, 16));
     strata::unpoison(buf + 16, 32); // to read the pattern back
-    EXPECT_TRUE(all_are(buf + 16, 32, STRATA_CHECKS >= 2 ? strata::fill_freed : 0x11));
-    EXPECT_TRUE(all_are(buf, 16, 0x11));
-    EXPECT_TRUE(all_are(buf + 48, 16, 0x11));
+    EXPECT_TRUE(all_bytes(buf + 16, 32, STRATA_CHECKS >= 2 ? strata::fill_freed : 0x11));
+    EXPECT_TRUE(all_bytes(buf, 16, 0x11));
+    EXPECT_TRUE(all_bytes(buf + 48, 16, 0x11));
 }
 
 // A released range may include bytes that were poisoned already (padding never handed out):
@@ -59,7 +57,7 @@ TEST(Poison, ZeroLengthRangesAreNoOps) {
     strata::acquire_bytes(buf, 0);
     EXPECT_FALSE(strata::is_poisoned(buf, 0));
     EXPECT_FALSE(strata::is_poisoned(buf, 16));
-    EXPECT_TRUE(all_are(buf, 16, 0));
+    EXPECT_TRUE(all_bytes(buf, 16, 0));
 }
 
 } // namespace

@@ -24,6 +24,7 @@
 #include "strata/source/memory_source.hpp"
 
 #include "support/aligned_buffer.hpp"
+#include "support/byte_patterns.hpp"
 #include "support/reference_model.hpp"
 
 namespace strata::test {
@@ -78,31 +79,6 @@ inline std::size_t used_size(const std::vector<extent>& v) {
     for (const extent& e : v)
         n += e.used ? e.size : 0;
     return n;
-}
-
-/// Fills [p, p+n) with a pattern derived from `seed`.
-inline void fill_pattern(void* p, std::size_t n, unsigned seed) noexcept {
-    auto* b = static_cast<unsigned char*>(p);
-    for (std::size_t i = 0; i < n; ++i)
-        b[i] = static_cast<unsigned char>((seed * 31u + i * 13u + 7u) & 0xFFu);
-}
-
-/// True when [p, p+n) still holds fill_pattern(p, n, seed).
-inline bool holds_pattern(const void* p, std::size_t n, unsigned seed) noexcept {
-    const auto* b = static_cast<const unsigned char*>(p);
-    for (std::size_t i = 0; i < n; ++i) {
-        if (b[i] != static_cast<unsigned char>((seed * 31u + i * 13u + 7u) & 0xFFu)) return false;
-    }
-    return true;
-}
-
-/// True when every byte of [p, p+n) equals `value`.
-inline bool all_bytes(const void* p, std::size_t n, unsigned char value) noexcept {
-    const auto* b = static_cast<const unsigned char*>(p);
-    for (std::size_t i = 0; i < n; ++i) {
-        if (b[i] != value) return false;
-    }
-    return true;
 }
 
 /// Returns `v` through a volatile, so the optimizer cannot propagate an absurd constant size into
