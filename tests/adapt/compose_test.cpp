@@ -1,10 +1,8 @@
-// fallback<Primary, Secondary> and segregator<Threshold, Small, Large>.
+// Adapters stacked on one another: fallback, segregator, debug, guarded and tracked composed, and
+// how frees are routed when debug<> sits on one side of a heap both sides share.
 #include <cstddef>
-#include <cstdint>
 #include <functional>
 #include <map>
-#include <random>
-#include <type_traits>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -26,215 +24,12 @@ namespace {
 
 using strata::fallback;
 using strata::segregator;
-using strata::test::basic_test_stack;
-using strata::test::test_arena;
 using strata::test::test_heap;
-using strata::test::test_pool;
 using strata::test::test_stack;
-using strata::test::test_tlsf;
 
-using small_stack = basic_test_stack<4096>;
 // debug<> on the small side of one tlsf that both sides share.
 using shared_heap_segregator =
     segregator<64, strata::debug<strata::allocator_ref<strata::tlsf>>, strata::allocator_ref<strata::tlsf>>;
-
-// An arena takes back only its most recent allocation in the current block, so its live count
-// need not reach 0 after a LIFO free sequence that crossed blocks.
-template <class A>
-constexpr bool frees_exactly = !std::is_same_v<A, test_arena>;
-
-static_assert(strata::owning_allocator<fallback<small_stack, test_heap>>);
-static_assert(strata::unsized_deallocator<fallback<small_stack, test_heap>>);
-static_assert(!strata::unsized_deallocator<fallback<test_arena, test_heap>>);
-static_assert(strata::owning_allocator<segregator<64, test_stack, test_heap>>);
-
-// ---------------------------------------------------------------------------------------------
-// fallback: typed over (primary, secondary) pairs
-// ---------------------------------------------------------------------------------------------
-
-template <class P>
-class FallbackTyped : public ::testing::Test {};
-using FallbackPairs = ::testing::Types<fallback<small_stack, test_heap>, fallback<test_heap, test_heap>,
-                                       fallback<small_stack, test_arena>>;
-TYPED_TEST_SUITE(FallbackTyped, FallbackPairs);
-
-TYPED_TEST(FallbackTyped, SecondaryServesWhatPrimaryCannotAndFreesGoToTheOwner) {
-    TypeParam f;
-    if constexpr (std::is_same_v<typename TypeParam::primary_type, test_heap>) f.primary().set_limit(100);
-    void* small = f.allocate(64);
-    void* big = f.allocate(8000); // too big for a 4 KiB stack, or over the heap's limit
-    ASSERT_NE(small, nullptr);
-    ASSERT_NE(big, nullptr);
-    EXPECT_TRUE(f.primary().owns(small));
-    EXPECT_FALSE(f.primary().owns(big));
-    EXPECT_TRUE(f.secondary().owns(big));
-    EXPECT_TRUE(f.owns(big));
-    EXPECT_EQ(f.stats().live_allocations, 2u);
-    f.deallocate(big, 8000);
-    EXPECT_EQ(f.secondary().stats().live_allocations, 0u);
-    f.deallocate(small, 64);
-    EXPECT_EQ(f.primary().stats().live_allocations, 0u);
-    EXPECT_EQ(f.allocate(0), nullptr);
-    EXPECT_EQ(f.allocate(8, 3), nullptr);
-    f.deallocate(nullptr, 8);
-}
-
-TYPED_TEST(FallbackTyped, CrossAllocatorFreeIsReportedAndIgnored) {
-    STRATA_REQUIRE_CHECKS(1);
-    TypeParam f;
-    test_heap elsewhere;
-    void* foreign = elsewhere.allocate(32);
-    strata::test::recording_handler rec;
-    f.deallocate(foreign, 32);
-    ASSERT_TRUE(rec.saw_one(strata::violation_kind::foreign_pointer));
-    EXPECT_EQ(rec.last().pointer, foreign);
-    EXPECT_EQ(rec.last().allocator, "strata::fallback");
-    EXPECT_EQ(f.stats().live_allocations, 0u);
-    elsewhere.deallocate(foreign, 32);
-}
-
-TYPED_TEST(FallbackTyped, RandomizedLifoAgainstModel) {
-    TypeParam f;
-    if constexpr (std::is_same_v<typename TypeParam::primary_type, test_heap>) f.primary().set_limit(150);
-    strata::test::reference_model model;
-    std::vector<std::pair<void*, std::size_t>> stack;
-    std::mt19937_64 rng(0xfa11u);
-    std::size_t secondary_used = 0;
-    for (int op = 0; op < 10000; ++op) {
-        if (stack.empty() || rng() % 100 < 52) {
-            const std::size_t size = 1 + rng() % 300;
-            void* p = f.allocate(size, 16);
-            ASSERT_NE(p, nullptr);
-            secondary_used += f.primary().owns(p) ? 0 : 1;
-            model.add(p, size, 16);
-            stack.emplace_back(p, size);
-        } else {
-            model.remove(stack.back().first);
-            f.deallocate(stack.back().first, stack.back().second);
-            stack.pop_back();
-        }
-    }
-    EXPECT_GT(secondary_used, 0u);
-    model.verify_all();
-    while (!stack.empty()) {
-        f.deallocate(stack.back().first, stack.back().second);
-        stack.pop_back();
-    }
-    if constexpr (frees_exactly<typename TypeParam::secondary_type>) {
-        EXPECT_EQ(f.stats().live_allocations, 0u);
-    }
-}
-
-TEST(Fallback, OverExistingAllocatorsAndUnsizedFree) {
-    small_stack s;
-    test_heap h;
-    fallback<strata::allocator_ref<small_stack>, strata::allocator_ref<test_heap>> f(s, h);
-    void* a = f.allocate(5000);
-    void* b = f.allocate(10);
-    EXPECT_TRUE(h.owns(a));
-    EXPECT_TRUE(s.owns(b));
-    f.deallocate(b);
-    f.deallocate(a);
-    EXPECT_EQ(h.live(), 0u);
-    EXPECT_EQ(h.bad_frees(), 0u);
-    EXPECT_EQ(s.stats().live_allocations, 0u);
-}
-
-// ---------------------------------------------------------------------------------------------
-// segregator: typed over (small, large) pairs
-// ---------------------------------------------------------------------------------------------
-
-template <class S>
-class SegregatorTyped : public ::testing::Test {};
-using SegregatorPairs =
-    ::testing::Types<segregator<128, test_stack, test_heap>, segregator<64, test_heap, test_arena>,
-                     segregator<256, test_arena, test_heap>, segregator<1024, test_pool, test_tlsf>>;
-TYPED_TEST_SUITE(SegregatorTyped, SegregatorPairs);
-
-TYPED_TEST(SegregatorTyped, RoutesByTheThreshold) {
-    TypeParam s;
-    constexpr std::size_t t = TypeParam::threshold;
-    void* at = s.allocate(t);
-    void* above = s.allocate(t + 1);
-    ASSERT_NE(at, nullptr);
-    ASSERT_NE(above, nullptr);
-    EXPECT_TRUE(s.small().owns(at));
-    EXPECT_TRUE(s.large().owns(above));
-    EXPECT_FALSE(s.small().owns(above));
-    EXPECT_TRUE(s.owns(at));
-    EXPECT_EQ(s.stats().live_allocations, 2u);
-    s.deallocate(above, t + 1);
-    s.deallocate(at, t);
-    EXPECT_EQ(s.stats().live_allocations, 0u);
-    EXPECT_EQ(s.allocate(0), nullptr);
-    s.deallocate(nullptr, 1);
-}
-
-TYPED_TEST(SegregatorTyped, FreeOnTheWrongSideIsReportedAndIgnored) {
-    STRATA_REQUIRE_CHECKS(1);
-    TypeParam s;
-    constexpr std::size_t t = TypeParam::threshold;
-    void* small = s.allocate(8);
-    void* large = s.allocate(t + 100);
-    strata::test::recording_handler rec;
-    s.deallocate(small, t + 1); // names a large size for a small block
-    ASSERT_TRUE(rec.saw_one(strata::violation_kind::size_mismatch));
-    EXPECT_EQ(rec.last().pointer, small);
-    rec.clear();
-    s.deallocate(large, 8);
-    ASSERT_TRUE(rec.saw_one(strata::violation_kind::size_mismatch));
-    rec.clear();
-    test_heap elsewhere;
-    void* foreign = elsewhere.allocate(8);
-    s.deallocate(foreign, 8);
-    ASSERT_TRUE(rec.saw_one(strata::violation_kind::foreign_pointer));
-    EXPECT_EQ(rec.last().allocator, "strata::segregator");
-    elsewhere.deallocate(foreign, 8);
-    EXPECT_EQ(s.stats().live_allocations, 2u);
-    s.deallocate(large, t + 100);
-    s.deallocate(small, 8);
-    EXPECT_EQ(s.stats().live_allocations, 0u);
-}
-
-TYPED_TEST(SegregatorTyped, RandomizedLifoAgainstModel) {
-    TypeParam s;
-    strata::test::reference_model model;
-    std::vector<std::pair<void*, std::size_t>> stack;
-    std::mt19937_64 rng(0x5e6u);
-    for (int op = 0; op < 10000; ++op) {
-        if (stack.empty() || rng() % 100 < 52) {
-            const std::size_t size = 1 + rng() % (TypeParam::threshold * 3);
-            void* p = s.allocate(size, 8);
-            ASSERT_NE(p, nullptr);
-            ASSERT_EQ(size <= TypeParam::threshold, s.small().owns(p));
-            model.add(p, size, 8);
-            stack.emplace_back(p, size);
-        } else {
-            model.remove(stack.back().first);
-            s.deallocate(stack.back().first, stack.back().second);
-            stack.pop_back();
-        }
-    }
-    model.verify_all();
-    while (!stack.empty()) {
-        s.deallocate(stack.back().first, stack.back().second);
-        stack.pop_back();
-    }
-    if constexpr (frees_exactly<typename TypeParam::small_type> &&
-                  frees_exactly<typename TypeParam::large_type>) {
-        EXPECT_EQ(s.stats().live_allocations, 0u);
-    }
-}
-
-TEST(Segregator, UnsizedFreeRoutesByOwns) {
-    segregator<32, test_stack, test_heap> s;
-    void* a = s.allocate(16);
-    void* b = s.allocate(1000);
-    s.deallocate(b);
-    s.deallocate(a);
-    EXPECT_EQ(s.stats().live_allocations, 0u);
-    EXPECT_EQ(s.large().bad_frees(), 0u);
-}
 
 // The adapters stack: a tracked, debugged segregator of a stack and a heap.
 TEST(Compose, AdaptersStack) {
@@ -278,9 +73,8 @@ TEST(Compose, ContainersOverTrackedDebug) {
 
 } // namespace
 
-// debug<A>'s owns() means "live": a double free of a debug block used to be routed to the other
-// allocator (found by review). Routing by claims() sends it to debug, which reports it as one, at
-// every checks level, and the other allocator never sees it.
+// debug<A>'s owns() means "live": a double free of a debug block is routed by claims() to debug,
+// which reports it as one at every checks level; the other allocator never sees it.
 TEST(Compose, ADoubleFreeOfADebugBlockGoesToDebug) {
     strata::test::recording_handler rec;
     {
@@ -375,9 +169,9 @@ struct cell_debug : strata::debug<cell_allocator> {
 
 } // namespace
 
-// A valid free of Secondary's live block went to Primary when debug<Primary> remembered freeing a
-// block at that address: a false double_free, and Secondary's block leaked (found by review).
-// Live blocks are asked for first, the freed history only for a pointer no side owns.
+// A valid free of Secondary's live block goes to Secondary even when debug<Primary> remembers
+// freeing a block at that address (no false double_free, no leak): live blocks are asked for
+// first, the freed history only for a pointer no side owns.
 TEST(Compose, FallbackSendsALiveSecondaryBlockToSecondaryThoughPrimaryRemembersTheAddress) {
     strata::test::recording_handler rec;
     shared_cell cell;
@@ -442,10 +236,9 @@ TEST(Compose, ADoubleFreeOfAQuarantinedBlockGoesToDebugThoughTheSharedHeapOwnsTh
     EXPECT_EQ(heap.stats().live_allocations, 0u);
 }
 
-// The same when the debug side is itself a fallback, or guarded<>, behind allocator_ref: both now
-// forward strata::holds (and guarded forwards claims). Before, the outer fallback asked holds(),
-// got false, and gave the pointer to the heap (checks 1: foreign_pointer from tlsf; checks 0: a
-// crash), and tracked<guarded<debug<>>> called the double free a foreign pointer at checks >= 1.
+// The same when the debug side is itself a fallback, or guarded<>, behind allocator_ref: both
+// forward strata::holds (and guarded forwards claims), so the outer fallback sends the pointer to
+// debug rather than to the heap, and tracked<guarded<debug<>>> calls it a double free.
 TEST(Compose, ADoubleFreeOfAQuarantinedBlockReachesDebugThroughNestedWrappers) {
     std::vector<std::byte> buf(1 << 20), buf2(1 << 20);
     strata::tlsf heap{std::span<std::byte>(buf)};
@@ -566,8 +359,8 @@ static_assert(strata::reporting_allocator<strata::tracked<fallback<strata::debug
 namespace {
 
 // A free where debug<> (inside a fallback or segregator) finds a broken fence: reported, and the
-// block freed all the same. tracked<> took any report as a refusal and never counted the free:
-// in_use and live stayed high for good (found by review). Runs at every checks level.
+// block freed all the same, so tracked<> counts the free (in_use and live go back to 0). Runs at
+// every checks level.
 template <class Composed, class Debug>
 void expect_broken_fence_free_counted(Debug& (*debug_of)(Composed&)) {
     strata::test::recording_handler rec;
@@ -584,9 +377,8 @@ void expect_broken_fence_free_counted(Debug& (*debug_of)(Composed&)) {
     EXPECT_EQ(t.own().live, 0u);
 }
 
-// A double free of debug's block: debug reports it and ignores it; tracked<> counted it a second time
-// at checks 0 (in_use wrapped below zero) and called it a foreign pointer at checks >= 1 (found by
-// review). Now it is reported as a double free and counted once, at every checks level.
+// A double free of debug's block: debug reports it and ignores it; tracked<> sees it reported as a
+// double free and counts the block's free once, at every checks level.
 template <class Composed>
 void expect_double_free_counted_once() {
     strata::test::recording_handler rec;

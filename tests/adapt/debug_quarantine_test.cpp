@@ -1,7 +1,6 @@
 // debug<A>'s quarantine: freed blocks held back from A, filled 0xDD, poisoned for ASan, and checked
 // when they leave, so a write after free is reported (README and docs/heaps.md tell users to wrap
-// an allocator in debug<> to catch a use after free; before the quarantine nothing caught it:
-// found by review).
+// an allocator in debug<> to catch a use after free).
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -330,9 +329,8 @@ TEST(DebugQuarantine, IsOffOverAFrameAllocatorAndDropQuarantineServesResetsThrou
 }
 
 // Also through the wrappers that forward to one (allocator_ref, tracked): debug<> looks through
-// their upstream_type. Before, the quarantine stayed on over allocator_ref<frame_allocator>, and a
-// block held across next_frame() was reported as written after free once its address was handed
-// out again (found by review).
+// their upstream_type, so a block held across next_frame() is not reported as written after free
+// once its address is handed out again.
 TEST(DebugQuarantine, IsOffOverAFrameAllocatorBehindAWrapper) {
     std::vector<std::byte> buf(1 << 16);
     strata::frame_allocator<2> frames{std::span<std::byte>(buf)};
@@ -358,7 +356,7 @@ TEST(DebugQuarantine, IsOffOverAFrameAllocatorBehindAWrapper) {
 }
 
 // verify() reads each held block, unpoisoned for the read: a handler that throws out of the
-// use-after-free report left that block unpoisoned (found by review).
+// use-after-free report must not leave that block unpoisoned.
 TEST(DebugQuarantine, VerifyPoisonsAHeldBlockAgainWhenTheHandlerThrows) {
     debug<test_heap> d;
     auto* p = static_cast<unsigned char*>(d.allocate(32));

@@ -1,6 +1,5 @@
-// docs/adapters.md promises debug<A> "no heap allocation in a steady state". The freed history was
-// a std::deque, which kept allocating chunks for good (found by review); it is now a ring sized at
-// construction, and so is the quarantine. This file replaces the global (unaligned) operator new
+// docs/adapters.md promises debug<A> "no heap allocation in a steady state": the freed history and
+// the quarantine are rings sized at construction. This file replaces the global (unaligned) operator new
 // and delete of the test binary with malloc/free plus a per-thread counter, so a test can count
 // the allocations a loop makes; the replacement forwards every form, so nothing else changes.
 #include <cstddef>

@@ -15,6 +15,8 @@
 #include "strata/linear/arena.hpp"
 
 #include "support/adapt_allocators.hpp"
+#include "support/byte_patterns.hpp"
+#include "support/recording_handler.hpp"
 #include "support/reference_model.hpp"
 
 namespace {
@@ -30,38 +32,9 @@ using strata::test::test_tlsf;
 static_assert(strata::owning_allocator<debug<test_heap>>);
 static_assert(strata::unsized_deallocator<debug<test_arena>>); // debug frees unsized over any allocator
 
-// Records every violation with its `where` (the allocation site for leaks); debug<A> reports at
-// every checks level, so nothing here needs STRATA_REQUIRE_CHECKS.
-struct seen {
-    violation_kind kind;
-    std::string allocator;
-    const void* pointer;
-    std::string message;
-    std::string file;
-    unsigned line;
-};
-std::vector<seen>& log() {
-    static std::vector<seen> v;
-    return v;
-}
-void record(const strata::violation& v) {
-    log().push_back({v.kind, v.allocator, v.pointer, v.message, v.where.file_name(),
-                     static_cast<unsigned>(v.where.line())});
-}
-struct recorder {
-    recorder() : scope(&record) { log().clear(); }
-    ~recorder() { log().clear(); }
-    [[nodiscard]] std::size_t count() const { return log().size(); }
-    [[nodiscard]] const seen& at(std::size_t i) const { return log().at(i); }
-    strata::scoped_violation_handler scope;
-};
-
-bool all_bytes(const void* p, std::size_t n, unsigned char v) {
-    const auto* b = static_cast<const unsigned char*>(p);
-    for (std::size_t i = 0; i < n; ++i)
-        if (b[i] != v) return false;
-    return true;
-}
+// debug<A> reports at every checks level, so nothing here needs STRATA_REQUIRE_CHECKS.
+using recorder = strata::test::recording_handler;
+using strata::test::all_bytes;
 
 bool contains(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
 
@@ -112,7 +85,7 @@ TYPED_TEST(DebugTyped, OverrunIsReportedOnFreeWithTheAllocationSite) {
     p[25] = 'y';
     d.deallocate(p, 24, 8);
     ASSERT_EQ(rec.count(), 1u);
-    const seen& v = rec.at(0);
+    const strata::test::recorded_violation& v = rec.at(0);
     EXPECT_EQ(v.kind, violation_kind::corruption);
     EXPECT_EQ(v.pointer, p);
     EXPECT_EQ(v.allocator, "strata::debug");
@@ -149,7 +122,7 @@ TYPED_TEST(DebugTyped, DoubleFreeNamesBothSites) {
     d.deallocate(p, 40, 8);
     d.deallocate(p, 40, 8);
     ASSERT_EQ(rec.count(), 1u);
-    const seen& v = rec.at(0);
+    const strata::test::recorded_violation& v = rec.at(0);
     EXPECT_EQ(v.kind, violation_kind::double_free);
     EXPECT_EQ(v.pointer, p);
     EXPECT_TRUE(contains(v.message, "double free of 40 bytes")) << v.message;
@@ -218,8 +191,8 @@ TYPED_TEST(DebugTyped, LeakReportListsEachBlockWithItsSite) {
         EXPECT_EQ(rec.count(), 0u);
     }
     ASSERT_EQ(rec.count(), 2u);
-    const seen& a = rec.at(0);
-    const seen& b = rec.at(1);
+    const strata::test::recorded_violation& a = rec.at(0);
+    const strata::test::recorded_violation& b = rec.at(1);
     EXPECT_EQ(a.kind, violation_kind::leak);
     EXPECT_EQ(a.pointer, first);
     EXPECT_TRUE(contains(a.message, "leaked 24 bytes")) << a.message;

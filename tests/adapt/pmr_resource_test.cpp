@@ -73,7 +73,7 @@ std::pmr::string long_text(int i, std::pmr::memory_resource* r) {
 
 } // namespace
 
-TEST(pmr_resource, static_properties) {
+TEST(PmrResource, StaticProperties) {
     static_assert(std::is_base_of_v<std::pmr::memory_resource, pmr_resource<arena>>);
     static_assert(std::is_same_v<pmr_resource<arena>::upstream_type, arena>);
     static_assert(std::is_nothrow_copy_constructible_v<pmr_resource<arena>>);
@@ -90,7 +90,7 @@ TEST(pmr_resource, static_properties) {
     static_assert(std::is_same_v<decltype(r.upstream()), arena&>);
 }
 
-TEST(pmr_resource, vector_in_arena) {
+TEST(PmrResource, VectorInArena) {
     buffer<16384> buf;
     arena a(buf.span());
     pmr_resource r(a);
@@ -111,7 +111,7 @@ TEST(pmr_resource, vector_in_arena) {
     EXPECT_GE(a.stats().total_allocations, 2u);
 }
 
-TEST(pmr_resource, vector_in_source_backed_arena) {
+TEST(PmrResource, VectorInSourceBackedArena) {
     strata::heap_source source;
     {
         arena a(source, strata::arena_options{.block_size = 4096});
@@ -134,7 +134,7 @@ TEST(pmr_resource, vector_in_source_backed_arena) {
     EXPECT_EQ(source.outstanding_bytes(), 0u);
 }
 
-TEST(pmr_resource, string_in_arena) {
+TEST(PmrResource, StringInArena) {
     buffer<8192> buf;
     arena a(buf.span());
     pmr_resource r(a);
@@ -152,7 +152,7 @@ TEST(pmr_resource, string_in_arena) {
     EXPECT_GE(in_use, s.capacity() + 1); // characters and the terminator live in the arena
 }
 
-TEST(pmr_resource, unordered_map_in_arena) {
+TEST(PmrResource, UnorderedMapInArena) {
     strata::heap_source source;
     arena a(source, strata::arena_options{.block_size = 8192});
     pmr_resource r(a);
@@ -178,7 +178,7 @@ TEST(pmr_resource, unordered_map_in_arena) {
     }
 }
 
-TEST(pmr_resource, bad_alloc_on_exhaustion_leaves_arena_usable) {
+TEST(PmrResource, BadAllocOnExhaustionLeavesArenaUsable) {
     buffer<256> buf;
     arena a(buf.span());
     pmr_resource r(a);
@@ -200,7 +200,7 @@ TEST(pmr_resource, bad_alloc_on_exhaustion_leaves_arena_usable) {
     EXPECT_EQ(a.stats().in_use, before.in_use + 16 * sizeof(int));
 }
 
-TEST(pmr_resource, bad_alloc_when_source_backed_arena_hits_its_cap) {
+TEST(PmrResource, BadAllocWhenSourceBackedArenaHitsItsCap) {
     strata::heap_source source;
     arena a(source, strata::arena_options{.block_size = 4096, .max_capacity = 4096});
     pmr_resource r(a);
@@ -218,7 +218,7 @@ TEST(pmr_resource, bad_alloc_when_source_backed_arena_hits_its_cap) {
     EXPECT_GT(a.stats().in_use, before.in_use);
 }
 
-TEST(pmr_resource, invalid_alignment_throws_bad_alloc) {
+TEST(PmrResource, InvalidAlignmentThrowsBadAlloc) {
     // pmr makes a power-of-two alignment a precondition; strata answers it with bad_alloc instead
     // of undefined behaviour, because the arena rejects the request without touching its state.
     buffer<256> buf;
@@ -233,7 +233,7 @@ TEST(pmr_resource, invalid_alignment_throws_bad_alloc) {
     EXPECT_EQ(a.stats(), before);
 }
 
-TEST(pmr_resource, zero_byte_allocate_returns_distinct_usable_pointers) {
+TEST(PmrResource, ZeroByteAllocateReturnsDistinctUsablePointers) {
     buffer<256> buf;
     arena a(buf.span());
     pmr_resource r(a);
@@ -260,7 +260,7 @@ TEST(pmr_resource, zero_byte_allocate_returns_distinct_usable_pointers) {
     EXPECT_EQ(a.stats().live_allocations, 0u);
 }
 
-TEST(pmr_resource, zero_bytes_map_to_one_byte_both_ways) {
+TEST(PmrResource, ZeroBytesMapToOneByteBothWays) {
     buffer<256> buf;
     arena inner(buf.span());
     recording_allocator rec(inner);
@@ -275,7 +275,7 @@ TEST(pmr_resource, zero_bytes_map_to_one_byte_both_ways) {
     EXPECT_EQ(rec.last_free_align, 4u);
 }
 
-TEST(pmr_resource, forwards_size_and_alignment_unchanged) {
+TEST(PmrResource, ForwardsSizeAndAlignmentUnchanged) {
     buffer<4096> buf;
     arena inner(buf.span());
     recording_allocator rec(inner);
@@ -299,7 +299,7 @@ TEST(pmr_resource, forwards_size_and_alignment_unchanged) {
     EXPECT_EQ(rec.last_alloc_align, alignof(std::max_align_t));
 }
 
-TEST(pmr_resource, alignment_honoured_from_1_to_4096) {
+TEST(PmrResource, AlignmentHonouredFrom1To4096) {
     strata::heap_source source;
     arena a(source, strata::arena_options{.block_size = 4096});
     pmr_resource r(a);
@@ -328,7 +328,7 @@ TEST(pmr_resource, alignment_honoured_from_1_to_4096) {
     EXPECT_TRUE(a.owns(v.data()));
 }
 
-TEST(pmr_resource, is_equal_iff_same_allocator_object) {
+TEST(PmrResource, IsEqualIffSameAllocatorObject) {
     buffer<256> buf1;
     buffer<256> buf2;
     arena a1(buf1.span());
@@ -357,7 +357,7 @@ TEST(pmr_resource, is_equal_iff_same_allocator_object) {
     EXPECT_NE(std::pmr::polymorphic_allocator<int>(&r1), std::pmr::polymorphic_allocator<int>(&r2));
 }
 
-TEST(pmr_resource, equal_resources_let_containers_share_storage) {
+TEST(PmrResource, EqualResourcesLetContainersShareStorage) {
     buffer<4096> buf1;
     buffer<4096> buf2;
     arena a1(buf1.span());
@@ -385,7 +385,7 @@ TEST(pmr_resource, equal_resources_let_containers_share_storage) {
     EXPECT_EQ(std::vector<int>(dst_other.begin(), dst_other.end()), (std::vector<int>{1, 2, 3, 4}));
 }
 
-TEST(pmr_resource, copies_refer_to_the_same_allocator) {
+TEST(PmrResource, CopiesReferToTheSameAllocator) {
     buffer<256> buf1;
     buffer<256> buf2;
     arena a1(buf1.span());
@@ -402,7 +402,7 @@ TEST(pmr_resource, copies_refer_to_the_same_allocator) {
     EXPECT_FALSE(copy.is_equal(pmr_resource(a2)));
 }
 
-TEST(pmr_resource, upstream_of_standard_pool_resource) {
+TEST(PmrResource, UpstreamOfStandardPoolResource) {
     // A strata arena can feed the standard library's own resources.
     strata::heap_source source;
     arena a(source, strata::arena_options{.block_size = 16384});

@@ -72,7 +72,7 @@ struct buffer {
 
 } // namespace
 
-TEST(std_allocator, static_properties) {
+TEST(StdAllocator, StaticProperties) {
     using alloc = arena_alloc<int>;
     using traits = std::allocator_traits<alloc>;
     static_assert(std::is_same_v<traits::value_type, int>);
@@ -97,7 +97,7 @@ TEST(std_allocator, static_properties) {
     static_assert(!std::is_constructible_v<alloc, std_allocator<int, recording_allocator>>);
 }
 
-TEST(std_allocator, vector_in_arena) {
+TEST(StdAllocator, VectorInArena) {
     buffer<16384> buf;
     arena a(buf.span());
     ASSERT_EQ(a.stats().in_use, 0u);
@@ -114,7 +114,7 @@ TEST(std_allocator, vector_in_arena) {
     EXPECT_GE(a.stats().total_allocations, 2u);
 }
 
-TEST(std_allocator, vector_in_source_backed_arena) {
+TEST(StdAllocator, VectorInSourceBackedArena) {
     strata::heap_source source;
     {
         arena a(source, strata::arena_options{.block_size = 4096});
@@ -133,7 +133,7 @@ TEST(std_allocator, vector_in_source_backed_arena) {
     EXPECT_EQ(source.outstanding_blocks(), 0u);
 }
 
-TEST(std_allocator, list_in_arena) {
+TEST(StdAllocator, ListInArena) {
     buffer<16384> buf;
     arena a(buf.span());
     std::list<int, arena_alloc<int>> l(a);
@@ -157,7 +157,7 @@ TEST(std_allocator, list_in_arena) {
     EXPECT_EQ(a.stats().in_use, in_use);
 }
 
-TEST(std_allocator, map_in_arena) {
+TEST(StdAllocator, MapInArena) {
     buffer<32768> buf;
     arena a(buf.span());
     using map_t = std::map<int, int, std::less<>, arena_alloc<std::pair<const int, int>>>;
@@ -179,7 +179,7 @@ TEST(std_allocator, map_in_arena) {
     EXPECT_EQ(m.count(250), 0u);
 }
 
-TEST(std_allocator, unordered_map_in_source_backed_arena) {
+TEST(StdAllocator, UnorderedMapInSourceBackedArena) {
     strata::heap_source source;
     arena a(source, strata::arena_options{.block_size = 8192});
     using map_t = std::unordered_map<std::uint64_t, std::uint64_t, std::hash<std::uint64_t>, std::equal_to<>,
@@ -200,7 +200,7 @@ TEST(std_allocator, unordered_map_in_source_backed_arena) {
     }
 }
 
-TEST(std_allocator, basic_string_in_arena) {
+TEST(StdAllocator, BasicStringInArena) {
     buffer<8192> buf;
     arena a(buf.span());
     arena_string s(a);
@@ -224,7 +224,7 @@ TEST(std_allocator, basic_string_in_arena) {
     EXPECT_TRUE(a.owns(both.data()));
 }
 
-TEST(std_allocator, scoped_adaptor_puts_nested_strings_in_the_arena) {
+TEST(StdAllocator, ScopedAdaptorPutsNestedStringsInTheArena) {
     buffer<16384> buf;
     arena a(buf.span());
     using outer = std::scoped_allocator_adaptor<arena_alloc<arena_string>>;
@@ -241,7 +241,7 @@ TEST(std_allocator, scoped_adaptor_puts_nested_strings_in_the_arena) {
     }
 }
 
-TEST(std_allocator, rebind_keeps_the_upstream) {
+TEST(StdAllocator, RebindKeepsTheUpstream) {
     buffer<1024> buf1;
     buffer<1024> buf2;
     arena a1(buf1.span());
@@ -267,7 +267,7 @@ TEST(std_allocator, rebind_keeps_the_upstream) {
     EXPECT_EQ(a1.stats().in_use, alignof(double) + 3 * sizeof(double));
 }
 
-TEST(std_allocator, allocate_shared_frees_its_control_block_sized) {
+TEST(StdAllocator, AllocateSharedFreesItsControlBlockSized) {
     buffer<1024> buf;
     arena a(buf.span());
     {
@@ -283,7 +283,7 @@ TEST(std_allocator, allocate_shared_frees_its_control_block_sized) {
     EXPECT_EQ(a.stats().live_allocations, 0u);
 }
 
-TEST(std_allocator, move_assignment_moves_the_allocator_with_the_storage) {
+TEST(StdAllocator, MoveAssignmentMovesTheAllocatorWithTheStorage) {
     buffer<4096> buf1;
     buffer<4096> buf2;
     arena a1(buf1.span());
@@ -315,7 +315,7 @@ TEST(std_allocator, move_assignment_moves_the_allocator_with_the_storage) {
     EXPECT_TRUE(a1.owns(v1.data()));
 }
 
-TEST(std_allocator, copy_assignment_keeps_the_destination_allocator) {
+TEST(StdAllocator, CopyAssignmentKeepsTheDestinationAllocator) {
     buffer<4096> buf1;
     buffer<4096> buf2;
     arena a1(buf1.span());
@@ -334,7 +334,7 @@ TEST(std_allocator, copy_assignment_keeps_the_destination_allocator) {
     EXPECT_EQ(a1.stats().in_use, a1_before) << "nothing was allocated from the source's arena";
 }
 
-TEST(std_allocator, swap_exchanges_allocators_and_storage) {
+TEST(StdAllocator, SwapExchangesAllocatorsAndStorage) {
     buffer<4096> buf1;
     buffer<4096> buf2;
     arena a1(buf1.span());
@@ -360,7 +360,7 @@ TEST(std_allocator, swap_exchanges_allocators_and_storage) {
     EXPECT_TRUE(a2.owns(v1.data()));
 }
 
-TEST(std_allocator, copy_construction_stays_in_the_same_arena) {
+TEST(StdAllocator, CopyConstructionStaysInTheSameArena) {
     buffer<4096> buf;
     arena a(buf.span());
     arena_vector<int> v(a);
@@ -371,7 +371,7 @@ TEST(std_allocator, copy_construction_stays_in_the_same_arena) {
     EXPECT_TRUE(a.owns(copy.data()));
 }
 
-TEST(std_allocator, overflow_throws_bad_array_new_length) {
+TEST(StdAllocator, OverflowThrowsBadArrayNewLength) {
     buffer<256> buf;
     arena a(buf.span());
     arena_alloc<std::uint64_t> alloc(a);
@@ -397,7 +397,7 @@ TEST(std_allocator, overflow_throws_bad_array_new_length) {
     EXPECT_EQ(a.stats(), before);
 }
 
-TEST(std_allocator, exhaustion_throws_bad_alloc_and_leaves_arena_usable) {
+TEST(StdAllocator, ExhaustionThrowsBadAllocAndLeavesArenaUsable) {
     buffer<256> buf;
     arena a(buf.span());
     arena_alloc<int> alloc(a);
@@ -417,7 +417,7 @@ TEST(std_allocator, exhaustion_throws_bad_alloc_and_leaves_arena_usable) {
     EXPECT_EQ(a.stats().in_use, before.in_use + 4 * sizeof(int));
 }
 
-TEST(std_allocator, exhaustion_of_a_capped_source_backed_arena) {
+TEST(StdAllocator, ExhaustionOfACappedSourceBackedArena) {
     strata::heap_source source;
     arena a(source, strata::arena_options{.block_size = 4096, .max_capacity = 4096});
     arena_vector<std::uint32_t> v(a);
@@ -429,7 +429,7 @@ TEST(std_allocator, exhaustion_of_a_capped_source_backed_arena) {
     EXPECT_EQ(source.outstanding_blocks(), 1u);
 }
 
-TEST(std_allocator, zero_size_allocate_returns_a_usable_pointer) {
+TEST(StdAllocator, ZeroSizeAllocateReturnsAUsablePointer) {
     buffer<256> buf;
     arena a(buf.span());
     arena_alloc<std::uint32_t> words(a);
@@ -453,7 +453,7 @@ TEST(std_allocator, zero_size_allocate_returns_a_usable_pointer) {
     EXPECT_EQ(a.stats().live_allocations, 0u);
 }
 
-TEST(std_allocator, forwards_byte_size_and_alignment) {
+TEST(StdAllocator, ForwardsByteSizeAndAlignment) {
     buffer<1024> buf;
     arena inner(buf.span());
     recording_allocator rec(inner);
@@ -472,7 +472,7 @@ TEST(std_allocator, forwards_byte_size_and_alignment) {
     EXPECT_EQ(rec.last_alloc_size, 1u);
 }
 
-TEST(std_allocator, over_aligned_elements) {
+TEST(StdAllocator, OverAlignedElements) {
     strata::heap_source source;
     arena a(source, strata::arena_options{.block_size = 4096});
     struct alignas(256) wide {
@@ -486,7 +486,7 @@ TEST(std_allocator, over_aligned_elements) {
     EXPECT_TRUE(a.owns(&v.back().bytes[255]));
 }
 
-TEST(std_allocator, equality_compares_the_arena) {
+TEST(StdAllocator, EqualityComparesTheArena) {
     buffer<256> buf1;
     buffer<256> buf2;
     arena a1(buf1.span());

@@ -254,8 +254,8 @@ TEST(Tracked, OverAReferenceToDebugToo) {
     expect_debug_answers_bad_frees(a, t);
 }
 
-// debug reports a broken fence and frees the block all the same: tracked counted nothing, since a
-// report came, and the tracker stayed high for good (found by review). It counts what happened.
+// debug reports a broken fence and frees the block all the same: tracked counts the free (a report
+// alone is not a refusal), so the tracker comes back down.
 TEST(Tracked, OverDebugAFreeWithABrokenFenceIsCounted) {
     tracker t("debugged");
     tracked<strata::debug<test_heap>> a(t);
@@ -294,8 +294,8 @@ TEST(Tracked, NestedTrackersOverDebugCountADoubleFreeNowhere) {
     EXPECT_EQ(inner_t.own().live, 0u);
 }
 
-// A rewind releases bytes and count each down to the mark's: blocks from before the mark freed
-// since left the count below the mark's, and then nothing at all was released (found by review).
+// A rewind releases bytes and count each down to the mark's, also when blocks from before the mark
+// were freed since (the count is then already below the mark's).
 TEST(Tracked, RewindReleasesBytesAndCountEachDownToTheMark) {
     tracker t("frame");
     tracked<test_arena> a(t);

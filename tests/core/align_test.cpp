@@ -9,7 +9,7 @@ namespace {
 
 constexpr std::size_t max_size = std::numeric_limits<std::size_t>::max();
 
-TEST(align, padding_and_round_up) {
+TEST(Align, PaddingAndRoundUp) {
     for (std::size_t a = 1; a <= 4096; a *= 2) {
         for (std::size_t v : {std::size_t{0}, std::size_t{1}, a - 1, a, a + 1, 3 * a + 5}) {
             const auto up = strata::align_up(v, a);
@@ -24,14 +24,14 @@ TEST(align, padding_and_round_up) {
     }
 }
 
-TEST(align, round_up_overflow_is_reported_not_wrapped) {
+TEST(Align, RoundUpOverflowIsReportedNotWrapped) {
     EXPECT_FALSE(strata::align_up(max_size, 2).has_value());
     EXPECT_FALSE(strata::align_up(max_size - 8, 64).has_value());
     EXPECT_EQ(strata::align_up(max_size, 1), max_size);
     EXPECT_EQ(strata::align_up(max_size - 63, 64), max_size - 63);
 }
 
-TEST(align, checked_arithmetic) {
+TEST(Align, CheckedArithmetic) {
     EXPECT_EQ(strata::checked_add(1, 2), 3u);
     EXPECT_FALSE(strata::checked_add(max_size, 1).has_value());
     EXPECT_EQ(strata::checked_add(max_size - 1, 1), max_size);
@@ -40,7 +40,7 @@ TEST(align, checked_arithmetic) {
     EXPECT_FALSE(strata::checked_mul(max_size / 2 + 1, 2).has_value());
 }
 
-TEST(align, valid_request) {
+TEST(Align, ValidRequest) {
     EXPECT_TRUE(strata::is_valid_request(1, 1));
     EXPECT_TRUE(strata::is_valid_request(max_size, 4096));
     EXPECT_FALSE(strata::is_valid_request(0, 8));
@@ -48,7 +48,7 @@ TEST(align, valid_request) {
     EXPECT_FALSE(strata::is_valid_request(8, 24));
 }
 
-TEST(align, is_aligned_on_pointers) {
+TEST(Align, IsAlignedOnPointers) {
     alignas(64) static std::byte buffer[128];
     EXPECT_TRUE(strata::is_aligned(buffer, 64));
     EXPECT_FALSE(strata::is_aligned(buffer + 1, 2));

@@ -9,7 +9,7 @@ namespace {
 
 constexpr std::size_t max_size = std::numeric_limits<std::size_t>::max();
 
-TEST(bit, is_pow2) {
+TEST(Bit, IsPow2) {
     EXPECT_FALSE(strata::is_pow2(0));
     for (unsigned i = 0; i < 64; ++i)
         EXPECT_TRUE(strata::is_pow2(std::size_t{1} << i)) << i;
@@ -18,7 +18,7 @@ TEST(bit, is_pow2) {
     EXPECT_FALSE(strata::is_pow2(max_size));
 }
 
-TEST(bit, log2) {
+TEST(Bit, log2) {
     EXPECT_EQ(strata::log2_floor(1), 0u);
     EXPECT_EQ(strata::log2_floor(2), 1u);
     EXPECT_EQ(strata::log2_floor(3), 1u);
@@ -31,7 +31,7 @@ TEST(bit, log2) {
     EXPECT_EQ(strata::log2_ceil(4097), 13u);
 }
 
-TEST(bit, next_pow2_saturates_to_zero_on_overflow) {
+TEST(Bit, NextPow2SaturatesToZeroOnOverflow) {
     EXPECT_EQ(strata::next_pow2(0), 1u);
     EXPECT_EQ(strata::next_pow2(1), 1u);
     EXPECT_EQ(strata::next_pow2(5), 8u);
@@ -40,7 +40,7 @@ TEST(bit, next_pow2_saturates_to_zero_on_overflow) {
     EXPECT_EQ(strata::next_pow2(max_size), 0u);
 }
 
-TEST(bit, scans) {
+TEST(Bit, scans) {
     EXPECT_EQ(strata::lowest_bit(1), 0u);
     EXPECT_EQ(strata::lowest_bit(0b1011000), 3u);
     EXPECT_EQ(strata::highest_bit(0b1011000), 6u);

@@ -10,14 +10,14 @@
 
 namespace {
 
-TEST(check, names_are_stable) {
+TEST(Check, NamesAreStable) {
     EXPECT_STREQ(strata::to_string(strata::violation_kind::double_free), "double_free");
     EXPECT_STREQ(strata::to_string(strata::violation_kind::out_of_order_free), "out_of_order_free");
     EXPECT_STREQ(strata::to_string(strata::violation_kind::invalid_marker), "invalid_marker");
     EXPECT_STREQ(strata::to_string(strata::violation_kind::stale_handle), "stale_handle");
 }
 
-TEST(check, handler_is_replaceable_and_restored) {
+TEST(Check, HandlerIsReplaceableAndRestored) {
     const strata::violation_handler original = strata::get_violation_handler();
     EXPECT_EQ(original, &strata::default_violation_handler);
     {
@@ -36,7 +36,7 @@ TEST(check, handler_is_replaceable_and_restored) {
     EXPECT_EQ(strata::get_violation_handler(), &strata::default_violation_handler);
 }
 
-TEST(check, violation_records_the_call_site) {
+TEST(Check, ViolationRecordsTheCallSite) {
     static strata::source_location seen;
     strata::scoped_violation_handler h([](const strata::violation& v) { seen = v.where; });
     const int line = __LINE__ + 1;
@@ -45,7 +45,7 @@ TEST(check, violation_records_the_call_site) {
     EXPECT_NE(std::strstr(seen.file_name(), "check_test.cpp"), nullptr);
 }
 
-TEST(check, verify_macro_reports_only_when_enabled_and_false) {
+TEST(Check, VerifyMacroReportsOnlyWhenEnabledAndFalse) {
     strata::test::recording_handler rec;
     int evaluated = 0;
     const bool ok = STRATA_VERIFY(1, (++evaluated, true), double_free, "unit", nullptr, "never");
@@ -65,14 +65,14 @@ TEST(check, verify_macro_reports_only_when_enabled_and_false) {
     EXPECT_TRUE(STRATA_VERIFY(3, false, corruption, "unit", nullptr, "level 3 does not exist"));
 }
 
-TEST(check, handler_may_throw) {
+TEST(Check, HandlerMayThrow) {
     strata::scoped_violation_handler h(
         [](const strata::violation& v) { throw std::runtime_error(v.message); });
     EXPECT_THROW(strata::report_violation({strata::violation_kind::corruption, "unit", nullptr, "boom"}),
                  std::runtime_error);
 }
 
-TEST(check_death, default_handler_prints_and_aborts) {
+TEST(CheckDeathTest, DefaultHandlerPrintsAndAborts) {
     GTEST_FLAG_SET(death_test_style, "threadsafe");
     EXPECT_DEATH(
         strata::report_violation({strata::violation_kind::double_free, "strata::unit", nullptr, "twice"}),

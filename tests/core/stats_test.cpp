@@ -4,7 +4,7 @@
 
 namespace {
 
-TEST(stats, add_counts_sums_the_counts_and_leaves_largest_free_block) {
+TEST(Stats, AddCountsSumsTheCountsAndLeavesLargestFreeBlock) {
     strata::stats a{.in_use = 10,
                     .peak = 40,
                     .capacity = 100,

@@ -12,8 +12,10 @@
 
 #include "strata/core/allocator.hpp"
 
-#include "heap_test_util.hpp"
+#include "support/bad_requests.hpp"
+#include "support/heap_model.hpp"
 #include "support/recording_handler.hpp"
+#include "support/test_rng.hpp"
 
 template <>
 struct strata::detail::private_access<strata::buddy> {
@@ -156,13 +158,9 @@ TEST(Buddy, BadRequestsReturnNposWithoutStateChange) {
     buddy b(1 << 16, 16);
     const std::size_t keep = b.allocate_offset(64);
     const auto before = b.stats();
-    constexpr std::size_t max = std::numeric_limits<std::size_t>::max();
-    EXPECT_EQ(b.allocate_offset(0), buddy::npos);
-    EXPECT_EQ(b.allocate_offset(16, 0), buddy::npos);
-    EXPECT_EQ(b.allocate_offset(16, 3), buddy::npos);
-    EXPECT_EQ(b.allocate_offset(16, 24), buddy::npos);
-    EXPECT_EQ(b.allocate_offset(max), buddy::npos);
-    EXPECT_EQ(b.allocate_offset(max - 8, 4096), buddy::npos);
+    // The contract's tables (tests/contract covers the pointer verbs), then the region's limits.
+    for (const strata::test::bad_request& r : strata::test::all_bad_requests())
+        EXPECT_EQ(b.allocate_offset(r.size, r.align), buddy::npos) << r.size << " " << r.align;
     EXPECT_EQ(b.allocate_offset((1 << 16) + 1), buddy::npos);
     EXPECT_EQ(b.allocate_offset(16, 1 << 17), buddy::npos);
     EXPECT_EQ(b.stats(), before);
@@ -362,9 +360,9 @@ TEST(Buddy, ManagesMemoryItMustNotTouch) {
 
 namespace {
 
-// check() compared the order mask with the lists only up to the top order: a stray bit above it
-// passed, made largest_free_block() report more than the region and sent an allocation to a list
-// that does not exist (found by review).
+// check() compares the order mask with the lists above the top order too: a stray bit there would
+// make largest_free_block() report more than the region and send an allocation to a list that does
+// not exist.
 TEST(Buddy, CheckSeesBookkeepingAboveTheTopOrder) {
     using access = strata::test::buddy_access;
     buddy b(4096, 64);
@@ -390,8 +388,8 @@ TEST(Buddy, CheckSeesBookkeepingAboveTheTopOrder) {
 
 } // namespace
 
-// An offsets-only buddy hands out no pointers, yet deallocate(p) used p's value as an offset and
-// freed the live block there (found by review): any pointer is foreign to it.
+// An offsets-only buddy hands out no pointers: deallocate(p) takes any pointer as foreign (never
+// its value as an offset, which would free the live block there).
 TEST(Buddy, AnOffsetsOnlyBuddyCallsEveryPointerForeign) {
     STRATA_REQUIRE_CHECKS(1);
     buddy b(4096, 16);

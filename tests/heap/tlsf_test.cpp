@@ -11,8 +11,9 @@
 
 #include <gtest/gtest.h>
 
-#include "heap_test_util.hpp"
+#include "support/heap_model.hpp"
 #include "support/recording_handler.hpp"
+#include "support/test_rng.hpp"
 
 namespace {
 
@@ -543,8 +544,8 @@ namespace strata::test {
 using tlsf_access = detail::private_access<tlsf>;
 } // namespace strata::test
 
-// check() compared the first-level bitmap with the second level only up to the top level: a stray
-// bit above it passed, and largest_free_block() then read past the arrays (found by review).
+// check() compares the first-level bitmap with the second level above the top level too: a stray
+// bit there would make largest_free_block() read past the arrays.
 TEST(Tlsf, CheckSeesAFirstLevelBitAboveTheTopLevel) {
     heap_buffer buf(1 << 16);
     strata::tlsf h(buf.span());
@@ -560,7 +561,7 @@ TEST(Tlsf, CheckSeesAFirstLevelBitAboveTheTopLevel) {
 }
 
 // ASan: the bytes past a reallocate that grew over its successor (that block's header and links)
-// are not the caller's (found by review).
+// are not the caller's.
 TEST(Tlsf, UnderAsanAReallocateGrownInPlaceKeepsItsTailPoisoned) {
     if (!STRATA_ASAN) GTEST_SKIP() << "poisoning is compiled in ASan builds only";
     heap_buffer buf(1 << 16);

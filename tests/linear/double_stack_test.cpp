@@ -15,6 +15,7 @@
 #include "strata/core/poison.hpp"
 #include "strata/linear/arena.hpp" // strata::scope
 
+#include "support/bad_requests.hpp"
 #include "support/linear_test_util.hpp"
 #include "support/recording_handler.hpp"
 
@@ -30,7 +31,6 @@ using strata::test::extents_of;
 using strata::test::fill_pattern;
 using strata::test::holds_pattern;
 
-constexpr std::size_t kMax = std::numeric_limits<std::size_t>::max();
 constexpr std::size_t kBuf = 64 * 1024;
 
 std::byte* bytes(void* p) { return static_cast<std::byte*>(p); }
@@ -53,7 +53,7 @@ ds_state state_of(const double_stack& d) { return {d.stats(), d.used_bottom(), d
            << "), top " << now.top << " (was " << before.top << ")";
 }
 
-TEST(double_stack, fresh_stack_reports_empty_stats) {
+TEST(DoubleStack, FreshStackReportsEmptyStats) {
     aligned_buffer buf(kBuf);
     double_stack d(buf.span());
     STRATA_EXPECT_SAME_STATS(d.stats(), (strata::stats{0, 0, kBuf, 0, 0, kBuf}));
@@ -64,7 +64,7 @@ TEST(double_stack, fresh_stack_reports_empty_stats) {
     EXPECT_EQ(extents_of(d), (std::vector<extent>{{0, kBuf, false}}));
 }
 
-TEST(double_stack, the_two_ends_grow_towards_each_other) {
+TEST(DoubleStack, TheTwoEndsGrowTowardsEachOther) {
     aligned_buffer buf(kBuf);
     double_stack d(buf.span());
     void* b = d.allocate_bottom(100, 1);
@@ -87,7 +87,7 @@ TEST(double_stack, the_two_ends_grow_towards_each_other) {
     EXPECT_TRUE(holds_pattern(p, 8, 3));
 }
 
-TEST(double_stack, honours_every_power_of_two_alignment_at_both_ends) {
+TEST(DoubleStack, HonoursEveryPowerOfTwoAlignmentAtBothEnds) {
     aligned_buffer buf(kBuf);
     double_stack d(buf.span());
     for (std::size_t align = 1; align <= 4096; align *= 2) {
@@ -111,7 +111,7 @@ TEST(double_stack, honours_every_power_of_two_alignment_at_both_ends) {
     EXPECT_EQ(d.stats().live_allocations, 52u);
 }
 
-TEST(double_stack, the_ends_meeting_is_exhaustion_and_changes_nothing) {
+TEST(DoubleStack, TheEndsMeetingIsExhaustionAndChangesNothing) {
     aligned_buffer buf(kBuf);
     double_stack d(buf.span());
     ASSERT_NE(d.allocate_bottom(kBuf - 100, 1), nullptr);
@@ -131,36 +131,27 @@ TEST(double_stack, the_ends_meeting_is_exhaustion_and_changes_nothing) {
     EXPECT_TRUE(unchanged(d, full));
 }
 
-TEST(double_stack, bad_requests_return_null_at_both_ends_without_state_change) {
+// allocate() is LinearContract's; here the same tables at both ends.
+TEST(DoubleStack, BadRequestsReturnNullAtBothEndsWithoutStateChange) {
     aligned_buffer buf(kBuf);
     double_stack d(buf.span());
-    const std::size_t cases[][2] = {{0, 1},
-                                    {0, 16},
-                                    {16, 0},
-                                    {16, 3},
-                                    {16, 24},
-                                    {16, 6},
-                                    {16, 100},
-                                    {kMax, 1},
-                                    {kMax, 16},
-                                    {kMax - 8, 64},
-                                    {kMax - 15, 16},
-                                    {kMax - 100, 4096},
-                                    {16, std::size_t{1} << 63}};
+    std::vector<strata::test::bad_request> cases = strata::test::all_bad_requests();
+    cases.push_back({16, std::size_t{1} << 63}); // valid, but larger than the buffer
     for (int round = 0; round < 2; ++round) {
         const ds_state before = state_of(d);
         for (const auto& c : cases) {
-            EXPECT_EQ(d.allocate_bottom(c[0], c[1]), nullptr) << "bottom size " << c[0] << " align " << c[1];
-            EXPECT_EQ(d.allocate_top(c[0], c[1]), nullptr) << "top size " << c[0] << " align " << c[1];
-            EXPECT_EQ(d.allocate(c[0], c[1]), nullptr);
-            EXPECT_TRUE(unchanged(d, before)) << "size " << c[0] << " align " << c[1];
+            EXPECT_EQ(d.allocate_bottom(c.size, c.align), nullptr)
+                << "bottom size " << c.size << " align " << c.align;
+            EXPECT_EQ(d.allocate_top(c.size, c.align), nullptr)
+                << "top size " << c.size << " align " << c.align;
+            EXPECT_TRUE(unchanged(d, before)) << "size " << c.size << " align " << c.align;
         }
         ASSERT_NE(d.allocate_bottom(3, 1), nullptr);
         ASSERT_NE(d.allocate_top(5, 1), nullptr);
     }
 }
 
-TEST(double_stack, deallocating_the_latest_bottom_allocation_gives_its_bytes_back) {
+TEST(DoubleStack, DeallocatingTheLatestBottomAllocationGivesItsBytesBack) {
     aligned_buffer buf(kBuf);
     double_stack d(buf.span());
     void* a = d.allocate_bottom(64, 16);
@@ -174,7 +165,7 @@ TEST(double_stack, deallocating_the_latest_bottom_allocation_gives_its_bytes_bac
     EXPECT_TRUE(unchanged(d, before));
 }
 
-TEST(double_stack, deallocating_the_latest_top_allocation_gives_its_bytes_back) {
+TEST(DoubleStack, DeallocatingTheLatestTopAllocationGivesItsBytesBack) {
     aligned_buffer buf(kBuf);
     double_stack d(buf.span());
     void* t1 = d.allocate_top(64, 16);
@@ -190,7 +181,7 @@ TEST(double_stack, deallocating_the_latest_top_allocation_gives_its_bytes_back) 
     EXPECT_TRUE(unchanged(d, before));
 }
 
-TEST(double_stack, top_deallocation_leaves_the_padding_until_rewind) {
+TEST(DoubleStack, TopDeallocationLeavesThePaddingUntilRewind) {
     aligned_buffer buf(kBuf);
     double_stack d(buf.span());
     const double_stack::marker m = d.mark_top();
@@ -206,9 +197,8 @@ TEST(double_stack, top_deallocation_leaves_the_padding_until_rewind) {
 }
 
 // No header records a block's padding, so freeing in reverse stops at the first padded block.
-// Documented in deallocate and README; markers reclaim everything (found by review: the README
-// listed double_stack as a LIFO-free allocator).
-TEST(double_stack, reverse_frees_past_a_padded_block_free_nothing_until_rewind) {
+// Documented in deallocate and README; markers reclaim everything.
+TEST(DoubleStack, ReverseFreesPastAPaddedBlockFreeNothingUntilRewind) {
     aligned_buffer buf(kBuf);
     double_stack d(buf.span());
     const double_stack::marker mb = d.mark_bottom();
@@ -234,7 +224,7 @@ TEST(double_stack, reverse_frees_past_a_padded_block_free_nothing_until_rewind) 
     EXPECT_EQ(d.stats().live_allocations, 0u);
 }
 
-TEST(double_stack, foreign_and_null_deallocations_change_nothing) {
+TEST(DoubleStack, ForeignAndNullDeallocationsChangeNothing) {
     aligned_buffer buf(kBuf), other(4096);
     double_stack d(buf.span());
     ASSERT_NE(d.allocate_bottom(32, 16), nullptr);
@@ -250,7 +240,7 @@ TEST(double_stack, foreign_and_null_deallocations_change_nothing) {
     EXPECT_TRUE(rec.empty());
 }
 
-TEST(double_stack, markers_rewind_each_end_independently) {
+TEST(DoubleStack, MarkersRewindEachEndIndependently) {
     aligned_buffer buf(kBuf);
     double_stack d(buf.span());
     void* b0 = d.allocate_bottom(100, 16);
@@ -286,7 +276,7 @@ TEST(double_stack, markers_rewind_each_end_independently) {
     EXPECT_EQ(d.stats().in_use, 100u + mt.offset);
 }
 
-TEST(double_stack, nested_scopes_rewind_the_bottom) {
+TEST(DoubleStack, NestedScopesRewindTheBottom) {
     aligned_buffer buf(kBuf);
     double_stack d(buf.span());
     ASSERT_NE(d.allocate_bottom(16), nullptr);
@@ -310,7 +300,7 @@ TEST(double_stack, nested_scopes_rewind_the_bottom) {
     EXPECT_EQ(d.stats().live_allocations, 3u);
 }
 
-TEST(double_stack_marker, marker_for_the_other_end_is_reported) {
+TEST(DoubleStackMarker, MarkerForTheOtherEndIsReported) {
     STRATA_REQUIRE_CHECKS(1);
     aligned_buffer buf(4096);
     double_stack d(buf.span());
@@ -325,7 +315,7 @@ TEST(double_stack_marker, marker_for_the_other_end_is_reported) {
     EXPECT_TRUE(rec.saw_one(violation_kind::invalid_marker));
 }
 
-TEST(double_stack_marker, marker_for_the_other_end_leaves_state_unchanged) {
+TEST(DoubleStackMarker, MarkerForTheOtherEndLeavesStateUnchanged) {
     aligned_buffer buf(4096);
     double_stack d(buf.span());
     const double_stack::marker bottom0 = d.mark_bottom(); // offset 0: would empty the top if obeyed
@@ -340,7 +330,7 @@ TEST(double_stack_marker, marker_for_the_other_end_leaves_state_unchanged) {
     EXPECT_EQ(rec.count(), strata::test::checks_on ? 2u : 0u);
 }
 
-TEST(double_stack_marker, marker_from_another_double_stack_is_reported) {
+TEST(DoubleStackMarker, MarkerFromAnotherDoubleStackIsReported) {
     STRATA_REQUIRE_CHECKS(1);
     aligned_buffer buf1(4096), buf2(4096);
     double_stack d(buf1.span()), other(buf2.span());
@@ -350,7 +340,7 @@ TEST(double_stack_marker, marker_from_another_double_stack_is_reported) {
     EXPECT_TRUE(rec.saw_one(violation_kind::invalid_marker));
 }
 
-TEST(double_stack_marker, marker_from_another_double_stack_leaves_state_unchanged) {
+TEST(DoubleStackMarker, MarkerFromAnotherDoubleStackLeavesStateUnchanged) {
     aligned_buffer buf1(4096), buf2(4096);
     double_stack d(buf1.span()), other(buf2.span());
     ASSERT_NE(d.allocate_bottom(100), nullptr);
@@ -364,7 +354,7 @@ TEST(double_stack_marker, marker_from_another_double_stack_leaves_state_unchange
     EXPECT_EQ(rec.count(), strata::test::checks_on ? 3u : 0u);
 }
 
-TEST(double_stack_marker, newer_marker_is_reported_at_either_end) {
+TEST(DoubleStackMarker, NewerMarkerIsReportedAtEitherEnd) {
     STRATA_REQUIRE_CHECKS(1);
     aligned_buffer buf(4096);
     double_stack d(buf.span());
@@ -379,7 +369,7 @@ TEST(double_stack_marker, newer_marker_is_reported_at_either_end) {
     }
 }
 
-TEST(double_stack_marker, newer_marker_leaves_state_unchanged) {
+TEST(DoubleStackMarker, NewerMarkerLeavesStateUnchanged) {
     aligned_buffer buf(4096);
     double_stack d(buf.span());
     for (const stack_end e : {stack_end::bottom, stack_end::top}) {
@@ -401,7 +391,7 @@ TEST(double_stack_marker, newer_marker_leaves_state_unchanged) {
     }
 }
 
-TEST(double_stack_marker, stale_marker_below_the_top_again_is_refused_at_either_end) {
+TEST(DoubleStackMarker, StaleMarkerBelowTheTopAgainIsRefusedAtEitherEnd) {
     aligned_buffer buf(4096);
     double_stack d(buf.span());
     for (const stack_end e : {stack_end::bottom, stack_end::top}) {
@@ -437,7 +427,7 @@ TEST(double_stack_marker, stale_marker_below_the_top_again_is_refused_at_either_
     }
 }
 
-TEST(double_stack_marker, marker_above_a_freed_block_is_refused) {
+TEST(DoubleStackMarker, MarkerAboveAFreedBlockIsRefused) {
     STRATA_REQUIRE_CHECKS(1); // frees are recorded at checks >= 1 only
     aligned_buffer buf(4096);
     double_stack d(buf.span());
@@ -453,7 +443,7 @@ TEST(double_stack_marker, marker_above_a_freed_block_is_refused) {
     EXPECT_TRUE(rec.saw_one(violation_kind::invalid_marker));
 }
 
-TEST(double_stack_marker, the_other_ends_rewinds_do_not_make_a_marker_stale) {
+TEST(DoubleStackMarker, TheOtherEndsRewindsDoNotMakeAMarkerStale) {
     aligned_buffer buf(4096);
     double_stack d(buf.span());
     strata::test::recording_handler rec;
@@ -470,7 +460,7 @@ TEST(double_stack_marker, the_other_ends_rewinds_do_not_make_a_marker_stale) {
 
 // Documented choice, as in arena and stack_allocator: a marker at an end's 0 stays valid through
 // that end's resets, so one taken once may end every iteration.
-TEST(double_stack_marker, markers_at_0_stay_valid_through_resets) {
+TEST(DoubleStackMarker, MarkersAt0StayValidThroughResets) {
     aligned_buffer buf(4096);
     double_stack d(buf.span());
     strata::test::recording_handler rec;
@@ -491,7 +481,7 @@ TEST(double_stack_marker, markers_at_0_stay_valid_through_resets) {
     EXPECT_TRUE(rec.empty());
 }
 
-TEST(double_stack, resets_free_one_end_or_both) {
+TEST(DoubleStack, ResetsFreeOneEndOrBoth) {
     aligned_buffer buf(kBuf);
     double_stack d(buf.span());
     for (int i = 0; i < 5; ++i) {
@@ -516,7 +506,7 @@ TEST(double_stack, resets_free_one_end_or_both) {
     EXPECT_EQ(d.allocate_top(1, 1), buf.end() - 1);
 }
 
-TEST(double_stack, peak_counts_both_ends_together) {
+TEST(DoubleStack, PeakCountsBothEndsTogether) {
     aligned_buffer buf(kBuf);
     double_stack d(buf.span());
     ASSERT_NE(d.allocate_bottom(1000, 1), nullptr);
@@ -530,7 +520,7 @@ TEST(double_stack, peak_counts_both_ends_together) {
     EXPECT_EQ(d.stats().peak, 1600u);
 }
 
-TEST(double_stack, owns_exactly_the_buffer) {
+TEST(DoubleStack, OwnsExactlyTheBuffer) {
     aligned_buffer buf(kBuf + 64);
     double_stack d(buf.span(32, kBuf));
     int local = 0;
@@ -544,7 +534,7 @@ TEST(double_stack, owns_exactly_the_buffer) {
     EXPECT_TRUE(d.owns(d.allocate_bottom(10)));
 }
 
-TEST(double_stack, for_each_block_reports_bottom_free_top) {
+TEST(DoubleStack, ForEachBlockReportsBottomFreeTop) {
     aligned_buffer buf(kBuf);
     double_stack d(buf.span());
     ASSERT_NE(d.allocate_top(64, 64), nullptr);
@@ -555,7 +545,7 @@ TEST(double_stack, for_each_block_reports_bottom_free_top) {
 }
 
 #if STRATA_CHECKS >= 2
-TEST(double_stack_fill, fresh_allocations_read_0xCD) {
+TEST(DoubleStackFill, FreshAllocationsRead0xCD) {
     aligned_buffer buf(4096);
     double_stack d(buf.span());
     void* b = d.allocate_bottom(100);
@@ -565,7 +555,7 @@ TEST(double_stack_fill, fresh_allocations_read_0xCD) {
 }
 
 #if !STRATA_ASAN
-TEST(double_stack_fill, released_bytes_read_0xDD) {
+TEST(DoubleStackFill, ReleasedBytesRead0xDD) {
     aligned_buffer buf(4096);
     double_stack d(buf.span());
     void* b = d.allocate_bottom(100, 1);
@@ -593,7 +583,7 @@ TEST(double_stack_fill, released_bytes_read_0xDD) {
 #endif // STRATA_CHECKS >= 2
 
 #if STRATA_ASAN
-TEST(double_stack_asan_death, touching_top_memory_after_reset_top_is_use_after_poison) {
+TEST(DoubleStackAsanDeathTest, TouchingTopMemoryAfterResetTopIsUseAfterPoison) {
     GTEST_FLAG_SET(death_test_style, "threadsafe");
     aligned_buffer buf(4096);
     double_stack d(buf.span());
@@ -603,7 +593,7 @@ TEST(double_stack_asan_death, touching_top_memory_after_reset_top_is_use_after_p
     EXPECT_DEATH({ (void)t[0]; }, "use-after-poison");
 }
 
-TEST(double_stack_asan_death, touching_bottom_memory_after_rewind_is_use_after_poison) {
+TEST(DoubleStackAsanDeathTest, TouchingBottomMemoryAfterRewindIsUseAfterPoison) {
     GTEST_FLAG_SET(death_test_style, "threadsafe");
     aligned_buffer buf(4096);
     double_stack d(buf.span());
@@ -627,7 +617,7 @@ struct saved_marker {
     std::size_t live;
 };
 
-TEST(double_stack, a_zero_size_free_frees_nothing) {
+TEST(DoubleStack, AZeroSizeFreeFreesNothing) {
     aligned_buffer buf(4096);
     double_stack d(buf.span());
     auto* lo = static_cast<std::byte*>(d.allocate_bottom(64, 16));
@@ -641,7 +631,7 @@ TEST(double_stack, a_zero_size_free_frees_nothing) {
     EXPECT_EQ(d.stats().live_allocations, 2u);
 }
 
-TEST(double_stack_random, against_reference_model) {
+TEST(DoubleStackRandom, AgainstReferenceModel) {
     constexpr std::size_t cap = 24 * 1024;
     aligned_buffer buf(cap);
     double_stack d(buf.span());

@@ -29,7 +29,6 @@ using strata::test::extents_of;
 using strata::test::fill_pattern;
 using strata::test::holds_pattern;
 
-constexpr std::size_t kMax = std::numeric_limits<std::size_t>::max();
 constexpr std::size_t kBuf = 64 * 1024;
 constexpr std::size_t kHdr = stack_allocator::header_size;
 
@@ -67,7 +66,7 @@ std::size_t expected_lfb(std::size_t top, std::size_t cap) {
     return cap - top > pad ? cap - top - pad : 0;
 }
 
-TEST(stack_allocator, fresh_stack_reports_empty_stats) {
+TEST(StackAllocator, FreshStackReportsEmptyStats) {
     aligned_buffer buf(kBuf);
     stack_allocator s(buf.span());
     STRATA_EXPECT_SAME_STATS(s.stats(), (strata::stats{0, 0, kBuf, 0, 0, kBuf - kHdr}));
@@ -76,7 +75,7 @@ TEST(stack_allocator, fresh_stack_reports_empty_stats) {
     EXPECT_EQ(extents_of(s), (std::vector<extent>{{0, kBuf, false}}));
 }
 
-TEST(stack_allocator, allocate_places_a_header_before_each_block) {
+TEST(StackAllocator, AllocatePlacesAHeaderBeforeEachBlock) {
     aligned_buffer buf(kBuf);
     stack_allocator s(buf.span());
     void* a = s.allocate(32);
@@ -91,11 +90,11 @@ TEST(stack_allocator, allocate_places_a_header_before_each_block) {
     EXPECT_TRUE(holds_pattern(b, 100, 2));
 }
 
-TEST(stack_allocator, honours_every_power_of_two_alignment_up_to_4096) {
+TEST(StackAllocator, HonoursEveryPowerOfTwoAlignmentUpTo4096) {
     aligned_buffer buf(kBuf);
     stack_allocator s(buf.span());
     for (std::size_t align = 1; align <= 4096; align *= 2) {
-        // A top that is a multiple of 8 but not of larger powers (see the BUG test below for odd tops).
+        // A top that is a multiple of 8 but not of larger powers (odd tops: see below).
         ASSERT_NE(s.allocate(24, 8), nullptr);
         const std::size_t top = s.in_use();
         const std::size_t expected = (top + kHdr + align - 1) / align * align;
@@ -109,15 +108,9 @@ TEST(stack_allocator, honours_every_power_of_two_alignment_up_to_4096) {
     EXPECT_EQ(s.stats().live_allocations, 26u);
 }
 
-// BUG: include/strata/linear/stack_allocator.hpp:53-56 writes the 16-byte header through a
-// `header*` at `p - header_size`, which for align < 8 after an odd-sized block is not 8-aligned:
-// UB that UBSan (the asan preset, -fno-sanitize-recover) reports as "member access within
-// misaligned address ... for type 'struct header', which requires 8 byte alignment" (also read in
-// deallocate(), line 72, and for_each_block(), line 113). Fix: align the header, e.g. compute the
-// padding with `std::max(align, alignof(header))`, or read/write the header with std::memcpy.
-// The randomized test below keeps every size a multiple of 8 until this is fixed.
-TEST(stack_allocator, small_alignments_after_odd_sizes_keep_the_header_aligned) {
-    // fixed: "BUG: stack_allocator writes its header at a misaligned address (UBSan)";
+// The 16-byte header in front of each block stays 8-aligned for align < 8 after an odd-sized block
+// (UBSan, in the asan preset, reports a misaligned header access).
+TEST(StackAllocator, SmallAlignmentsAfterOddSizesKeepTheHeaderAligned) {
     aligned_buffer buf(kBuf);
     stack_allocator s(buf.span());
     void* a = s.allocate(3, 1);
@@ -135,7 +128,7 @@ TEST(stack_allocator, small_alignments_after_odd_sizes_keep_the_header_aligned) 
     EXPECT_EQ(s.in_use(), 0u);
 }
 
-TEST(stack_allocator, largest_free_block_is_exactly_servable) {
+TEST(StackAllocator, LargestFreeBlockIsExactlyServable) {
     {
         aligned_buffer buf(kBuf);
         stack_allocator s(buf.span());
@@ -159,7 +152,7 @@ TEST(stack_allocator, largest_free_block_is_exactly_servable) {
     }
 }
 
-TEST(stack_allocator, exhaustion_returns_null_and_leaves_state_unchanged) {
+TEST(StackAllocator, ExhaustionReturnsNullAndLeavesStateUnchanged) {
     aligned_buffer buf(kBuf);
     stack_allocator s(buf.span());
     ASSERT_NE(s.allocate(kBuf - 200, 16), nullptr); // top at kBuf - 184
@@ -174,33 +167,20 @@ TEST(stack_allocator, exhaustion_returns_null_and_leaves_state_unchanged) {
     EXPECT_EQ(s.in_use(), kBuf);
 }
 
-TEST(stack_allocator, bad_requests_return_null_without_state_change) {
+// Bad requests (size 0, bad alignments, overflows) are LinearContract's, over every linear
+// allocator. An alignment larger than the whole buffer is a valid request that cannot be served.
+TEST(StackAllocator, AnAlignmentLargerThanTheBufferIsExhaustion) {
     aligned_buffer buf(kBuf);
     stack_allocator s(buf.span());
-    const std::size_t cases[][2] = {{0, 1},
-                                    {0, 16},
-                                    {16, 0},
-                                    {16, 3},
-                                    {16, 24},
-                                    {16, 6},
-                                    {16, 100},
-                                    {kMax, 1},
-                                    {kMax, 16},
-                                    {kMax - 8, 64},
-                                    {kMax - 15, 16},
-                                    {kMax - 100, 4096},
-                                    {16, std::size_t{1} << 63}};
     for (int round = 0; round < 2; ++round) {
         const stack_state before = state_of(s);
-        for (const auto& c : cases) {
-            EXPECT_EQ(s.allocate(c[0], c[1]), nullptr) << "size " << c[0] << " align " << c[1];
-            EXPECT_TRUE(unchanged(s, before)) << "size " << c[0] << " align " << c[1];
-        }
+        EXPECT_EQ(s.allocate(16, std::size_t{1} << 63), nullptr);
+        EXPECT_TRUE(unchanged(s, before));
         ASSERT_NE(s.allocate(100, 8), nullptr);
     }
 }
 
-TEST(stack_allocator, freeing_in_lifo_order_gives_everything_back) {
+TEST(StackAllocator, FreeingInLifoOrderGivesEverythingBack) {
     aligned_buffer buf(kBuf);
     stack_allocator s(buf.span());
     const std::size_t t0 = s.in_use();
@@ -226,7 +206,7 @@ TEST(stack_allocator, freeing_in_lifo_order_gives_everything_back) {
     EXPECT_EQ(extents_of(s), (std::vector<extent>{{0, kBuf, false}}));
 }
 
-TEST(stack_allocator, free_gives_back_the_alignment_padding_too) {
+TEST(StackAllocator, FreeGivesBackTheAlignmentPaddingToo) {
     aligned_buffer buf(kBuf);
     stack_allocator s(buf.span());
     ASSERT_EQ(s.allocate(8, 8), buf.data() + 16);
@@ -241,7 +221,7 @@ TEST(stack_allocator, free_gives_back_the_alignment_padding_too) {
 
 // --- bad frees: reported at checks >= 1, ignored at every level ---
 
-TEST(stack_allocator_bad_free, out_of_order_free_is_reported) {
+TEST(StackAllocatorBadFree, OutOfOrderFreeIsReported) {
     STRATA_REQUIRE_CHECKS(1);
     aligned_buffer buf(kBuf);
     stack_allocator s(buf.span());
@@ -254,7 +234,7 @@ TEST(stack_allocator_bad_free, out_of_order_free_is_reported) {
     EXPECT_EQ(rec.last().pointer, a);
 }
 
-TEST(stack_allocator_bad_free, out_of_order_free_leaves_state_unchanged) {
+TEST(StackAllocatorBadFree, OutOfOrderFreeLeavesStateUnchanged) {
     aligned_buffer buf(kBuf);
     stack_allocator s(buf.span());
     void* a = s.allocate(32);
@@ -276,7 +256,7 @@ TEST(stack_allocator_bad_free, out_of_order_free_leaves_state_unchanged) {
     EXPECT_EQ(rec.count(), strata::test::checks_on ? 2u : 0u);
 }
 
-TEST(stack_allocator_bad_free, double_free_is_reported) {
+TEST(StackAllocatorBadFree, DoubleFreeIsReported) {
     STRATA_REQUIRE_CHECKS(1);
     aligned_buffer buf(kBuf);
     stack_allocator s(buf.span());
@@ -293,7 +273,7 @@ TEST(stack_allocator_bad_free, double_free_is_reported) {
     EXPECT_TRUE(rec.saw_one(violation_kind::double_free));
 }
 
-TEST(stack_allocator_bad_free, double_free_leaves_state_unchanged) {
+TEST(StackAllocatorBadFree, DoubleFreeLeavesStateUnchanged) {
     aligned_buffer buf(kBuf);
     stack_allocator s(buf.span());
     void* a = s.allocate(32);
@@ -311,7 +291,7 @@ TEST(stack_allocator_bad_free, double_free_leaves_state_unchanged) {
     EXPECT_EQ(rec.count(), strata::test::checks_on ? 2u : 0u);
 }
 
-TEST(stack_allocator_bad_free, foreign_pointer_is_reported) {
+TEST(StackAllocatorBadFree, ForeignPointerIsReported) {
     STRATA_REQUIRE_CHECKS(1);
     aligned_buffer buf(kBuf), other(4096);
     stack_allocator s(buf.span());
@@ -328,7 +308,7 @@ TEST(stack_allocator_bad_free, foreign_pointer_is_reported) {
     EXPECT_TRUE(rec.saw_one(violation_kind::foreign_pointer));
 }
 
-TEST(stack_allocator_bad_free, foreign_pointer_leaves_state_unchanged) {
+TEST(StackAllocatorBadFree, ForeignPointerLeavesStateUnchanged) {
     aligned_buffer buf(kBuf), other(4096);
     stack_allocator s(buf.span());
     ASSERT_NE(s.allocate(32), nullptr);
@@ -342,7 +322,7 @@ TEST(stack_allocator_bad_free, foreign_pointer_leaves_state_unchanged) {
     EXPECT_EQ(rec.count(), strata::test::checks_on ? 3u : 0u);
 }
 
-TEST(stack_allocator_bad_free, freeing_nullptr_is_a_silent_no_op) {
+TEST(StackAllocatorBadFree, FreeingNullptrIsASilentNoOp) {
     aligned_buffer buf(kBuf);
     stack_allocator s(buf.span());
     ASSERT_NE(s.allocate(32), nullptr);
@@ -356,7 +336,7 @@ TEST(stack_allocator_bad_free, freeing_nullptr_is_a_silent_no_op) {
 
 // --- markers ---
 
-TEST(stack_allocator, rewind_frees_everything_after_the_marker) {
+TEST(StackAllocator, RewindFreesEverythingAfterTheMarker) {
     aligned_buffer buf(kBuf);
     stack_allocator s(buf.span());
     void* a = s.allocate(100);
@@ -379,7 +359,7 @@ TEST(stack_allocator, rewind_frees_everything_after_the_marker) {
     EXPECT_EQ(s.in_use(), 0u);
 }
 
-TEST(stack_allocator, nested_scopes_rewind_in_order) {
+TEST(StackAllocator, NestedScopesRewindInOrder) {
     aligned_buffer buf(kBuf);
     stack_allocator s(buf.span());
     ASSERT_NE(s.allocate(16), nullptr);
@@ -404,7 +384,7 @@ TEST(stack_allocator, nested_scopes_rewind_in_order) {
     EXPECT_EQ(s.stats().total_allocations, 5u);
 }
 
-TEST(stack_allocator_marker, marker_from_another_stack_is_reported) {
+TEST(StackAllocatorMarker, MarkerFromAnotherStackIsReported) {
     STRATA_REQUIRE_CHECKS(1);
     aligned_buffer buf1(4096), buf2(4096);
     stack_allocator s(buf1.span()), other(buf2.span());
@@ -416,7 +396,7 @@ TEST(stack_allocator_marker, marker_from_another_stack_is_reported) {
     EXPECT_EQ(rec.last().allocator, "strata::stack_allocator");
 }
 
-TEST(stack_allocator_marker, marker_rewound_past_and_below_the_top_again_is_refused) {
+TEST(StackAllocatorMarker, MarkerRewoundPastAndBelowTheTopAgainIsRefused) {
     // The marker names an allocation that a reset freed; a new allocation's padding now covers
     // its header. Accepted, the next free would read user bytes as that header.
     aligned_buffer buf(4096);
@@ -446,7 +426,7 @@ TEST(stack_allocator_marker, marker_rewound_past_and_below_the_top_again_is_refu
     EXPECT_EQ(rec.count(), strata::test::checks_on ? 1u : 0u);
 }
 
-TEST(stack_allocator_marker, marker_from_another_stack_leaves_state_unchanged) {
+TEST(StackAllocatorMarker, MarkerFromAnotherStackLeavesStateUnchanged) {
     aligned_buffer buf1(4096), buf2(4096);
     stack_allocator s(buf1.span()), other(buf2.span());
     ASSERT_NE(other.allocate(10), nullptr);
@@ -459,7 +439,7 @@ TEST(stack_allocator_marker, marker_from_another_stack_leaves_state_unchanged) {
     EXPECT_EQ(rec.count(), strata::test::checks_on ? 2u : 0u);
 }
 
-TEST(stack_allocator_marker, newer_marker_is_reported) {
+TEST(StackAllocatorMarker, NewerMarkerIsReported) {
     STRATA_REQUIRE_CHECKS(1);
     aligned_buffer buf(4096);
     stack_allocator s(buf.span());
@@ -472,7 +452,7 @@ TEST(stack_allocator_marker, newer_marker_is_reported) {
     EXPECT_TRUE(rec.saw_one(violation_kind::invalid_marker));
 }
 
-TEST(stack_allocator_marker, newer_marker_leaves_state_unchanged) {
+TEST(StackAllocatorMarker, NewerMarkerLeavesStateUnchanged) {
     aligned_buffer buf(4096);
     stack_allocator s(buf.span());
     const stack_allocator::marker m1 = s.mark();
@@ -487,7 +467,7 @@ TEST(stack_allocator_marker, newer_marker_leaves_state_unchanged) {
     EXPECT_EQ(rec.count(), strata::test::checks_on ? 1u : 0u);
 }
 
-TEST(stack_allocator, reset_frees_everything_and_keeps_totals_and_peak) {
+TEST(StackAllocator, ResetFreesEverythingAndKeepsTotalsAndPeak) {
     aligned_buffer buf(kBuf);
     stack_allocator s(buf.span());
     for (int i = 0; i < 10; ++i)
@@ -503,11 +483,10 @@ TEST(stack_allocator, reset_frees_everything_and_keeps_totals_and_peak) {
     EXPECT_EQ(s.in_use(), 0u);
 }
 
-// reset() went through rewind(), which at checks >= 1 walks the headers of every live allocation
-// (O(live), 1.4 ms at a million; found by review). A reset is always valid, so it reads no header:
-// here one is overwritten (an overrun of the block below it), which the walk refused as "not a
-// state of this stack", leaving everything allocated.
-TEST(stack_allocator, reset_reads_no_header) {
+// A reset is always valid, so it reads no header (a rewind at checks >= 1 walks the headers of
+// every live allocation, O(live)): here one is overwritten (an overrun of the block below it), which
+// such a walk would refuse as "not a state of this stack", leaving everything allocated.
+TEST(StackAllocator, ResetReadsNoHeader) {
     aligned_buffer buf(kBuf);
     stack_allocator s(buf.span());
     std::byte* p[4];
@@ -530,7 +509,7 @@ TEST(stack_allocator, reset_reads_no_header) {
 
 // Documented choice: a marker at the base stays valid through reset(), so one taken once may end
 // every iteration (rewinding to it is a reset); markers above it go stale.
-TEST(stack_allocator_marker, marker_at_the_base_stays_valid_through_resets) {
+TEST(StackAllocatorMarker, MarkerAtTheBaseStaysValidThroughResets) {
     aligned_buffer buf(kBuf);
     stack_allocator s(buf.span());
     strata::test::recording_handler rec;
@@ -546,7 +525,7 @@ TEST(stack_allocator_marker, marker_at_the_base_stays_valid_through_resets) {
     EXPECT_TRUE(rec.empty());
 }
 
-TEST(stack_allocator, peak_is_the_highest_in_use_ever_seen) {
+TEST(StackAllocator, PeakIsTheHighestInUseEverSeen) {
     aligned_buffer buf(kBuf);
     stack_allocator s(buf.span());
     void* p = s.allocate(1000, 8);
@@ -559,7 +538,7 @@ TEST(stack_allocator, peak_is_the_highest_in_use_ever_seen) {
     EXPECT_EQ(s.stats().peak, 1136u); // 116, header to 132, block at 136 (8-aligned), + 1000
 }
 
-TEST(stack_allocator, owns_exactly_the_buffer) {
+TEST(StackAllocator, OwnsExactlyTheBuffer) {
     aligned_buffer buf(kBuf + 64);
     stack_allocator s(buf.span(32, kBuf));
     int local = 0;
@@ -573,7 +552,7 @@ TEST(stack_allocator, owns_exactly_the_buffer) {
     EXPECT_TRUE(s.owns(p));
 }
 
-TEST(stack_allocator, for_each_block_walks_live_blocks_newest_first_then_the_free_tail) {
+TEST(StackAllocator, ForEachBlockWalksLiveBlocksNewestFirstThenTheFreeTail) {
     aligned_buffer buf(kBuf);
     stack_allocator s(buf.span());
     void* a = s.allocate(32);
@@ -594,7 +573,7 @@ TEST(stack_allocator, for_each_block_walks_live_blocks_newest_first_then_the_fre
 // --- fill patterns and poisoning ---
 
 #if STRATA_CHECKS >= 2
-TEST(stack_allocator_fill, fresh_allocations_read_0xCD) {
+TEST(StackAllocatorFill, FreshAllocationsRead0xCD) {
     aligned_buffer buf(4096);
     stack_allocator s(buf.span());
     void* p = s.allocate(100);
@@ -607,7 +586,7 @@ TEST(stack_allocator_fill, fresh_allocations_read_0xCD) {
 }
 
 #if !STRATA_ASAN
-TEST(stack_allocator_fill, freed_and_rewound_bytes_read_0xDD) {
+TEST(StackAllocatorFill, FreedAndRewoundBytesRead0xDD) {
     aligned_buffer buf(4096);
     stack_allocator s(buf.span());
     void* a = s.allocate(64);
@@ -632,7 +611,7 @@ TEST(stack_allocator_fill, freed_and_rewound_bytes_read_0xDD) {
 #endif // STRATA_CHECKS >= 2
 
 #if STRATA_ASAN
-TEST(stack_allocator_asan_death, touching_a_freed_block_is_use_after_poison) {
+TEST(StackAllocatorAsanDeathTest, TouchingAFreedBlockIsUseAfterPoison) {
     GTEST_FLAG_SET(death_test_style, "threadsafe");
     aligned_buffer buf(4096);
     stack_allocator s(buf.span());
@@ -642,7 +621,7 @@ TEST(stack_allocator_asan_death, touching_a_freed_block_is_use_after_poison) {
     EXPECT_DEATH({ p[0] = 2; }, "use-after-poison");
 }
 
-TEST(stack_allocator_asan_death, alignment_padding_is_poisoned) {
+TEST(StackAllocatorAsanDeathTest, AlignmentPaddingIsPoisoned) {
     GTEST_FLAG_SET(death_test_style, "threadsafe");
     aligned_buffer buf(4096);
     stack_allocator s(buf.span());
@@ -652,7 +631,7 @@ TEST(stack_allocator_asan_death, alignment_padding_is_poisoned) {
     EXPECT_DEATH({ (void)pad[0]; }, "use-after-poison");
 }
 
-TEST(stack_allocator_asan_death, touching_memory_after_reset_is_use_after_poison) {
+TEST(StackAllocatorAsanDeathTest, TouchingMemoryAfterResetIsUseAfterPoison) {
     GTEST_FLAG_SET(death_test_style, "threadsafe");
     aligned_buffer buf(4096);
     stack_allocator s(buf.span());
@@ -665,8 +644,7 @@ TEST(stack_allocator_asan_death, touching_memory_after_reset_is_use_after_poison
 
 // --- randomized against the reference model ---
 
-// Sizes are rounded up to a multiple of 8 until the misaligned-header BUG (see
-// small_alignments_after_odd_sizes_keep_the_header_aligned) is fixed; flip this then.
+// Odd sizes too, so small alignments follow odd tops (SmallAlignmentsAfterOddSizesKeepTheHeaderAligned).
 constexpr bool kOddSizes = true;
 
 struct live_block {
@@ -680,7 +658,7 @@ struct saved_marker {
     std::size_t live;
 };
 
-TEST(stack_allocator_random, against_reference_model) {
+TEST(StackAllocatorRandom, AgainstReferenceModel) {
     constexpr std::size_t cap = 16 * 1024;
     aligned_buffer buf(cap);
     stack_allocator s(buf.span());
@@ -806,10 +784,10 @@ TEST(stack_allocator_random, against_reference_model) {
 } // namespace
 
 // A free lowers the top below a marker taken above the freed block; an allocation of the same size
-// and alignment then lifts it back, at the same offsets. The live-chain walk alone took such a
-// marker for a state of the stack (found by review): frees are recorded at checks >= 1, as in arena
-// and double_stack, so it is refused like theirs.
-TEST(stack_allocator, a_marker_a_free_went_below_is_refused_even_after_the_same_allocation) {
+// and alignment then lifts it back, at the same offsets, where a walk of the live chain alone would
+// take the marker for a state of the stack: frees are recorded at checks >= 1, as in arena and
+// double_stack, so it is refused like theirs.
+TEST(StackAllocator, AMarkerAFreeWentBelowIsRefusedEvenAfterTheSameAllocation) {
     STRATA_REQUIRE_CHECKS(1);
     aligned_buffer buf(1024);
     stack_allocator s(buf.span());

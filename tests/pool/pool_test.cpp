@@ -74,11 +74,7 @@ TEST(Pool, SizedAllocateAcceptsOnlyWhatFitsASlot) {
     EXPECT_NE(p.allocate(64, 32), nullptr);
     EXPECT_NE(p.allocate(1, 1), nullptr);
     EXPECT_EQ(p.allocate(65, 8), nullptr);
-    EXPECT_EQ(p.allocate(0, 8), nullptr);
-    EXPECT_EQ(p.allocate(8, 64), nullptr);
-    EXPECT_EQ(p.allocate(8, 3), nullptr);
-    EXPECT_EQ(p.allocate(8, 0), nullptr);
-    EXPECT_EQ(p.allocate(SIZE_MAX, 8), nullptr);
+    EXPECT_EQ(p.allocate(8, 64), nullptr); // above the slot alignment (other bad input: tests/contract)
     EXPECT_EQ(p.live(), 2u);
     EXPECT_TRUE(p.check());
 }
@@ -167,7 +163,7 @@ TEST(Pool, AnOverrunOfTheLastSlotCannotBendTheChunkDirectory) {
         for (void*& s : slots)
             s = p.allocate();
         auto* last = static_cast<std::byte*>(*std::max_element(std::begin(slots), std::end(slots)));
-        std::memset(last + 32, 0xA5, 24); // 24 bytes past the last slot: where the header used to be
+        std::memset(last + 32, 0xA5, 24); // 24 bytes past the last slot
         EXPECT_TRUE(p.check());
         EXPECT_EQ(p.chunk_count(), 1u);
         for (void* s : slots)
@@ -595,9 +591,8 @@ TEST(PoolRandomized, MillionOpsAgainstTheReferenceModel) {
 
 } // namespace
 
-// Slot sizes near 2^62 overflowed the slot-count arithmetic over a caller's buffer: a 4 KiB buffer
-// was taken to hold hundreds of such slots, and the free list was threaded through wild addresses
-// (found by review). A buffer too small for one slot gives capacity 0.
+// Slot sizes near 2^62 must not overflow the slot-count arithmetic over a caller's buffer (a 4 KiB
+// buffer taken to hold hundreds of such slots): a buffer too small for one slot gives capacity 0.
 TEST(Pool, AHugeSlotOverASmallBufferGivesCapacityZero) {
     alignas(64) static std::byte buffer[4096];
     for (const std::size_t slot :

@@ -1,5 +1,6 @@
-// The magazine layer: single-thread behaviour and threaded stress (2-8 threads, producer/consumer
-// with cross-thread frees, destruction while other threads hold magazines, thread exit).
+// The magazine layer under threads: stress with 2-8 threads, producer/consumer with cross-thread
+// frees, destruction while other threads hold magazines, thread exit, caches nested in cached
+// objects. Single-thread behaviour is in magazine_test.cpp.
 // TSAN_STAGE: the CI tsan stage runs the tests of this file whose names contain "Thread".
 #include <atomic>
 #include <condition_variable>
@@ -17,8 +18,7 @@
 #include "strata/slab/magazine.hpp"
 #include "strata/source/heap_source.hpp"
 
-#include "support/recording_handler.hpp"
-#include "support/reference_model.hpp"
+#include "support/stamped_item.hpp"
 
 namespace {
 
@@ -41,313 +41,14 @@ constexpr bool under_tsan = false;
 // Operations per thread: halved under TSan (5-15x slower) so the stage stays well under a minute.
 constexpr std::size_t ops_per_thread = under_tsan ? 200'000 : 400'000;
 
-struct alignas(16) item {
-    std::uint64_t owner;
-    std::uint64_t serial;
-    std::uint64_t check;
-    std::byte pad[72];
-};
-static_assert(sizeof(item) == 96);
+using strata::test::intact;
+using strata::test::item;
+using strata::test::stamp;
 
 static_assert(strata::allocator<magazine_cache<item>>);
 
-void stamp(item* p, std::uint64_t owner, std::uint64_t serial) {
-    p->owner = owner;
-    p->serial = serial;
-    p->check = owner * 0x9E3779B97F4A7C15ull ^ serial;
-}
-bool intact(const item* p) { return p->check == (p->owner * 0x9E3779B97F4A7C15ull ^ p->serial); }
-
 // A source shared by one cache; the cache calls it under its depot lock only.
 using source = strata::heap_source;
-
-TEST(MagazineCache, SingleThreadRoundTripAndFlush) {
-    source src;
-    {
-        magazine_cache<item> c(src, slab_options{}, magazine_options{8, 2});
-        std::vector<item*> v;
-        for (int i = 0; i < 1000; ++i) {
-            item* p = c.allocate();
-            ASSERT_NE(p, nullptr);
-            stamp(p, 1, static_cast<std::uint64_t>(i));
-            v.push_back(p);
-        }
-        EXPECT_TRUE(c.owns(v.front()));
-        for (item* p : v) {
-            ASSERT_TRUE(intact(p));
-            c.deallocate(p);
-        }
-        c.deallocate(nullptr);
-        EXPECT_TRUE(c.check());
-        EXPECT_LE(c.depot().depot_rounds(), 16u) << "at most max_full_magazines full magazines";
-        c.flush();
-        EXPECT_EQ(c.slab_live(), 0u);
-        EXPECT_EQ(c.depot().depot_rounds(), 0u);
-        EXPECT_TRUE(c.check());
-        item* q = c.create();
-        ASSERT_NE(q, nullptr);
-        c.destroy(q);
-        c.destroy(nullptr);
-        EXPECT_EQ(c.allocate(97, 16), nullptr);
-        EXPECT_EQ(c.allocate(96, 32), nullptr);
-        void* r = c.allocate(96, 16);
-        ASSERT_NE(r, nullptr);
-        c.deallocate(r, 96, 16);
-    }
-    EXPECT_EQ(src.outstanding_blocks(), 0u);
-}
-
-TEST(MagazineCache, MagazineHitReusesTheLastFreedObject) {
-    source src;
-    magazine_cache<item> c(src);
-    item* a = c.allocate();
-    c.deallocate(a);
-    EXPECT_EQ(c.allocate(), a);
-    c.deallocate(a);
-}
-
-TEST(MagazineCache, ExhaustedSourceReturnsNull) {
-    struct refusing {
-        strata::memory_block allocate_block(std::size_t, std::size_t) noexcept { return {}; }
-        void deallocate_block(strata::memory_block) noexcept {}
-    } src;
-    magazine_cache<item> c(src);
-    EXPECT_EQ(c.allocate(), nullptr);
-}
-
-// A double free used to land in the magazine unchecked: the next two allocate() calls handed the
-// same object out twice, and nothing was ever reported. At checks >= 1 it is refused at the call.
-TEST(MagazineCacheChecks, DoubleFreeIntoThisThreadsMagazineIsRefusedAtTheCall) {
-    STRATA_REQUIRE_CHECKS(1);
-    strata::test::recording_handler h;
-    source src;
-    magazine_cache<item> c(src);
-    item* a = c.allocate();
-    item* b = c.allocate();
-    c.deallocate(a);
-    c.deallocate(a); // a is in this thread's loaded magazine
-    EXPECT_TRUE(h.saw_one(strata::violation_kind::double_free));
-    EXPECT_EQ(h.last().allocator, "strata::magazine_cache");
-    h.clear();
-    // Allocate between the double free and the flush: a comes out once, never twice.
-    item* x = c.allocate();
-    item* y = c.allocate();
-    EXPECT_EQ(x, a);
-    EXPECT_NE(y, a);
-    EXPECT_NE(y, b);
-    c.flush();
-    EXPECT_TRUE(h.empty()) << "the refused copy never reached a magazine";
-    // destroy() is checked before ~T() runs.
-    c.destroy(x);
-    c.destroy(x);
-    EXPECT_TRUE(h.saw_one(strata::violation_kind::double_free));
-    h.clear();
-    c.deallocate(b);
-    c.deallocate(y);
-    c.flush();
-    EXPECT_TRUE(h.empty());
-    EXPECT_EQ(c.slab_live(), 0u);
-    EXPECT_TRUE(c.check());
-}
-
-// An object whose first free already went back to the slabs (flushed) is free there: the slab
-// layer's live bit answers, at the call.
-TEST(MagazineCacheChecks, DoubleFreeOfAnObjectBackInTheSlabsIsRefusedAtTheCall) {
-    STRATA_REQUIRE_CHECKS(1);
-    strata::test::recording_handler h;
-    source src;
-    magazine_cache<item> c(src, slab_options{}, magazine_options{4, 1});
-    item* a = c.allocate();
-    c.deallocate(a);
-    c.flush();
-    ASSERT_EQ(c.slab_live(), 0u);
-    c.deallocate(a);
-    EXPECT_TRUE(h.saw_one(strata::violation_kind::double_free));
-    h.clear();
-    EXPECT_EQ(c.slab_live(), 0u);
-    EXPECT_TRUE(c.check());
-}
-
-// What the call-time check does not see (documented): the first free was pushed on from this
-// thread's magazines into the depot's full ones. The second free is accepted; when both copies
-// reach the slabs (flush) the slab layer reports the second and drops it.
-TEST(MagazineCacheChecks, DoubleFreeWhoseFirstFreeIsInTheDepotIsCaughtOnlyAtTheSlabs) {
-    STRATA_REQUIRE_CHECKS(1);
-    strata::test::recording_handler h;
-    source src;
-    magazine_cache<item> c(src, slab_options{}, magazine_options{4, 16});
-    std::vector<item*> v;
-    for (int i = 0; i < 13; ++i)
-        v.push_back(c.allocate());
-    for (item* p : v) // 13 frees, 4 rounds a magazine: v[0]'s magazine goes to the depot
-        c.deallocate(p);
-    ASSERT_GE(c.depot().depot_rounds(), 4u);
-    c.deallocate(v[0]);
-    EXPECT_TRUE(h.empty());
-    c.flush();
-    EXPECT_TRUE(h.saw_one(strata::violation_kind::double_free));
-    EXPECT_EQ(h.last().allocator, "strata::slab_cache");
-    EXPECT_EQ(c.slab_live(), 0u);
-    EXPECT_TRUE(c.check());
-}
-
-// A foreign pointer used to be handed straight back out by the next allocate(). At checks >= 1 it
-// is refused at the call and never reaches a magazine; so is a pointer into an object's middle.
-TEST(MagazineCacheChecks, ForeignPointerIsRefusedAndNeverHandedOut) {
-    STRATA_REQUIRE_CHECKS(1);
-    strata::test::recording_handler h;
-    source src;
-    magazine_cache<item> c(src);
-    item outside{};
-    c.deallocate(&outside);
-    EXPECT_TRUE(h.saw_one(strata::violation_kind::foreign_pointer));
-    h.clear();
-    item* a = c.allocate();
-    c.deallocate(reinterpret_cast<item*>(reinterpret_cast<std::byte*>(a) + 8));
-    EXPECT_TRUE(h.saw_one(strata::violation_kind::foreign_pointer));
-    h.clear();
-    c.destroy(&outside); // refused before ~T() would run on it
-    EXPECT_TRUE(h.saw_one(strata::violation_kind::foreign_pointer));
-    h.clear();
-    std::vector<item*> v;
-    for (int i = 0; i < 200; ++i) {
-        item* p = c.allocate();
-        ASSERT_NE(p, nullptr);
-        EXPECT_NE(p, &outside);
-        EXPECT_TRUE(c.owns(p));
-        v.push_back(p);
-    }
-    for (item* p : v)
-        c.deallocate(p);
-    c.deallocate(a);
-    c.flush();
-    EXPECT_TRUE(h.empty());
-    EXPECT_EQ(c.slab_live(), 0u);
-    EXPECT_TRUE(c.check());
-}
-
-// What the checks do not see (documented): the first free sits in another thread's magazine. The
-// second free is accepted at the call; it is reported only if both copies reach the slabs (here:
-// ours by flush(), the other thread's at its exit), and that copy is dropped then.
-TEST(MagazineCacheChecks, DoubleFreeAcrossThreadsIsCaughtOnlyWhenBothCopiesReachTheSlabs) {
-    STRATA_REQUIRE_CHECKS(1);
-    strata::test::recording_handler h;
-    source src;
-    magazine_cache<item> c(src);
-    item* a = c.allocate();
-    std::mutex m;
-    std::condition_variable cv;
-    int stage = 0;
-    std::thread other([&] {
-        c.deallocate(a); // into this thread's magazine
-        std::unique_lock lock(m);
-        stage = 1;
-        cv.notify_all();
-        cv.wait(lock, [&] { return stage == 2; });
-    }); // exits: its magazine goes back to the slabs
-    {
-        std::unique_lock lock(m);
-        cv.wait(lock, [&] { return stage == 1; });
-    }
-    c.deallocate(a);
-    EXPECT_TRUE(h.empty()) << "not visible from this thread";
-    c.flush();
-    EXPECT_TRUE(h.empty());
-    {
-        const std::lock_guard lock(m);
-        stage = 2;
-    }
-    cv.notify_all();
-    other.join();
-    EXPECT_TRUE(h.saw_one(strata::violation_kind::double_free));
-    EXPECT_EQ(c.slab_live(), 0u);
-    EXPECT_TRUE(c.check());
-}
-
-// stats() describes the slab layer: objects in magazines count as live, total_allocations counts
-// objects the slabs handed out (in batches), and flush() brings the figures down to what is in use.
-TEST(MagazineCache, StatsDescribeTheSlabLayer) {
-    source src;
-    magazine_cache<item> c(src, slab_options{4096, 8, 1, false}, magazine_options{8, 2});
-    constexpr std::size_t stride = strata::slab_cache<item>::stride;
-    strata::stats s = c.stats();
-    EXPECT_EQ(s.in_use, 0u);
-    EXPECT_EQ(s.live_allocations, 0u);
-    EXPECT_EQ(s.capacity, 0u);
-    EXPECT_EQ(s.largest_free_block, 0u);
-    std::vector<item*> v;
-    for (int i = 0; i < 100; ++i)
-        v.push_back(c.allocate());
-    s = c.stats();
-    // Refills take half a magazine (4) at a time: at most 3 left over in the loaded magazine.
-    EXPECT_GE(s.live_allocations, 100u);
-    EXPECT_LE(s.live_allocations, 103u);
-    EXPECT_EQ(s.in_use, s.live_allocations * stride);
-    EXPECT_EQ(s.total_allocations, s.live_allocations);
-    EXPECT_EQ(s.capacity % 4096, 0u);
-    EXPECT_GE(s.capacity, s.in_use);
-    EXPECT_EQ(s.live_allocations, c.slab_live());
-    c.flush();
-    s = c.stats();
-    EXPECT_EQ(s.live_allocations, 100u);
-    EXPECT_EQ(s.in_use, 100u * stride);
-    EXPECT_GE(s.peak, s.in_use);
-    for (std::size_t i = 0; i < 50; ++i)
-        c.deallocate(v[i]);
-    s = c.stats();
-    EXPECT_GE(s.live_allocations, 50u) << "freed objects sit in magazines, still live for the slabs";
-    c.flush();
-    s = c.stats();
-    EXPECT_EQ(s.live_allocations, 50u);
-    EXPECT_EQ(s.in_use, 50u * stride);
-    EXPECT_GE(s.peak, 100u * stride);
-    EXPECT_LE(s.peak, 103u * stride);
-    EXPECT_EQ(s.largest_free_block, stride);
-    const std::size_t total = s.total_allocations;
-    for (std::size_t i = 50; i < 100; ++i)
-        c.deallocate(v[i]);
-    c.flush();
-    s = c.stats();
-    EXPECT_EQ(s.live_allocations, 0u);
-    EXPECT_EQ(s.in_use, 0u);
-    EXPECT_EQ(s.total_allocations, total) << "frees hand nothing out";
-    EXPECT_EQ(s.capacity, 4096u) << "one empty slab kept (max_empty_slabs 1)";
-    EXPECT_TRUE(c.check());
-}
-
-TEST(MagazineCacheRandomized, MillionOpsAgainstTheReferenceModel) {
-    source src;
-    magazine_cache<item> c(src, slab_options{4096, 8, 1, false}, magazine_options{8, 2});
-    strata::test::reference_model model;
-    std::vector<item*> live;
-    std::mt19937_64 rng(0x3A6A);
-    constexpr std::size_t ops = 1'000'000;
-    for (std::size_t i = 0; i < ops; ++i) {
-        const std::size_t target = (i / 50'000) % 2 == 0 ? 2000 : 100;
-        if (live.empty() || (live.size() < target ? rng() % 100 < 70 : rng() % 100 < 30)) {
-            item* p = c.allocate();
-            ASSERT_NE(p, nullptr);
-            model.add(p, sizeof(item), alignof(item));
-            live.push_back(p);
-        } else {
-            const std::size_t k = rng() % live.size();
-            model.remove(live[k]);
-            c.deallocate(live[k]);
-            live[k] = live.back();
-            live.pop_back();
-        }
-        if (i % 100'000 == 0) {
-            ASSERT_TRUE(c.check()) << i;
-        }
-    }
-    for (item* p : live) {
-        model.remove(p);
-        c.deallocate(p);
-    }
-    c.flush();
-    EXPECT_EQ(c.slab_live(), 0u);
-    EXPECT_TRUE(c.check());
-}
 
 // Each thread churns its own objects: random allocate/free against a private live list, checking
 // every object's stamp before it is freed.
@@ -575,61 +276,11 @@ TEST(MagazineThread, DestroyingTheCacheWhileOtherThreadsHoldMagazines) {
     EXPECT_EQ(errors.load(), 0);
 }
 
-TEST(MagazineCache, FlushReturnsThisThreadsMagazinesAfterUsingAnotherCache) {
-    // The thread's hint names only the cache it used last; flush() must find its record for this
-    // one all the same.
-    source src1, src2;
-    magazine_cache<item> a(src1);
-    magazine_cache<item> b(src2);
-    a.deallocate(a.allocate());
-    b.deallocate(b.allocate());
-    a.flush();
-    EXPECT_EQ(a.slab_live(), 0u);
-    b.flush();
-    EXPECT_EQ(b.slab_live(), 0u);
-}
-
-// In caching mode the objects are constructed by the slab and destroyed when it is released.
-struct lifetime_counted {
-    static inline int alive = 0;
-    std::uint64_t state;
-    lifetime_counted() noexcept : state(42) { ++alive; }
-    ~lifetime_counted() { --alive; }
-};
-
-TEST(MagazineCache, CreateAndDestroyAreForPlainModeOnly) {
-    source src;
-    lifetime_counted::alive = 0;
-    {
-        slab_options so;
-        so.cache_objects = true;
-        magazine_cache<lifetime_counted> c(src, so);
-        strata::test::recording_handler h;
-        EXPECT_EQ(c.create(), nullptr) << "T() would run over a constructed object";
-        if (strata::test::checks_on) {
-            EXPECT_TRUE(h.saw_one(strata::violation_kind::invalid_argument));
-        }
-        h.clear();
-        lifetime_counted* p = c.allocate();
-        ASSERT_NE(p, nullptr);
-        EXPECT_EQ(p->state, 42u);
-        const int alive = lifetime_counted::alive;
-        c.destroy(p); // a plain deallocate: the slab runs ~T() itself when it is released
-        EXPECT_EQ(lifetime_counted::alive, alive);
-        if (strata::test::checks_on) {
-            EXPECT_TRUE(h.saw_one(strata::violation_kind::invalid_argument));
-        }
-        c.flush();
-        EXPECT_EQ(c.slab_live(), 0u);
-    }
-    EXPECT_EQ(lifetime_counted::alive, 0) << "every object destroyed exactly once";
-}
-
 // A cached object whose constructor and destructor use another magazine_cache: the slab runs them
-// inside the depot's backend, under its lock. Before, the first use of the inner cache from there
-// attached to it (taking the registry lock under the depot lock, the reverse of thread exit's
-// order, which TSan reports), and ~magazine_depot, which held the registry lock while emptying the
-// other threads' magazines, deadlocked on it.
+// inside the depot's backend, under its lock. The first use of the inner cache from there must not
+// take the registry lock under the depot lock (the reverse of thread exit's order, which TSan
+// reports), and ~magazine_depot must not hold the registry lock while emptying the other threads'
+// magazines (the inner cache's destructor would deadlock on it).
 struct inner_part {
     std::uint64_t value[4];
 };
@@ -689,8 +340,8 @@ TEST(MagazineThread, CachedObjectsUsingAnotherCacheDoNotDeadlock) {
 
 // The same nesting on a thread that used the inner cache before: the inner cache's slow path, run
 // from inside the outer depot's backend, points the thread's hint at its own record, and the outer
-// slow path then stored only its magazine into that hint, under the inner cache's id. The inner
-// cache then handed out the outer cache's objects (found by review). Both slow paths: the
+// slow path must not store its magazine into that hint under the inner cache's id (the inner cache
+// would hand out the outer cache's objects). Both slow paths: the
 // allocation (T() while a slab is built) and the free (~T() while a flushed slab is released).
 TEST(MagazineCache, CachedObjectsUsingACacheThisThreadUsedKeepTheCachesApart) {
     source inner_src, outer_src;

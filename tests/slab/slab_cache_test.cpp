@@ -575,9 +575,7 @@ TEST(SlabCache, ContractAllocateChecksSizeAndAlignment) {
     strata::heap_source src;
     slab_cache<particle> c(src);
     EXPECT_EQ(c.allocate(97, 16), nullptr);
-    EXPECT_EQ(c.allocate(0, 16), nullptr);
-    EXPECT_EQ(c.allocate(96, 32), nullptr);
-    EXPECT_EQ(c.allocate(96, 3), nullptr);
+    EXPECT_EQ(c.allocate(96, 32), nullptr); // other bad input: tests/contract
     void* p = c.allocate(96, 16);
     ASSERT_NE(p, nullptr);
     c.deallocate(p, 96, 16);

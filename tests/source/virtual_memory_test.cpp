@@ -24,12 +24,12 @@ static_assert(strata::memory_source<strata::virtual_memory_source>);
 
 const std::size_t page = strata::virtual_memory::page_size();
 
-TEST(virtual_memory, page_size_is_a_power_of_two) {
+TEST(VirtualMemory, PageSizeIsAPowerOfTwo) {
     EXPECT_GE(page, 4096u);
     EXPECT_TRUE(strata::is_pow2(page));
 }
 
-TEST(virtual_memory, reserve_commit_write_decommit_release) {
+TEST(VirtualMemory, ReserveCommitWriteDecommitRelease) {
     std::error_code ec;
     strata::virtual_memory vm = strata::virtual_memory::reserve(64 * page + 1, ec);
     ASSERT_FALSE(ec) << ec.message();
@@ -49,7 +49,7 @@ TEST(virtual_memory, reserve_commit_write_decommit_release) {
     EXPECT_FALSE(vm.reserved());
 }
 
-TEST(virtual_memory, empty_ranges_touch_no_page) {
+TEST(VirtualMemory, EmptyRangesTouchNoPage) {
     strata::virtual_memory vm = strata::virtual_memory::reserve(4 * page);
     ASSERT_TRUE(vm.commit(0, page));
     std::memset(vm.data(), 0x5A, page);
@@ -61,7 +61,7 @@ TEST(virtual_memory, empty_ranges_touch_no_page) {
     EXPECT_EQ(vm.data()[0], std::byte{0x5A});
 }
 
-TEST(virtual_memory, ranges_outside_the_reservation_are_refused) {
+TEST(VirtualMemory, RangesOutsideTheReservationAreRefused) {
     strata::virtual_memory vm = strata::virtual_memory::reserve(4 * page);
     EXPECT_FALSE(vm.commit(3 * page, 2 * page));
     EXPECT_FALSE(vm.commit(5 * page, 1));
@@ -71,7 +71,7 @@ TEST(virtual_memory, ranges_outside_the_reservation_are_refused) {
     EXPECT_FALSE(empty.commit(0, 1));
 }
 
-TEST(virtual_memory, reserve_too_large_is_a_clear_error) {
+TEST(VirtualMemory, ReserveTooLargeIsAClearError) {
     std::error_code ec;
     const std::size_t huge = std::size_t{1} << 62; // far beyond the 47-bit user address space
     strata::virtual_memory vm = strata::virtual_memory::reserve(huge, ec);
@@ -96,7 +96,7 @@ TEST(virtual_memory, reserve_too_large_is_a_clear_error) {
 #if STRATA_ASAN
 // Decommitted pages read back as zero when committed again, and whoever gets them next must not
 // inherit the poison an allocator left there.
-TEST(virtual_memory, decommit_and_release_clear_the_asan_shadow) {
+TEST(VirtualMemory, DecommitAndReleaseClearTheAsanShadow) {
     auto vm = strata::virtual_memory::reserve(4 * page);
     ASSERT_TRUE(vm.commit(0, 2 * page));
     strata::poison(vm.data(), 2 * page);
@@ -111,7 +111,7 @@ TEST(virtual_memory, decommit_and_release_clear_the_asan_shadow) {
 }
 #endif
 
-TEST(virtual_memory, move_transfers_ownership) {
+TEST(VirtualMemory, MoveTransfersOwnership) {
     strata::virtual_memory a = strata::virtual_memory::reserve(page);
     std::byte* data = a.data();
     strata::virtual_memory b = std::move(a);
@@ -121,7 +121,7 @@ TEST(virtual_memory, move_transfers_ownership) {
     EXPECT_EQ(a.data(), data);
 }
 
-TEST(virtual_memory, huge_page_hint_is_harmless) {
+TEST(VirtualMemory, HugePageHintIsHarmless) {
     strata::virtual_memory vm = strata::virtual_memory::reserve(std::size_t{4} << 20);
     ASSERT_TRUE(vm.commit(0, vm.size()));
     for (std::size_t i = 0; i < vm.size(); i += page)
@@ -131,7 +131,7 @@ TEST(virtual_memory, huge_page_hint_is_harmless) {
         ASSERT_EQ(vm.data()[i], static_cast<std::byte>(i / page + 1)) << "page " << i / page;
 }
 
-TEST(virtual_memory_death, uncommitted_and_guard_pages_fault) {
+TEST(VirtualMemoryDeathTest, UncommittedAndGuardPagesFault) {
     GTEST_FLAG_SET(death_test_style, "threadsafe");
     EXPECT_DEATH(
         {
@@ -158,7 +158,7 @@ TEST(virtual_memory_death, uncommitted_and_guard_pages_fault) {
         "");
 }
 
-TEST(virtual_memory_source, commits_on_demand_and_reuses_the_last_range) {
+TEST(VirtualMemorySource, CommitsOnDemandAndReusesTheLastRange) {
     strata::virtual_memory_source source(std::size_t{1} << 20);
     const auto a = source.allocate_block(100, 16);
     ASSERT_FALSE(a.empty());
@@ -180,7 +180,7 @@ TEST(virtual_memory_source, commits_on_demand_and_reuses_the_last_range) {
 
 // A pool frees its chunks in address order. With one level of undo only the highest range came
 // back, so create-grow-destroy cycles ran the reservation dry with nothing in use.
-TEST(virtual_memory_source, freed_ranges_below_the_top_come_back_with_it) {
+TEST(VirtualMemorySource, FreedRangesBelowTheTopComeBackWithIt) {
     strata::virtual_memory_source source(8 * page);
     for (int round = 0; round < 8; ++round) {
         strata::memory_block b[3];
@@ -210,7 +210,7 @@ TEST(virtual_memory_source, freed_ranges_below_the_top_come_back_with_it) {
     EXPECT_FALSE(source.allocate_block(8 * page, 8).empty()) << "all freed: the whole reservation";
 }
 
-TEST(virtual_memory_source, aligns_the_address_not_the_offset) {
+TEST(VirtualMemorySource, AlignsTheAddressNotTheOffset) {
     // A reservation is only page-aligned (a large one is often 2 MiB-aligned): alignments up to
     // 16 MiB go past what the base happens to have. Aligning the offset instead of the address
     // passed the test above only when the base was 2-page aligned.
@@ -225,7 +225,7 @@ TEST(virtual_memory_source, aligns_the_address_not_the_offset) {
     }
 }
 
-TEST(virtual_memory_source, exhaustion_and_bad_requests_give_empty_blocks) {
+TEST(VirtualMemorySource, ExhaustionAndBadRequestsGiveEmptyBlocks) {
     strata::virtual_memory_source source(4 * page);
     EXPECT_TRUE(source.allocate_block(0, 8).empty());
     EXPECT_TRUE(source.allocate_block(page, 3).empty());
@@ -239,7 +239,7 @@ TEST(virtual_memory_source, exhaustion_and_bad_requests_give_empty_blocks) {
 
 // The reviewer's case: 34 one-page blocks freed lowest-first under a live one. A 32-entry list
 // dropped the 33rd and 34th, and the top then stopped at them: 63 free pages, no 40-page block.
-TEST(virtual_memory_source, every_freed_range_is_reusable_while_a_block_lives) {
+TEST(VirtualMemorySource, EveryFreedRangeIsReusableWhileABlockLives) {
     strata::virtual_memory_source source(64 * page);
     const auto keep = source.allocate_block(page, 8);
     std::vector<strata::memory_block> b;
@@ -263,9 +263,9 @@ TEST(virtual_memory_source, every_freed_range_is_reusable_while_a_block_lives) {
     EXPECT_EQ(source.committed_bytes(), keep.size + 63 * page);
 }
 
-// Alignment padding in front of a block that is not the most recent used to be lost for good,
-// and everything below it with it: cycles of three blocks ran a reservation dry in 15 rounds.
-TEST(virtual_memory_source, alignment_padding_comes_back_with_its_block) {
+// Alignment padding in front of a block that is not the most recent comes back with the block:
+// cycles of three blocks never run the reservation dry.
+TEST(VirtualMemorySource, AlignmentPaddingComesBackWithItsBlock) {
     strata::virtual_memory_source source(64 * page);
     const auto keep = source.allocate_block(page, 8);
     const std::size_t free_at_start = source.free_address_space();
@@ -286,7 +286,7 @@ TEST(virtual_memory_source, alignment_padding_comes_back_with_its_block) {
 
 // What slab_cache asks for: blocks aligned to their own size, with guard pages, so every block
 // after the first is padded. Freed lowest-first in rounds of three, under a live one.
-TEST(virtual_memory_source, self_aligned_guarded_blocks_do_not_leak_address_space) {
+TEST(VirtualMemorySource, SelfAlignedGuardedBlocksDoNotLeakAddressSpace) {
     const std::size_t slab = 16 * page;
     strata::virtual_memory_source source(64 * slab, {.guard_pages = true});
     const auto keep = source.allocate_block(slab, slab);
@@ -305,7 +305,7 @@ TEST(virtual_memory_source, self_aligned_guarded_blocks_do_not_leak_address_spac
     EXPECT_EQ(source.free_address_space(), source.reserved_bytes());
 }
 
-TEST(virtual_memory_source, the_lowest_hole_that_fits_is_used_first) {
+TEST(VirtualMemorySource, TheLowestHoleThatFitsIsUsedFirst) {
     strata::virtual_memory_source source(64 * page);
     const auto a = source.allocate_block(page, 8);
     const auto b = source.allocate_block(3 * page, 8);
@@ -331,7 +331,7 @@ TEST(virtual_memory_source, the_lowest_hole_that_fits_is_used_first) {
     EXPECT_TRUE(source.check());
 }
 
-TEST(virtual_memory_source, bad_blocks_are_reported_and_change_nothing) {
+TEST(VirtualMemorySource, BadBlocksAreReportedAndChangeNothing) {
     strata::test::recording_handler h;
     strata::virtual_memory_source source(16 * page);
     const auto a = source.allocate_block(2 * page, 8);
@@ -373,7 +373,7 @@ TEST(virtual_memory_source, bad_blocks_are_reported_and_change_nothing) {
     EXPECT_EQ(source.free_address_space(), source.reserved_bytes());
 }
 
-TEST(virtual_memory_source, a_block_freed_again_after_the_top_came_down_past_it_is_refused) {
+TEST(VirtualMemorySource, ABlockFreedAgainAfterTheTopCameDownPastItIsRefused) {
     strata::test::recording_handler h;
     strata::virtual_memory_source source(16 * page);
     const auto a = source.allocate_block(page, 8);
@@ -397,7 +397,7 @@ TEST(virtual_memory_source, a_block_freed_again_after_the_top_came_down_past_it_
     EXPECT_EQ(source.free_address_space(), source.reserved_bytes());
 }
 
-TEST(virtual_memory_source, moved_from_source_hands_out_nothing) {
+TEST(VirtualMemorySource, MovedFromSourceHandsOutNothing) {
     strata::virtual_memory_source a(16 * page);
     const auto x = a.allocate_block(page, 8);
     strata::virtual_memory_source b(std::move(a));
@@ -412,7 +412,7 @@ TEST(virtual_memory_source, moved_from_source_hands_out_nothing) {
 
 // Random blocks (1-8 pages, alignments of 1-16 pages, guard pages on and off) against a reference
 // model: no overlap, alignment, contents kept, the books balanced after every call.
-TEST(virtual_memory_source, random_blocks_against_a_reference_model) {
+TEST(VirtualMemorySource, RandomBlocksAgainstAReferenceModel) {
     for (const bool guard : {false, true}) {
         strata::virtual_memory_source source(512 * page, {.guard_pages = guard});
         strata::test::reference_model model;
@@ -456,11 +456,11 @@ TEST(virtual_memory_source, random_blocks_against_a_reference_model) {
     }
 }
 
-TEST(virtual_memory_source, reserve_failure_throws) {
+TEST(VirtualMemorySource, ReserveFailureThrows) {
     EXPECT_THROW(strata::virtual_memory_source(std::size_t{1} << 62), std::system_error);
 }
 
-TEST(virtual_memory_source_death, guard_page_after_each_block_faults) {
+TEST(VirtualMemorySourceDeathTest, GuardPageAfterEachBlockFaults) {
     GTEST_FLAG_SET(death_test_style, "threadsafe");
     strata::virtual_memory_source source(std::size_t{1} << 20, {.guard_pages = true});
     const auto b = source.allocate_block(page, 8);

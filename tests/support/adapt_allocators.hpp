@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <map>
 #include <new>
+#include <type_traits>
 #include <vector>
 
 #include "strata/core/align.hpp"
@@ -197,6 +198,12 @@ private:
     std::vector<std::byte> buffer_; // declared first: outlives the heap
     tlsf tlsf_;
 };
+
+/// True when A gives back every block freed in LIFO order: test_arena takes back only its most
+/// recent allocation in the current block, so its live count need not reach 0 after a LIFO free
+/// sequence that crossed blocks.
+template <class A>
+inline constexpr bool frees_exactly = !std::is_same_v<A, test_arena>;
 
 static_assert(owning_allocator<test_heap> && unsized_deallocator<test_heap>);
 static_assert(owning_allocator<test_pool> && owning_allocator<test_tlsf>);

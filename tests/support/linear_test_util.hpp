@@ -1,7 +1,8 @@
 #pragma once
-// Helpers shared by the linear-family tests (tests/linear/*_test.cpp): an over-aligned caller
-// buffer, a stats comparison that prints field names, a for_each_block collector, byte-pattern
-// checks and a memory source that counts (and can refuse) block requests.
+// Helpers shared by the linear-family tests (tests/linear/*_test.cpp): the caller buffer
+// (aligned_buffer.hpp) and reference model (reference_model.hpp) they use, a stats comparison that
+// prints field names, a for_each_block collector, byte-pattern checks and a memory source that
+// counts (and can refuse) block requests.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -22,48 +23,11 @@
 #include "strata/source/heap_source.hpp"
 #include "strata/source/memory_source.hpp"
 
-// reference_model.hpp trips -Wdangling-else (an ASSERT_* macro as the body of a brace-less if),
-// which -Werror builds reject; include it through here until it is fixed.
-#if defined(__GNUC__) || defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wdangling-else"
-#endif
+#include "support/aligned_buffer.hpp"
+#include "support/byte_patterns.hpp"
 #include "support/reference_model.hpp"
-#if defined(__GNUC__) || defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
 
 namespace strata::test {
-
-/// Byte every aligned_buffer starts out filled with (so tests can tell "never touched" bytes).
-inline constexpr unsigned char untouched_byte = 0x5A;
-
-/// An owned byte buffer aligned to `align` (4096 by default, so offsets and addresses have the
-/// same alignment). Declare it before the allocator that uses it so it outlives the allocator.
-class aligned_buffer {
-public:
-    explicit aligned_buffer(std::size_t size, std::size_t align = 4096)
-        : size_(size), align_(align),
-          data_(static_cast<std::byte*>(::operator new (size == 0 ? 1 : size, std::align_val_t{align}))) {
-        std::memset(data_, untouched_byte, size);
-    }
-    ~aligned_buffer() { ::operator delete (data_, std::align_val_t{align_}); }
-    aligned_buffer(const aligned_buffer&) = delete;
-    aligned_buffer& operator=(const aligned_buffer&) = delete;
-
-    [[nodiscard]] std::byte* data() const noexcept { return data_; }
-    [[nodiscard]] std::size_t size() const noexcept { return size_; }
-    [[nodiscard]] std::byte* end() const noexcept { return data_ + size_; }
-    [[nodiscard]] std::span<std::byte> span() const noexcept { return {data_, size_}; }
-    [[nodiscard]] std::span<std::byte> span(std::size_t offset, std::size_t n) const noexcept {
-        return {data_ + offset, n};
-    }
-
-private:
-    std::size_t size_;
-    std::size_t align_;
-    std::byte* data_;
-};
 
 inline std::string describe(const stats& s) {
     std::ostringstream os;
@@ -115,31 +79,6 @@ inline std::size_t used_size(const std::vector<extent>& v) {
     for (const extent& e : v)
         n += e.used ? e.size : 0;
     return n;
-}
-
-/// Fills [p, p+n) with a pattern derived from `seed`.
-inline void fill_pattern(void* p, std::size_t n, unsigned seed) noexcept {
-    auto* b = static_cast<unsigned char*>(p);
-    for (std::size_t i = 0; i < n; ++i)
-        b[i] = static_cast<unsigned char>((seed * 31u + i * 13u + 7u) & 0xFFu);
-}
-
-/// True when [p, p+n) still holds fill_pattern(p, n, seed).
-inline bool holds_pattern(const void* p, std::size_t n, unsigned seed) noexcept {
-    const auto* b = static_cast<const unsigned char*>(p);
-    for (std::size_t i = 0; i < n; ++i) {
-        if (b[i] != static_cast<unsigned char>((seed * 31u + i * 13u + 7u) & 0xFFu)) return false;
-    }
-    return true;
-}
-
-/// True when every byte of [p, p+n) equals `value`.
-inline bool all_bytes(const void* p, std::size_t n, unsigned char value) noexcept {
-    const auto* b = static_cast<const unsigned char*>(p);
-    for (std::size_t i = 0; i < n; ++i) {
-        if (b[i] != value) return false;
-    }
-    return true;
 }
 
 /// Returns `v` through a volatile, so the optimizer cannot propagate an absurd constant size into

@@ -13,6 +13,8 @@ struct recorded_violation {
     std::string allocator;
     const void* pointer;
     std::string message;
+    std::string file; ///< where the violation says it happened (the allocation site for leaks)
+    unsigned line;
 };
 
 /// Installs itself for its lifetime; not thread-safe (tests that record run on one thread).
@@ -30,6 +32,7 @@ public:
     [[nodiscard]] std::size_t count() const noexcept { return seen_.size(); }
     [[nodiscard]] bool empty() const noexcept { return seen_.empty(); }
     [[nodiscard]] const recorded_violation& last() const { return seen_.back(); }
+    [[nodiscard]] const recorded_violation& at(std::size_t i) const { return seen_.at(i); }
     void clear() noexcept { seen_.clear(); }
 
     /// Returns: true when exactly one violation of `kind` was recorded since the last clear().
@@ -44,8 +47,9 @@ private:
     }
     static void record(const violation& v) {
         if (recording_handler* self = current()) {
-            self->seen_.push_back(
-                {v.kind, v.allocator ? v.allocator : "", v.pointer, v.message ? v.message : ""});
+            self->seen_.push_back({v.kind, v.allocator ? v.allocator : "", v.pointer,
+                                   v.message ? v.message : "", v.where.file_name(),
+                                   static_cast<unsigned>(v.where.line())});
         }
     }
 
