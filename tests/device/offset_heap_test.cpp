@@ -26,8 +26,9 @@
 #define STRATA_TEST_HAVE_JSON 0
 #endif
 
-#include "heap/heap_test_util.hpp"
+#include "support/heap_model.hpp"
 #include "support/recording_handler.hpp"
+#include "support/test_rng.hpp"
 
 // Reaches the node pool so a test can break an invariant and see check() report it.
 template <>
