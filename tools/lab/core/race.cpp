@@ -263,6 +263,28 @@ void json_array(std::ostream& out, const std::vector<T>& v) {
     out << ']';
 }
 
+/// Writes `v`, or null when `known` is false.
+template <class T>
+void or_null(std::ostream& out, bool known, const T& v) {
+    if (known)
+        out << v;
+    else
+        out << "null";
+}
+
+/// Writes one field of every sample as an array, or null when `known` is false.
+template <class T>
+void series(std::ostream& out, bool known, const std::vector<memory_sample>& ser, T memory_sample::*field) {
+    if (!known) {
+        out << "null";
+        return;
+    }
+    out << '[';
+    for (std::size_t i = 0; i < ser.size(); ++i)
+        out << (i ? "," : "") << ser[i].*field;
+    out << ']';
+}
+
 void tail_points(std::ostream& out, std::vector<std::uint32_t> ticks, const calibration& cal) {
     // The CDF's tail: latency at 1 - 10^-k for k = 0.5 .. 6 in steps of 0.25, as [fraction, ns].
     std::sort(ticks.begin(), ticks.end());
@@ -326,46 +348,22 @@ void write_race_json(std::ostream& out, const std::vector<race_section>& section
             out << ",\"tail_filtered\":";
             tail_points(out, r.result.ticks_filtered, cal);
             out << ",\"peak_footprint\":";
-            if (r.result.has_footprint)
-                out << r.result.peak_footprint;
-            else
-                out << "null";
+            or_null(out, r.result.has_footprint, r.result.peak_footprint);
             out << ",\"internal_waste\":";
-            if (r.waste >= 0)
-                out << r.waste;
-            else
-                out << "null";
+            or_null(out, r.waste >= 0, r.waste);
             out << ",\"worst_fragmentation\":";
-            if (r.worst_frag >= 0)
-                out << r.worst_frag;
-            else
-                out << "null";
-            out << ",\"series\":{\"op\":[";
+            or_null(out, r.worst_frag >= 0, r.worst_frag);
             const auto& ser = r.result.series;
-            for (std::size_t i = 0; i < ser.size(); ++i)
-                out << (i ? "," : "") << ser[i].op;
-            out << "],\"live_bytes\":[";
-            for (std::size_t i = 0; i < ser.size(); ++i)
-                out << (i ? "," : "") << ser[i].live_bytes;
-            out << "],\"footprint\":";
-            if (r.result.has_footprint) {
-                out << '[';
-                for (std::size_t i = 0; i < ser.size(); ++i)
-                    out << (i ? "," : "") << ser[i].footprint;
-                out << ']';
-            } else
-                out << "null";
+            out << ",\"series\":{\"op\":";
+            series(out, true, ser, &memory_sample::op);
+            out << ",\"live_bytes\":";
+            series(out, true, ser, &memory_sample::live_bytes);
+            out << ",\"footprint\":";
+            series(out, r.result.has_footprint, ser, &memory_sample::footprint);
             out << ",\"largest_free\":";
-            if (r.result.has_probe) {
-                out << '[';
-                for (std::size_t i = 0; i < ser.size(); ++i)
-                    out << (i ? "," : "") << ser[i].largest_free;
-                out << "],\"free_bytes\":[";
-                for (std::size_t i = 0; i < ser.size(); ++i)
-                    out << (i ? "," : "") << ser[i].free_bytes;
-                out << ']';
-            } else
-                out << "null,\"free_bytes\":null";
+            series(out, r.result.has_probe, ser, &memory_sample::largest_free);
+            out << ",\"free_bytes\":";
+            series(out, r.result.has_probe, ser, &memory_sample::free_bytes);
             out << "}}";
         }
         out << "]}";
