@@ -92,25 +92,13 @@ private:
 };
 
 /// std::pmr::unsynchronized_pool_resource (pools up to 64 KiB) over a counting new/delete upstream.
-class pmr_pool_replay {
+class pmr_pool_replay : public pmr_replay<std::pmr::unsynchronized_pool_resource> {
 public:
     static bool applies(const op_workload&) noexcept { return true; }
-    explicit pmr_pool_replay(const op_workload&) : pool_(std::pmr::pool_options{0, 65536}, &upstream_) {}
-    void* allocate(std::size_t size, std::size_t align) noexcept {
-        try {
-            return pool_.allocate(size, align);
-        } catch (...) {
-            return nullptr;
-        }
-    }
+    explicit pmr_pool_replay(const op_workload&) : pmr_replay(std::pmr::pool_options{0, 65536}) {}
     void deallocate(void* p, std::size_t size, std::size_t align) noexcept {
-        pool_.deallocate(p, size, align);
+        resource_.deallocate(p, size, align);
     }
-    [[nodiscard]] std::size_t footprint() const noexcept { return upstream_.outstanding(); }
-
-private:
-    counting_resource upstream_;
-    std::pmr::unsynchronized_pool_resource pool_;
 };
 
 /// strata::arena growing from a heap_source: frees are no-ops, end_frame() resets. Applies only to

@@ -247,14 +247,6 @@ std::vector<std::uint64_t> histogram(const std::vector<std::uint32_t>& ticks, co
     return bins;
 }
 
-// A number, or null when it was not measured (NaN).
-struct json_number {
-    double v;
-    friend std::ostream& operator<<(std::ostream& out, json_number n) {
-        return std::isnan(n.v) ? out << "null" : out << n.v;
-    }
-};
-
 template <class T>
 void json_array(std::ostream& out, const std::vector<T>& v) {
     out << '[';
