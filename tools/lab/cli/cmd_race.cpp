@@ -110,11 +110,9 @@ int race_command(const race_command_options& o) {
         if (!embedded_trace().empty()) names.emplace_back(embedded_trace_name);
     }
     const double scale = o.scale;
-    race_options ro;
-    ro.only = o.only;
-    ro.replay.repeats = o.repeats;
-    ro.replay.latency_passes = o.latency_passes;
-    ro.progress = o.json_path != "-" && isatty(2);
+    const race_options ro{.only = o.only,
+                          .replay = {.repeats = o.repeats, .latency_passes = o.latency_passes},
+                          .progress = o.json_path != "-" && isatty(2)};
     const calibration cal = calibrate();
     const bool table = o.json_path != "-";
     if (table) print_header(std::cout, cal);

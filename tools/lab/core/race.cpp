@@ -233,8 +233,6 @@ void print_fragmentation(std::ostream& out, const race_section& s) {
 
 namespace {
 
-void json_string(std::ostream& out, const std::string& s) { out << json_quote(s); }
-
 /// Log-binned histogram: 8 bins per doubling from 1 ns; bin i covers [2^(i/8), 2^((i+1)/8)) ns.
 std::vector<std::uint64_t> histogram(const std::vector<std::uint32_t>& ticks, const calibration& cal) {
     std::vector<std::uint64_t> bins;
@@ -297,37 +295,28 @@ void tail_points(std::ostream& out, std::vector<std::uint32_t> ticks, const cali
 
 void write_race_json(std::ostream& out, const std::vector<race_section>& sections, const calibration& cal,
                      const std::string& title) {
-    out << "{\"title\":";
-    json_string(out, title);
-    out << ",\"timer\":{\"counter\":";
-    json_string(out, cal.counter);
-    out << ",\"ns_per_tick\":" << cal.ns_per_tick << ",\"overhead_ns\":" << cal.overhead_ns()
+    out << "{\"title\":" << json_quote(title) << ",\"timer\":{\"counter\":" << json_quote(cal.counter)
+        << ",\"ns_per_tick\":" << cal.ns_per_tick << ",\"overhead_ns\":" << cal.overhead_ns()
         << ",\"resolution_ns\":" << cal.resolution_ns()
         << "},\"histogram_bins_per_doubling\":8,\"workloads\":[";
     for (std::size_t si = 0; si < sections.size(); ++si) {
         const race_section& s = sections[si];
-        out << (si ? "," : "") << "{\"name\":";
-        json_string(out, s.workload);
-        out << ",\"description\":";
-        json_string(out, s.description);
-        out << ",\"memory_ops\":" << s.memory_ops << ",\"peak_live_bytes\":" << s.peak_live_bytes
-            << ",\"peak_live_blocks\":" << s.peak_live_blocks << ",\"threads\":" << s.threads
-            << ",\"streamed\":" << (s.streamed ? "true" : "false") << ",\"skipped\":[";
-        for (std::size_t i = 0; i < s.skipped.size(); ++i) {
-            out << (i ? "," : "");
-            json_string(out, s.skipped[i]);
-        }
+        out << (si ? "," : "") << "{\"name\":" << json_quote(s.workload)
+            << ",\"description\":" << json_quote(s.description) << ",\"memory_ops\":" << s.memory_ops
+            << ",\"peak_live_bytes\":" << s.peak_live_bytes << ",\"peak_live_blocks\":" << s.peak_live_blocks
+            << ",\"threads\":" << s.threads << ",\"streamed\":" << (s.streamed ? "true" : "false")
+            << ",\"skipped\":[";
+        for (std::size_t i = 0; i < s.skipped.size(); ++i)
+            out << (i ? "," : "") << json_quote(s.skipped[i]);
         out << "],\"allocators\":[";
         for (std::size_t ri = 0; ri < s.rows.size(); ++ri) {
             const race_row& r = s.rows[ri];
-            out << (ri ? "," : "") << "{\"name\":";
-            json_string(out, r.result.allocator);
-            out << ",\"description\":";
-            json_string(out, r.description);
-            out << ",\"kind\":\"" << kind_name(kind_of(r)) << "\",\"ns_per_op\":" << r.ns_per_op
-                << ",\"failed\":" << r.result.failed << ",\"latency_raw\":{\"p50\":" << json_number{r.p50}
-                << ",\"p99\":" << json_number{r.p99} << ",\"p99.9\":" << json_number{r.p999}
-                << ",\"p99.99\":" << json_number{r.p9999} << ",\"max\":" << json_number{r.max}
+            out << (ri ? "," : "") << "{\"name\":" << json_quote(r.result.allocator)
+                << ",\"description\":" << json_quote(r.description) << ",\"kind\":\"" << kind_name(kind_of(r))
+                << "\",\"ns_per_op\":" << r.ns_per_op << ",\"failed\":" << r.result.failed
+                << ",\"latency_raw\":{\"p50\":" << json_number{r.p50} << ",\"p99\":" << json_number{r.p99}
+                << ",\"p99.9\":" << json_number{r.p999} << ",\"p99.99\":" << json_number{r.p9999}
+                << ",\"max\":" << json_number{r.max}
                 << "},\"latency_filtered\":{\"passes\":" << r.result.latency_passes
                 << ",\"p50\":" << json_number{r.f_p50} << ",\"p99\":" << json_number{r.f_p99}
                 << ",\"p99.9\":" << json_number{r.f_p999} << ",\"p99.99\":" << json_number{r.f_p9999}
