@@ -1,7 +1,7 @@
 #pragma once
 // strata-churn: the free+allocate churn workloads (W1, W2, W3, and W4 on request) as op workloads
 // (tools/lab/core/ops.hpp generates W1-W3; W4 is this bench's own), their pair view, and the latency
-// tails the tables print. The contenders are the lab's (op_registry() plus bench_contenders.hpp).
+// tails the tables print. The contenders are the lab's (op_registry()) plus bench_contenders.hpp's.
 //
 // A churn workload is a live set (allocated first, untimed) and a sequence of pairs: free the
 // block of a random victim, then allocate a new block in its place. Every request asks for

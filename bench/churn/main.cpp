@@ -1,5 +1,5 @@
 // strata-churn: runs the W1/W2/W3 churn workloads (and, when asked, W4) through the lab's
-// contenders (tools/lab: op_registry() and bench_contenders.hpp).
+// contenders (strata_lab_core's op_registry()) and this bench's own (bench_contenders.hpp).
 //
 //   strata-churn [--workload w1,w2,w3,w4] [--only NAME,...] [--label NAME] [--pairs N] [--repeats R]
 //                [--latency-runs K] [--warmup W] [--seed S] [--jsonl FILE] [--list]
@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "bench_contenders.hpp" // tools/lab
+#include "bench_contenders.hpp"
 #include "churn.hpp"
 
 namespace {

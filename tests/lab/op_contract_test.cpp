@@ -1,13 +1,13 @@
 // The op contract's optional members and replay options (tools/lab/core/replay.hpp): check() after every
-// pass, a timed window for throughput passes, a replay without the sampling pass; and the bench-only
-// contenders (tools/lab/core/bench_contenders.hpp) serving the churn workloads.
+// pass, a timed window for throughput passes, a replay without the sampling pass. The bench-only
+// contenders have their own test (bench/churn/contenders_test.cpp).
 #include <chrono>
 #include <cstdlib>
 #include <thread>
 
 #include <gtest/gtest.h>
 
-#include "bench_contenders.hpp"
+#include "replay.hpp"
 
 namespace {
 
@@ -68,25 +68,6 @@ TEST(LabOpContract, ThroughputPassesTimeOnlyTheirWindowAndSamplingCanBeLeftOut) 
     EXPECT_LT(r.seconds[0], 0.015); // the two 20 ms allocations ran outside the window
     EXPECT_TRUE(r.series.empty());
     EXPECT_EQ(r.failed, 0u);
-}
-
-TEST(LabOpContract, EveryBenchContenderServesTheChurnWorkloads) {
-    replay_options o;
-    o.warmup = 0;
-    o.repeats = 1;
-    o.latency_passes = 1;
-    o.sampling = false;
-    const auto all = with_bench_contenders(op_registry());
-    EXPECT_GT(all.size(), op_registry().size());
-    for (const char* name : {"w1", "w2", "w3"}) {
-        const op_workload w = gen::make(name, 0.005);
-        for (const op_contender& c : all) {
-            if (!c.applies(w)) continue;
-            const replay_result r = c.run(w, o);
-            EXPECT_EQ(r.failed, 0u) << c.name << " on " << name;
-            EXPECT_EQ(r.check_failures, 0u) << c.name << " on " << name;
-        }
-    }
 }
 
 } // namespace

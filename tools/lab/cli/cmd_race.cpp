@@ -3,9 +3,9 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <optional>
+#include <sstream>
 #include <vector>
 
 #include "commands.hpp"
@@ -22,19 +22,11 @@ namespace strata::lab {
 int emit(const std::vector<race_section>& sections, const calibration& cal, const std::string& title,
          const std::string& json_path) {
     if (json_path.empty()) return 0;
-    if (json_path == "-") {
-        write_race_json(std::cout, sections, cal, title);
-        return 0;
-    }
-    std::ofstream f(json_path);
-    write_race_json(f, sections, cal, title);
-    f.close(); // flushes: a write error (a full disk) shows only then
-    if (!f) {
-        std::cerr << "strata-lab: cannot write " << json_path << "\n";
-        return 1;
-    }
-    std::cerr << "strata-lab: wrote " << json_path << "\n";
-    return 0;
+    std::ostringstream doc;
+    write_race_json(doc, sections, cal, title);
+    const int rc = write_document(json_path, doc.str());
+    if (rc == 0 && json_path != "-") std::cerr << "strata-lab: wrote " << json_path << "\n";
+    return rc;
 }
 
 void print_header(std::ostream& out, const calibration& cal) {
@@ -118,11 +110,9 @@ int race_command(const race_command_options& o) {
         if (!embedded_trace().empty()) names.emplace_back(embedded_trace_name);
     }
     const double scale = o.scale;
-    race_options ro;
-    ro.only = o.only;
-    ro.replay.repeats = o.repeats;
-    ro.replay.latency_passes = o.latency_passes;
-    ro.progress = o.json_path != "-" && isatty(2);
+    const race_options ro{.only = o.only,
+                          .replay = {.repeats = o.repeats, .latency_passes = o.latency_passes},
+                          .progress = o.json_path != "-" && isatty(2)};
     const calibration cal = calibrate();
     const bool table = o.json_path != "-";
     if (table) print_header(std::cout, cal);

@@ -38,11 +38,9 @@ int replay_command(const replay_command_options& o) {
     const op_stream_factory open = [&] {
         return std::make_unique<trace_stream>(o.trace, o.max_ops, o.batch_ops);
     };
-    race_options ro;
-    ro.only = o.only;
-    ro.replay.repeats = o.repeats;
-    ro.replay.latency_passes = o.latency_passes;
-    ro.progress = progress.on();
+    const race_options ro{.only = o.only,
+                          .replay = {.repeats = o.repeats, .latency_passes = o.latency_passes},
+                          .progress = progress.on()};
     const calibration cal = calibrate();
     const bool table = o.json_path != "-";
     if (table) {

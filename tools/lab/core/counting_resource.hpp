@@ -1,8 +1,9 @@
 #pragma once
 // strata-lab counting_resource: the upstream of the std::pmr contenders, so their footprint is the
-// bytes they hold from new/delete.
+// bytes they hold from new/delete; pmr_replay, what those contenders share.
 #include <cstddef>
 #include <memory_resource>
+#include <utility>
 
 namespace strata::lab {
 
@@ -27,6 +28,29 @@ private:
 
     std::pmr::memory_resource* upstream_ = std::pmr::new_delete_resource();
     std::size_t outstanding_ = 0;
+};
+
+/// A std::pmr resource R over a counting_resource, for the pmr contenders (replay.hpp's contract):
+/// allocate() answers nullptr where R throws; the footprint is the bytes R holds from new/delete.
+template <class R>
+class pmr_replay {
+public:
+    void* allocate(std::size_t size, std::size_t align) noexcept {
+        try {
+            return resource_.allocate(size, align);
+        } catch (...) {
+            return nullptr;
+        }
+    }
+    [[nodiscard]] std::size_t footprint() const noexcept { return upstream_.outstanding(); }
+
+protected:
+    /// Effects: R made from `args` and the counting upstream.
+    template <class... Args>
+    explicit pmr_replay(Args&&... args) : resource_(std::forward<Args>(args)..., &upstream_) {}
+
+    counting_resource upstream_;
+    R resource_;
 };
 
 } // namespace strata::lab

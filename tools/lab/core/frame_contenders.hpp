@@ -37,24 +37,12 @@ namespace strata::lab {
 
 /// std::pmr::monotonic_buffer_resource over a counting new/delete upstream; release() each frame,
 /// which hands every chunk back upstream.
-class pmr_monotonic_replay {
+class pmr_monotonic_replay : public pmr_replay<std::pmr::monotonic_buffer_resource> {
 public:
     static bool applies(const op_workload& w) noexcept { return w.frame_scoped; }
-    explicit pmr_monotonic_replay(const op_workload&) noexcept {}
-    void* allocate(std::size_t size, std::size_t align) noexcept {
-        try {
-            return resource_.allocate(size, align);
-        } catch (...) {
-            return nullptr;
-        }
-    }
+    explicit pmr_monotonic_replay(const op_workload&) {}
     void deallocate(void*, std::size_t, std::size_t) noexcept {}
     void end_frame() noexcept { resource_.release(); }
-    [[nodiscard]] std::size_t footprint() const noexcept { return upstream_.outstanding(); }
-
-private:
-    counting_resource upstream_;
-    std::pmr::monotonic_buffer_resource resource_{&upstream_};
 };
 
 /// An arena-like allocator A (arena, debug<arena>, locked<arena>, frame_allocator<2>) growing from

@@ -53,13 +53,18 @@ namespace strata::lab {
 
 namespace peer_detail {
 
-/// Returns: true every `every`-th call (and on the first): when to refresh a costly statistic.
-class every_nth {
+/// A costly statistic, read again on every 256th call (and the first) and cached in between.
+class cached_stat {
 public:
-    bool operator()(unsigned every = 256) const noexcept { return calls_++ % every == 0; }
+    template <class Read>
+    std::size_t operator()(Read read) const noexcept {
+        if (calls_++ % 256 == 0) value_ = read();
+        return value_;
+    }
 
 private:
     mutable unsigned calls_ = 0;
+    mutable std::size_t value_ = 0;
 };
 
 [[nodiscard]] inline std::size_t held_less(std::size_t held, std::size_t baseline) noexcept {
@@ -88,10 +93,7 @@ public:
         return align <= alignof(std::max_align_t) ? api()->realloc(p, n)
                                                   : api()->realloc_aligned(p, n, align);
     }
-    [[nodiscard]] std::size_t footprint() const noexcept {
-        if (refresh_()) held_ = committed();
-        return held_;
-    }
+    [[nodiscard]] std::size_t footprint() const noexcept { return held_(&committed); }
     [[nodiscard]] std::size_t usable_size(const void* p) const noexcept { return api()->usable_size(p); }
 
     /// The entry points, or nullptr when the library does not load.
@@ -132,8 +134,7 @@ private:
         return commit;
     }
 
-    peer_detail::every_nth refresh_;
-    mutable std::size_t held_ = 0;
+    peer_detail::cached_stat held_;
 };
 #endif
 
@@ -156,8 +157,7 @@ public:
         return ::rallocx(p, std::max<std::size_t>(n, 1), flags(align));
     }
     [[nodiscard]] std::size_t footprint() const noexcept {
-        if (refresh_()) held_ = peer_detail::held_less(stat("stats.resident"), baseline_);
-        return held_;
+        return held_([this] { return peer_detail::held_less(stat("stats.resident"), baseline_); });
     }
     [[nodiscard]] std::size_t usable_size(const void* p) const noexcept { return ::sallocx(p, 0); }
 
@@ -182,8 +182,7 @@ private:
     }
 
     std::size_t baseline_;
-    peer_detail::every_nth refresh_;
-    mutable std::size_t held_ = 0;
+    peer_detail::cached_stat held_;
 };
 #endif
 
@@ -212,12 +211,11 @@ public:
         return q;
     }
     [[nodiscard]] std::size_t footprint() const noexcept {
-        if (refresh_()) {
+        return held_([this] {
             const std::size_t heap = property("generic.heap_size");
             const std::size_t unmapped = property("tcmalloc.pageheap_unmapped_bytes");
-            held_ = peer_detail::held_less(heap > unmapped ? heap - unmapped : 0, baseline_);
-        }
-        return held_;
+            return peer_detail::held_less(heap > unmapped ? heap - unmapped : 0, baseline_);
+        });
     }
     [[nodiscard]] std::size_t usable_size(const void* p) const noexcept {
         return ::tc_malloc_size(const_cast<void*>(p));
@@ -235,8 +233,7 @@ private:
     }
 
     std::size_t baseline_;
-    peer_detail::every_nth refresh_;
-    mutable std::size_t held_ = 0;
+    peer_detail::cached_stat held_;
 };
 #endif
 

@@ -233,8 +233,6 @@ void print_fragmentation(std::ostream& out, const race_section& s) {
 
 namespace {
 
-void json_string(std::ostream& out, const std::string& s) { out << json_quote(s); }
-
 /// Log-binned histogram: 8 bins per doubling from 1 ns; bin i covers [2^(i/8), 2^((i+1)/8)) ns.
 std::vector<std::uint64_t> histogram(const std::vector<std::uint32_t>& ticks, const calibration& cal) {
     std::vector<std::uint64_t> bins;
@@ -247,19 +245,33 @@ std::vector<std::uint64_t> histogram(const std::vector<std::uint32_t>& ticks, co
     return bins;
 }
 
-// A number, or null when it was not measured (NaN).
-struct json_number {
-    double v;
-    friend std::ostream& operator<<(std::ostream& out, json_number n) {
-        return std::isnan(n.v) ? out << "null" : out << n.v;
-    }
-};
-
 template <class T>
 void json_array(std::ostream& out, const std::vector<T>& v) {
     out << '[';
     for (std::size_t i = 0; i < v.size(); ++i)
         out << (i ? "," : "") << v[i];
+    out << ']';
+}
+
+/// Writes `v`, or null when `known` is false.
+template <class T>
+void or_null(std::ostream& out, bool known, const T& v) {
+    if (known)
+        out << v;
+    else
+        out << "null";
+}
+
+/// Writes one field of every sample as an array, or null when `known` is false.
+template <class T>
+void series(std::ostream& out, bool known, const std::vector<memory_sample>& ser, T memory_sample::*field) {
+    if (!known) {
+        out << "null";
+        return;
+    }
+    out << '[';
+    for (std::size_t i = 0; i < ser.size(); ++i)
+        out << (i ? "," : "") << ser[i].*field;
     out << ']';
 }
 
@@ -283,37 +295,28 @@ void tail_points(std::ostream& out, std::vector<std::uint32_t> ticks, const cali
 
 void write_race_json(std::ostream& out, const std::vector<race_section>& sections, const calibration& cal,
                      const std::string& title) {
-    out << "{\"title\":";
-    json_string(out, title);
-    out << ",\"timer\":{\"counter\":";
-    json_string(out, cal.counter);
-    out << ",\"ns_per_tick\":" << cal.ns_per_tick << ",\"overhead_ns\":" << cal.overhead_ns()
+    out << "{\"title\":" << json_quote(title) << ",\"timer\":{\"counter\":" << json_quote(cal.counter)
+        << ",\"ns_per_tick\":" << cal.ns_per_tick << ",\"overhead_ns\":" << cal.overhead_ns()
         << ",\"resolution_ns\":" << cal.resolution_ns()
         << "},\"histogram_bins_per_doubling\":8,\"workloads\":[";
     for (std::size_t si = 0; si < sections.size(); ++si) {
         const race_section& s = sections[si];
-        out << (si ? "," : "") << "{\"name\":";
-        json_string(out, s.workload);
-        out << ",\"description\":";
-        json_string(out, s.description);
-        out << ",\"memory_ops\":" << s.memory_ops << ",\"peak_live_bytes\":" << s.peak_live_bytes
-            << ",\"peak_live_blocks\":" << s.peak_live_blocks << ",\"threads\":" << s.threads
-            << ",\"streamed\":" << (s.streamed ? "true" : "false") << ",\"skipped\":[";
-        for (std::size_t i = 0; i < s.skipped.size(); ++i) {
-            out << (i ? "," : "");
-            json_string(out, s.skipped[i]);
-        }
+        out << (si ? "," : "") << "{\"name\":" << json_quote(s.workload)
+            << ",\"description\":" << json_quote(s.description) << ",\"memory_ops\":" << s.memory_ops
+            << ",\"peak_live_bytes\":" << s.peak_live_bytes << ",\"peak_live_blocks\":" << s.peak_live_blocks
+            << ",\"threads\":" << s.threads << ",\"streamed\":" << (s.streamed ? "true" : "false")
+            << ",\"skipped\":[";
+        for (std::size_t i = 0; i < s.skipped.size(); ++i)
+            out << (i ? "," : "") << json_quote(s.skipped[i]);
         out << "],\"allocators\":[";
         for (std::size_t ri = 0; ri < s.rows.size(); ++ri) {
             const race_row& r = s.rows[ri];
-            out << (ri ? "," : "") << "{\"name\":";
-            json_string(out, r.result.allocator);
-            out << ",\"description\":";
-            json_string(out, r.description);
-            out << ",\"kind\":\"" << kind_name(kind_of(r)) << "\",\"ns_per_op\":" << r.ns_per_op
-                << ",\"failed\":" << r.result.failed << ",\"latency_raw\":{\"p50\":" << json_number{r.p50}
-                << ",\"p99\":" << json_number{r.p99} << ",\"p99.9\":" << json_number{r.p999}
-                << ",\"p99.99\":" << json_number{r.p9999} << ",\"max\":" << json_number{r.max}
+            out << (ri ? "," : "") << "{\"name\":" << json_quote(r.result.allocator)
+                << ",\"description\":" << json_quote(r.description) << ",\"kind\":\"" << kind_name(kind_of(r))
+                << "\",\"ns_per_op\":" << r.ns_per_op << ",\"failed\":" << r.result.failed
+                << ",\"latency_raw\":{\"p50\":" << json_number{r.p50} << ",\"p99\":" << json_number{r.p99}
+                << ",\"p99.9\":" << json_number{r.p999} << ",\"p99.99\":" << json_number{r.p9999}
+                << ",\"max\":" << json_number{r.max}
                 << "},\"latency_filtered\":{\"passes\":" << r.result.latency_passes
                 << ",\"p50\":" << json_number{r.f_p50} << ",\"p99\":" << json_number{r.f_p99}
                 << ",\"p99.9\":" << json_number{r.f_p999} << ",\"p99.99\":" << json_number{r.f_p9999}
@@ -326,46 +329,22 @@ void write_race_json(std::ostream& out, const std::vector<race_section>& section
             out << ",\"tail_filtered\":";
             tail_points(out, r.result.ticks_filtered, cal);
             out << ",\"peak_footprint\":";
-            if (r.result.has_footprint)
-                out << r.result.peak_footprint;
-            else
-                out << "null";
+            or_null(out, r.result.has_footprint, r.result.peak_footprint);
             out << ",\"internal_waste\":";
-            if (r.waste >= 0)
-                out << r.waste;
-            else
-                out << "null";
+            or_null(out, r.waste >= 0, r.waste);
             out << ",\"worst_fragmentation\":";
-            if (r.worst_frag >= 0)
-                out << r.worst_frag;
-            else
-                out << "null";
-            out << ",\"series\":{\"op\":[";
+            or_null(out, r.worst_frag >= 0, r.worst_frag);
             const auto& ser = r.result.series;
-            for (std::size_t i = 0; i < ser.size(); ++i)
-                out << (i ? "," : "") << ser[i].op;
-            out << "],\"live_bytes\":[";
-            for (std::size_t i = 0; i < ser.size(); ++i)
-                out << (i ? "," : "") << ser[i].live_bytes;
-            out << "],\"footprint\":";
-            if (r.result.has_footprint) {
-                out << '[';
-                for (std::size_t i = 0; i < ser.size(); ++i)
-                    out << (i ? "," : "") << ser[i].footprint;
-                out << ']';
-            } else
-                out << "null";
+            out << ",\"series\":{\"op\":";
+            series(out, true, ser, &memory_sample::op);
+            out << ",\"live_bytes\":";
+            series(out, true, ser, &memory_sample::live_bytes);
+            out << ",\"footprint\":";
+            series(out, r.result.has_footprint, ser, &memory_sample::footprint);
             out << ",\"largest_free\":";
-            if (r.result.has_probe) {
-                out << '[';
-                for (std::size_t i = 0; i < ser.size(); ++i)
-                    out << (i ? "," : "") << ser[i].largest_free;
-                out << "],\"free_bytes\":[";
-                for (std::size_t i = 0; i < ser.size(); ++i)
-                    out << (i ? "," : "") << ser[i].free_bytes;
-                out << ']';
-            } else
-                out << "null,\"free_bytes\":null";
+            series(out, r.result.has_probe, ser, &memory_sample::largest_free);
+            out << ",\"free_bytes\":";
+            series(out, r.result.has_probe, ser, &memory_sample::free_bytes);
             out << "}}";
         }
         out << "]}";

@@ -8,7 +8,7 @@
 #include <utility>
 
 #include "peer_contenders.hpp" // is_peer
-#include "text.hpp"            // json_quote
+#include "text.hpp"            // json_quote, json_number
 
 namespace strata::lab {
 
@@ -103,38 +103,19 @@ void print_race_summary(std::ostream& out, const std::vector<summary_row>& rows,
 }
 
 void write_race_summary_json(std::ostream& out, const std::vector<summary_row>& rows) {
-    const auto num = [&](double v) {
-        if (std::isnan(v))
-            out << "null";
-        else
-            out << v;
-    };
     out << '[';
     for (std::size_t i = 0; i < rows.size(); ++i) {
         const summary_row& r = rows[i];
+        const std::string peer = r.peer.empty() ? std::string("null") : json_quote(r.peer);
         out << (i ? "," : "") << "{\"workload\":" << json_quote(r.workload)
-            << ",\"strata\":" << json_quote(r.strata) << ",\"strata_ns_per_op\":";
-        num(r.strata_ns);
-        out << ",\"malloc_ns_per_op\":";
-        num(r.malloc_ns);
-        out << ",\"peer\":";
-        if (r.peer.empty())
-            out << "null";
-        else
-            out << json_quote(r.peer);
-        out << ",\"peer_ns_per_op\":";
-        num(r.peer_ns);
-        out << ",\"speed_vs_malloc\":";
-        num(r.vs_malloc);
-        out << ",\"speed_vs_peer\":";
-        num(r.vs_peer);
-        out << ",\"strata_p99.99f\":";
-        num(r.strata_tail);
-        out << ",\"malloc_p99.99f\":";
-        num(r.malloc_tail);
-        out << ",\"peer_p99.99f\":";
-        num(r.peer_tail);
-        out << '}';
+            << ",\"strata\":" << json_quote(r.strata) << ",\"strata_ns_per_op\":" << json_number{r.strata_ns}
+            << ",\"malloc_ns_per_op\":" << json_number{r.malloc_ns} << ",\"peer\":" << peer
+            << ",\"peer_ns_per_op\":" << json_number{r.peer_ns}
+            << ",\"speed_vs_malloc\":" << json_number{r.vs_malloc}
+            << ",\"speed_vs_peer\":" << json_number{r.vs_peer}
+            << ",\"strata_p99.99f\":" << json_number{r.strata_tail}
+            << ",\"malloc_p99.99f\":" << json_number{r.malloc_tail}
+            << ",\"peer_p99.99f\":" << json_number{r.peer_tail} << '}';
     }
     out << ']';
 }

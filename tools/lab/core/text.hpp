@@ -3,14 +3,24 @@
 // hygiene. Workload names and descriptions can come from a recorded program (a trace's file name and
 // command line), so they may hold bytes that are not UTF-8 or that a terminal reads as escape
 // sequences. Everything the lab prints or writes as JSON goes through here.
+#include <cmath>
 #include <cstddef>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <ostream>
 #include <string>
 #include <string_view>
 
 namespace strata::lab {
+
+/// A number for the JSON: written as `null` when it was not measured (NaN).
+struct json_number {
+    double v;
+    friend std::ostream& operator<<(std::ostream& out, json_number n) {
+        return std::isnan(n.v) ? out << "null" : out << n.v;
+    }
+};
 
 /// Returns: `bytes` as "123 B", "12.3 KiB", "1.23 MiB" or "1.23 GiB".
 [[nodiscard]] inline std::string format_bytes(std::size_t bytes) {

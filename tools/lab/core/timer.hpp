@@ -42,24 +42,22 @@ inline std::uint64_t tick_begin() noexcept {
     _mm_lfence();
     const std::uint64_t t = __rdtsc();
     _mm_lfence();
+#else
+    const auto t = static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+#endif
     compiler_barrier();
     return t;
-#else
-    compiler_barrier();
-    return static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
-#endif
 }
 
 /// Returns: the counter, read after the timed code has completed.
 inline std::uint64_t tick_end() noexcept {
-#if STRATA_LAB_HAS_TSC
     compiler_barrier();
+#if STRATA_LAB_HAS_TSC
     _mm_lfence();
     const std::uint64_t t = __rdtsc();
     _mm_lfence();
     return t;
 #else
-    compiler_barrier();
     return static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
 #endif
 }
