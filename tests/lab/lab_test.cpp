@@ -84,27 +84,6 @@ TEST(LabPercentile, TailPointsKeepTheirDigits) {
     EXPECT_EQ(lab::percentile_sorted(s, 99.99), 999'900u);
 }
 
-TEST(LabPercentile, SummarizeSortsAndSummarizes) {
-    std::vector<std::uint32_t> v(1000);
-    std::iota(v.begin(), v.end(), 1u);
-    std::mt19937 shuffle_rng(3);
-    std::shuffle(v.begin(), v.end(), shuffle_rng);
-    const lab::latency_summary s = lab::summarize(v);
-    EXPECT_EQ(s.count, 1000u);
-    EXPECT_DOUBLE_EQ(s.min, 1);
-    EXPECT_DOUBLE_EQ(s.max, 1000);
-    EXPECT_DOUBLE_EQ(s.mean, 500.5);
-    EXPECT_DOUBLE_EQ(s.p50, 500);
-    EXPECT_DOUBLE_EQ(s.p99, 990);
-    EXPECT_DOUBLE_EQ(s.p999, 999);
-    EXPECT_TRUE(std::is_sorted(v.begin(), v.end()));
-
-    std::vector<std::uint32_t> empty;
-    const lab::latency_summary e = lab::summarize(empty);
-    EXPECT_EQ(e.count, 0u);
-    EXPECT_DOUBLE_EQ(e.max, 0);
-}
-
 // ---- text ----------------------------------------------------------------------------------------
 
 TEST(LabText, GlobMatch) {

@@ -5,7 +5,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
-#include <vector>
 
 namespace strata::lab {
 
@@ -28,37 +27,6 @@ template <class T>
     auto rank = static_cast<std::uint64_t>((num + whole - 1) / whole); // ceil(q/100 * n), 1-based
     rank = std::clamp<std::uint64_t>(rank, 1, sorted.size());
     return sorted[static_cast<std::size_t>(rank - 1)];
-}
-
-/// Summary of a latency sample set, in the samples' unit (rdtsc ticks in the lab).
-struct latency_summary {
-    std::size_t count = 0;
-    double min = 0;
-    double mean = 0;
-    double p50 = 0;
-    double p99 = 0;
-    double p999 = 0;
-    double max = 0;
-};
-
-/// Effects: sorts `samples` in place. Returns: their summary (all zero when empty).
-template <class T>
-[[nodiscard]] latency_summary summarize(std::vector<T>& samples) {
-    latency_summary s;
-    s.count = samples.size();
-    if (samples.empty()) return s;
-    std::sort(samples.begin(), samples.end());
-    const std::span<const T> sorted(samples);
-    long double sum = 0;
-    for (const T v : sorted)
-        sum += static_cast<long double>(v);
-    s.min = static_cast<double>(sorted.front());
-    s.mean = static_cast<double>(sum / static_cast<long double>(sorted.size()));
-    s.p50 = static_cast<double>(percentile_sorted(sorted, 50.0));
-    s.p99 = static_cast<double>(percentile_sorted(sorted, 99.0));
-    s.p999 = static_cast<double>(percentile_sorted(sorted, 99.9));
-    s.max = static_cast<double>(sorted.back());
-    return s;
 }
 
 } // namespace strata::lab

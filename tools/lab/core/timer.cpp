@@ -91,9 +91,9 @@ calibration calibrate(std::chrono::microseconds window, int overhead_samples) {
         const std::uint64_t b = tick_end();
         e = b - a;
     }
-    const latency_summary s = summarize(empty);
-    c.overhead_ticks = s.p50;
-    c.overhead_min_ticks = s.min;
+    std::sort(empty.begin(), empty.end());
+    c.overhead_ticks = static_cast<double>(percentile_sorted(std::span<const std::uint64_t>(empty), 50.0));
+    c.overhead_min_ticks = static_cast<double>(empty.front());
     return c;
 }
 

@@ -181,9 +181,8 @@ function plotHistogram(parent, wl, binsPerDoubling) {
         allocs.map(a => [a.name, colour(a.name)]));
     const xs = logScale(1, edge(hiBin), M.l, W - M.r, fmtNs);
     // y: share of operations on a log axis from 100 % down to a power of 10 at least 2x below the
-    // smallest non-zero share, so every non-empty bin stands visibly above the axis. (The floor was the smallest
-    // share's own decade, clamped at 10^-6: a share of exactly 10^-k, or one under 10^-6, lay on the
-    // axis and read as empty; one bin holding every op stretched the axis to 1000 %.)
+    // smallest non-zero share, so every non-empty bin stands visibly above the axis (a share of exactly
+    // 10^-k on its own decade's floor would read as empty), and at most 100 %.
     let minFrac = 1;
     for (const f of fracs) for (const v of f) if (v > 0) minFrac = Math.min(minFrac, v);
     let floorExp = Math.floor(Math.log10(minFrac));
