@@ -1,4 +1,4 @@
-// strata-lab replay adapters of the device-memory family (tools/lab/op_contenders.hpp):
+// strata-lab replay adapters of the device-memory family (tools/lab/core/op_contenders.hpp):
 // offset_heap_replay and device_pool_replay hand out addresses in their host region that follow the
 // allocator's offsets, keep its answer (node or handle) for the free, and report free space.
 #include <algorithm>

@@ -1,4 +1,4 @@
-// strata-lab race rows (tools/lab/race.cpp): what a row says when there was nothing to measure.
+// strata-lab race rows (tools/lab/core/race.cpp): what a row says when there was nothing to measure.
 #include <sstream>
 #include <string>
 
