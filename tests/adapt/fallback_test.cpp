@@ -16,6 +16,7 @@
 #include "strata/adapt/allocator_ref.hpp"
 
 #include "support/adapt_allocators.hpp"
+#include "support/any_order_run.hpp"
 #include "support/recording_handler.hpp"
 #include "support/reference_model.hpp"
 
@@ -207,40 +208,9 @@ TEST(Fallback, ForeignFreeReachesSecondaryOnlyAtChecksZero) {
 TEST(Fallback, RandomizedAnyOrderAgainstModel) {
     fallback<test_heap, test_heap> f;
     f.primary().set_limit(200);
-    strata::test::reference_model model;
-    struct live_block {
-        void* p;
-        std::size_t size;
-        std::size_t align;
-    };
-    std::vector<live_block> live;
-    std::mt19937_64 rng(0xfa12u);
-    for (int op = 0; op < 20000; ++op) {
-        if (live.empty() || rng() % 100 < 55) {
-            const std::size_t size = 1 + rng() % 400;
-            const std::size_t align = std::size_t{1} << (rng() % 8);
-            void* p = f.allocate(size, align);
-            ASSERT_NE(p, nullptr);
-            ASSERT_EQ(size <= 200, f.primary().owns(p));
-            model.add(p, size, align);
-            if (HasFatalFailure()) return;
-            live.push_back({p, size, align});
-        } else {
-            const std::size_t i = rng() % live.size();
-            model.remove(live[i].p);
-            if (rng() % 2 == 0) {
-                f.deallocate(live[i].p, live[i].size, live[i].align);
-            } else {
-                f.deallocate(live[i].p);
-            }
-            live[i] = live.back();
-            live.pop_back();
-        }
-        if (op % 4096 == 0) model.verify_all();
-    }
-    model.verify_all();
-    for (const live_block& b : live)
-        f.deallocate(b.p, b.size, b.align);
+    strata::test::any_order_run(
+        f, 0xfa12u, 400, [&](void* p, std::size_t size) { ASSERT_EQ(size <= 200, f.primary().owns(p)); });
+    if (HasFatalFailure()) return;
     EXPECT_EQ(f.stats().live_allocations, 0u);
     EXPECT_EQ(f.stats().in_use, 0u);
     EXPECT_EQ(f.primary().bad_frees() + f.secondary().bad_frees(), 0u);

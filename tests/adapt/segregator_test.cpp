@@ -16,6 +16,7 @@
 #include "strata/adapt/allocator_ref.hpp"
 
 #include "support/adapt_allocators.hpp"
+#include "support/any_order_run.hpp"
 #include "support/recording_handler.hpp"
 #include "support/reference_model.hpp"
 
@@ -204,41 +205,11 @@ TEST(Segregator, WrongSideFreeIsUncheckedAtChecksZero) {
 // keeps its contents and alignment, and everything is freed at the end.
 TEST(Segregator, RandomizedAnyOrderAgainstModel) {
     segregator<256, test_heap, test_heap> s;
-    strata::test::reference_model model;
-    struct live_block {
-        void* p;
-        std::size_t size;
-        std::size_t align;
-    };
-    std::vector<live_block> live;
-    std::mt19937_64 rng(0x5e7u);
-    for (int op = 0; op < 20000; ++op) {
-        if (live.empty() || rng() % 100 < 55) {
-            const std::size_t size = 1 + rng() % 1024;
-            const std::size_t align = std::size_t{1} << (rng() % 8);
-            void* p = s.allocate(size, align);
-            ASSERT_NE(p, nullptr);
-            ASSERT_EQ(size <= 256, s.small().owns(p));
-            ASSERT_EQ(size > 256, s.large().owns(p));
-            model.add(p, size, align);
-            if (HasFatalFailure()) return;
-            live.push_back({p, size, align});
-        } else {
-            const std::size_t i = rng() % live.size();
-            model.remove(live[i].p);
-            if (rng() % 2 == 0) {
-                s.deallocate(live[i].p, live[i].size, live[i].align);
-            } else {
-                s.deallocate(live[i].p);
-            }
-            live[i] = live.back();
-            live.pop_back();
-        }
-        if (op % 4096 == 0) model.verify_all();
-    }
-    model.verify_all();
-    for (const live_block& b : live)
-        s.deallocate(b.p, b.size, b.align);
+    strata::test::any_order_run(s, 0x5e7u, 1024, [&](void* p, std::size_t size) {
+        ASSERT_EQ(size <= 256, s.small().owns(p));
+        ASSERT_EQ(size > 256, s.large().owns(p));
+    });
+    if (HasFatalFailure()) return;
     EXPECT_EQ(s.stats().live_allocations, 0u);
     EXPECT_EQ(s.stats().in_use, 0u);
     EXPECT_EQ(s.small().bad_frees() + s.large().bad_frees(), 0u);

@@ -31,17 +31,7 @@ namespace {
 using strata::arena;
 using strata::arena_options;
 using strata::arena_reset;
-using strata::test::aligned_buffer;
-using strata::test::all_bytes;
-using strata::test::arena_state;
-using strata::test::bytes;
-using strata::test::extent;
-using strata::test::extents_of;
-using strata::test::fill_pattern;
-using strata::test::holds_pattern;
-using strata::test::small_blocks;
-using strata::test::state_of;
-using strata::test::unchanged;
+using namespace strata::test; // the helpers of tests/support
 
 // ---------------------------------------------------------------------------------------------
 // Randomized against the reference model
