@@ -43,8 +43,8 @@ int main(int argc, char** argv) {
         }
     }
     using namespace strata::churn;
-    const op_workload ops = make_workload(name);
-    const pair_view w = pairs_of(ops);
+    const op_workload ops = make_op_workload(name);
+    const workload w = pairs_of(ops);
     constexpr std::size_t alignment = 16;
     constexpr std::size_t min_block = 16;
     const std::size_t bytes = strata::next_pow2(2 * ops.peak_live_bytes + min_block * w.live());

@@ -37,10 +37,10 @@ inline constexpr std::size_t default_pairs = 1'000'000;
                            });
 }
 
-/// Returns: the workload called `name` ("w1", "w2", "w3", "w4") with `pairs` pairs. Throws:
-/// std::invalid_argument otherwise.
-[[nodiscard]] inline op_workload make_workload(std::string_view name, std::size_t pairs = default_pairs,
-                                               std::uint64_t seed = default_seed) {
+/// Returns: the workload called `name` ("w1", "w2", "w3", "w4") with `pairs` pairs, as ops (what
+/// the lab's contenders replay). Throws: std::invalid_argument otherwise.
+[[nodiscard]] inline op_workload make_op_workload(std::string_view name, std::size_t pairs = default_pairs,
+                                                  std::uint64_t seed = default_seed) {
     // The generators take a scale of 1,000,000 pairs; the half pair keeps the count exact.
     const double scale = (static_cast<double>(pairs) + 0.5) / 1e6;
     if (name == "w1") return lab::gen::w1(scale, seed);
@@ -57,27 +57,72 @@ struct pair_op {
     std::uint32_t size;
 };
 
-/// A churn op workload as its live set and pairs (its slots are recycled newest first, so each
-/// pair's allocation takes the slot its free released).
-struct pair_view {
+/// A churn workload as its live set and pairs, for the loops that run the pairs themselves (the
+/// heap suite of strata_bench_heap, strata-device-bench's native-handle contenders,
+/// strata-malloc-faults). The op workload's slots are recycled newest first, so each pair's
+/// allocation takes the slot its free released.
+struct workload {
+    std::string name; ///< "w1", "w2", "w3", "w4"
+    std::string description;
     std::vector<std::uint32_t> initial; ///< sizes of the live set, slot i gets initial[i]
     std::vector<pair_op> pairs;
+    std::uint32_t min_size = 0;      ///< smallest size anywhere in the sequence
+    std::uint32_t max_size = 0;      ///< largest size anywhere in the sequence
+    std::size_t peak_live_bytes = 0; ///< most requested bytes live at once (sum of sizes)
+    static constexpr std::size_t alignment = alignof(std::max_align_t);
+
     [[nodiscard]] std::size_t live() const noexcept { return initial.size(); }
+    [[nodiscard]] bool fixed_size() const noexcept { return min_size == max_size; }
 };
 
-/// Returns: the pair view of `w`, a workload made by make_workload.
-[[nodiscard]] inline pair_view pairs_of(const op_workload& w) {
-    pair_view v;
+/// Returns: the pair view of `w`, a workload made by make_op_workload.
+[[nodiscard]] inline workload pairs_of(const op_workload& w) {
+    workload v;
+    v.name = w.name;
+    v.description = w.description;
+    v.min_size = UINT32_MAX;
     std::size_t i = 0;
     while (i < w.ops.size() && w.ops[i].kind == lab::op_kind::allocate)
         v.initial.push_back(static_cast<std::uint32_t>(w.ops[i++].size));
+    std::vector<std::uint32_t> current(v.initial);
+    std::size_t bytes = 0;
+    for (const std::uint32_t s : v.initial) {
+        bytes += s;
+        v.min_size = std::min(v.min_size, s);
+        v.max_size = std::max(v.max_size, s);
+    }
+    v.peak_live_bytes = bytes;
     // Pairs until the drain (frees only) begins.
     for (; i + 1 < w.ops.size() && w.ops[i].kind == lab::op_kind::free &&
            w.ops[i + 1].kind == lab::op_kind::allocate;
-         i += 2)
-        v.pairs.push_back({w.ops[i].slot, static_cast<std::uint32_t>(w.ops[i + 1].size)});
+         i += 2) {
+        const pair_op op{w.ops[i].slot, static_cast<std::uint32_t>(w.ops[i + 1].size)};
+        v.pairs.push_back(op);
+        bytes = bytes - current[op.victim] + op.size;
+        current[op.victim] = op.size;
+        v.peak_live_bytes = std::max(v.peak_live_bytes, bytes);
+        v.min_size = std::min(v.min_size, op.size);
+        v.max_size = std::max(v.max_size, op.size);
+    }
     return v;
 }
+
+/// Returns: the workload called `name` as its live set and pairs. Throws: as make_op_workload.
+[[nodiscard]] inline workload make_workload(std::string_view name, std::size_t pairs = default_pairs,
+                                            std::uint64_t seed = default_seed) {
+    return pairs_of(make_op_workload(name, pairs, seed));
+}
+[[nodiscard]] inline workload make_w1(std::size_t pairs = default_pairs) {
+    return make_workload("w1", pairs);
+}
+[[nodiscard]] inline workload make_w2(std::size_t pairs = default_pairs) {
+    return make_workload("w2", pairs);
+}
+
+/// What a pass of a pair loop found wrong (an allocation failure or a failed check()).
+struct pass_error : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
 
 /// Latency tails of one run, in ns net of the timer.
 struct tail {

@@ -116,7 +116,7 @@ int main(int argc, char** argv) {
     for (const auto& wname : workloads) {
         op_workload w;
         try {
-            w = make_workload(wname, pairs, seed);
+            w = make_op_workload(wname, pairs, seed);
         } catch (const std::exception& e) {
             std::fprintf(stderr, "%s\n", e.what());
             return 2;
