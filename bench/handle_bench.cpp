@@ -24,7 +24,7 @@ namespace sd = strata::lab::showdown;
 
 template <class D>
 void bm_set(benchmark::State& state, std::size_t set) {
-    const sd::set_config& s = sd::seed_sets[set];
+    const sd::set_config& s = sd::published_sets[set];
     sd::timings sum;
     std::size_t runs = 0;
     for (auto _ : state) {
@@ -46,7 +46,7 @@ void register_sets(const char* particle_name) {
     using list = sd::design_list<P>;
     for (std::size_t set = 0; set < 4; ++set) {
         // Each design is registered through its runner type, instantiated here per design.
-        const std::string prefix = std::string(sd::seed_sets[set].name) + "/" + particle_name + "/";
+        const std::string prefix = std::string(sd::published_sets[set].name) + "/" + particle_name + "/";
         auto reg = [&](const char* name, void (*fn)(benchmark::State&, std::size_t)) {
             benchmark::RegisterBenchmark((prefix + name).c_str(), fn, set)
                 ->Unit(benchmark::kMillisecond)
@@ -120,7 +120,7 @@ const bool lookup_counted = strata_bench::register_count_kernel("lookup_slot_map
 // churn_slot_map churn_slot_map_at churn_plf_colony --fills 20 100
 template <class D>
 std::size_t count_churn(std::size_t fills) {
-    const sd::set_config& s = sd::seed_sets[0];
+    const sd::set_config& s = sd::published_sets[0];
     strata::lab::splitmix64 rng(42);
     D d(s.allocs);
     std::uint32_t id = 0;

@@ -89,12 +89,12 @@ check "run races frame_scratch alone" \
 # showdown: the 32-byte particle has no seed columns (the seed measured only the 24-byte one), and
 # the header names the AoS-vs-SoA pass's own run count (at least 3).
 "$lab" showdown --quick --set 1 >"$work/sd.txt" 2>/dev/null
-no_seed_for_padded() {
+no_published_for_padded() {
     awk '/particle 32 B/ { p = 1 } p && /^\| design/ { print; exit }' "$work/sd.txt" >"$work/head32"
-    [[ -s $work/head32 ]] && ! grep -q seed "$work/head32" &&
-        awk '/particle 24 B/ { p = 1 } p && /^\| design/ { print; exit }' "$work/sd.txt" | grep -q "seed churn"
+    [[ -s $work/head32 ]] && ! grep -q "pub\." "$work/head32" &&
+        awk '/particle 24 B/ { p = 1 } p && /^\| design/ { print; exit }' "$work/sd.txt" | grep -q "pub. churn"
 }
-check "showdown: no seed columns beside the 32-byte particle" no_seed_for_padded
+check "showdown: no published columns beside the 32-byte particle" no_published_for_padded
 check "showdown --quick: the header says AoS vs SoA is best of 3" \
     grep -q "best of 1 run (AoS vs SoA: best of 3)" "$work/sd.txt"
 

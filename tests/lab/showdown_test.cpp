@@ -34,17 +34,17 @@ void every_design_agrees(const sd::set_config& s) {
 } // namespace
 
 TEST(Showdown, SetsMatchSeed001) {
-    EXPECT_EQ(sd::seed_sets[0].allocs, 10'000u);
-    EXPECT_EQ(sd::seed_sets[0].frees, 9'500u);
-    EXPECT_EQ(sd::seed_sets[2].allocs, 100'000u);
-    EXPECT_EQ(sd::seed_sets[3].iterations, 100'000u);
-    ASSERT_NE(sd::seed_for("slot_map"), nullptr);
-    EXPECT_DOUBLE_EQ(sd::seed_for("slot_map")->sets[3].iteration_ms, 30.62);
-    EXPECT_EQ(sd::seed_for("plf_colony"), nullptr);
+    EXPECT_EQ(sd::published_sets[0].allocs, 10'000u);
+    EXPECT_EQ(sd::published_sets[0].frees, 9'500u);
+    EXPECT_EQ(sd::published_sets[2].allocs, 100'000u);
+    EXPECT_EQ(sd::published_sets[3].iterations, 100'000u);
+    ASSERT_NE(sd::published_for("slot_map"), nullptr);
+    EXPECT_DOUBLE_EQ(sd::published_for("slot_map")->sets[3].iteration_ms, 30.62);
+    EXPECT_EQ(sd::published_for("plf_colony"), nullptr);
 }
 
 TEST(Showdown, EveryDesignRunsEverySetConsistently) {
-    for (const sd::set_config& s : sd::seed_sets) {
+    for (const sd::set_config& s : sd::published_sets) {
         const sd::set_config q = sd::quick(s);
         every_design_agrees<sd::particle>(q);
         every_design_agrees<sd::particle32>(q);

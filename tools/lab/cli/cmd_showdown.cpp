@@ -27,7 +27,7 @@ double ratio(double a, double b) { return b > 0 ? a / b : 0; }
 std::string g_bars;
 
 /// Effects: runs set `s` over every design of particle P and prints its table (and, for the 24-byte
-/// particle the seed measured, the seed's figures and the set's bars). Returns: one row per design,
+/// particle the benchmark published, its published figures and the set's bars). Returns: one row per design,
 /// design_list order.
 template <class P>
 std::vector<sd::timings> print_set(std::size_t set_index, const sd::set_config& s, const showdown_options& o,
@@ -40,24 +40,24 @@ std::vector<sd::timings> print_set(std::size_t set_index, const sd::set_config& 
         rows.push_back(d.run(s, o.repeats, o.seed));
     }
     progress.clear();
-    // The seed measured only the 24-byte particle: the padded variant's table has no seed columns.
-    constexpr bool seed_particle = sizeof(P) == sizeof(sd::particle);
+    // Figures were published for the 24-byte particle only: the padded variant's table has no pub. columns.
+    constexpr bool published_particle = sizeof(P) == sizeof(sd::particle);
     std::printf("\n### %s, particle %zu B: %zu allocs, %zu frees, %zu iterations, %zu churn x %zu frames\n\n",
                 s.title, sizeof(P), s.allocs, s.frees, s.iterations, s.churn, s.frames);
-    if (!seed_particle) {
-        std::printf("(the seed measured only the %zu-byte particle: no seed figures for this one)\n\n",
+    if (!published_particle) {
+        std::printf("(figures were published for the %zu-byte particle only: none for this one)\n\n",
                     sizeof(sd::particle));
     }
     std::printf(
         "| design | alloc/free ms | churn ms | iteration ms | churn x packed | iteration x packed |%s\n",
-        seed_particle ? " seed alloc/free | seed churn | seed iteration | seed churn x packed |"
-                        " seed iteration x packed |"
-                      : "");
-    std::printf("|---|---:|---:|---:|---:|---:|%s\n", seed_particle ? "---:|---:|---:|---:|---:|" : "");
+        published_particle ? " pub. alloc/free | pub. churn | pub. iteration | pub. churn x packed |"
+                             " pub. iteration x packed |"
+                           : "");
+    std::printf("|---|---:|---:|---:|---:|---:|%s\n", published_particle ? "---:|---:|---:|---:|---:|" : "");
     const sd::timings& packed = rows[2];
-    const sd::timings& seed_packed = sd::seed_for("packed_array")->sets[set_index];
+    const sd::timings& published_packed = sd::published_for("packed_array")->sets[set_index];
     char buf[512];
-    if (seed_particle) {
+    if (published_particle) {
         std::snprintf(
             buf, sizeof buf,
             "%s{\"title\":\"showdown: %s\",\"caption\":\"the benchmark's set, %zu-byte particle: %zu allocs, "
@@ -73,7 +73,7 @@ std::vector<sd::timings> print_set(std::size_t set_index, const sd::set_config& 
         std::printf("| %s | %.3f | %.3f | %.3f | %.2f | %.2f |", d.name, t.alloc_free_ms, t.churn_ms,
                     t.iteration_ms, ratio(t.churn_ms, packed.churn_ms),
                     ratio(t.iteration_ms, packed.iteration_ms));
-        if (!seed_particle) {
+        if (!published_particle) {
             std::printf("\n");
             continue;
         }
@@ -82,17 +82,17 @@ std::vector<sd::timings> print_set(std::size_t set_index, const sd::set_config& 
             "%s{\"label\":\"%s\",\"values\":{\"alloc/free\":%.4f,\"churn\":%.4f,\"iteration\":%.4f}}",
             i > 1 ? "," : "", d.name, t.alloc_free_ms, t.churn_ms, t.iteration_ms);
         g_bars += buf;
-        const sd::published* p = sd::seed_for(d.name);
+        const sd::published* p = sd::published_for(d.name);
         if (p != nullptr && !o.quick) {
             const sd::timings& st = p->sets[set_index];
             std::printf(" %.2f | %.2f | %.2f | %.2f | %.2f |\n", st.alloc_free_ms, st.churn_ms,
-                        st.iteration_ms, ratio(st.churn_ms, seed_packed.churn_ms),
-                        ratio(st.iteration_ms, seed_packed.iteration_ms));
+                        st.iteration_ms, ratio(st.churn_ms, published_packed.churn_ms),
+                        ratio(st.iteration_ms, published_packed.iteration_ms));
         } else {
             std::printf(" - | - | - | - | - |\n");
         }
     }
-    if (seed_particle) g_bars += "]}";
+    if (published_particle) g_bars += "]}";
     return rows;
 }
 
@@ -118,13 +118,13 @@ int showdown_command(const showdown_options& o) {
     std::printf("strata-lab showdown: the particle benchmark's sets; times are this thread's CPU time, best "
                 "of %d run%s%s%s\n",
                 o.repeats, o.repeats == 1 ? "" : "s", runs,
-                o.quick ? " (--quick: scaled-down sets, no seed figures)" : "");
-    std::printf("(the seed's figures are from an M4 Pro; compare ratios, not milliseconds)\n");
+                o.quick ? " (--quick: scaled-down sets, no published figures)" : "");
+    std::printf("(the published figures are from an M4 Pro; compare ratios, not milliseconds)\n");
     std::vector<std::vector<sd::timings>> results24;
     const progress_line progress(o.json_path != "-");
     for (std::size_t i = 0; i < 4; ++i) {
         if (o.set != 0 && o.set != static_cast<int>(i) + 1) continue;
-        const sd::set_config s = o.quick ? sd::quick(sd::seed_sets[i]) : sd::seed_sets[i];
+        const sd::set_config s = o.quick ? sd::quick(sd::published_sets[i]) : sd::published_sets[i];
         results24.push_back(print_set<sd::particle>(i, s, o, progress));
         if (o.padded) (void)print_set<sd::particle32>(i, s, o, progress);
     }

@@ -59,7 +59,7 @@ struct set_config {
 };
 
 /// The four sets, as the published benchmark defines them.
-inline constexpr set_config seed_sets[4] = {
+inline constexpr set_config published_sets[4] = {
     {"set1", "Set 1: high churn (95% free)", 10'000, 9'500, 1'000, 500, 1'000},
     {"set2", "Set 2: low churn (5% free)", 10'000, 500, 1'000, 500, 1'000},
     {"set3", "Set 3: high alloc/free cost", 100'000, 99'500, 1'000, 500, 1'000},
@@ -90,7 +90,7 @@ struct published {
     const char* design;
     timings sets[4];
 };
-inline const published seed_figures[] = {
+inline const published published_figures[] = {
     {"naive", {{12.99, 35.91, 2.79}, {12.94, 613.37, 6.51}, {1244.46, 34.84, 25.13}, {12.78, 35.44, 273.18}}},
     {"free_list", {{0.17, 0.44, 5.48}, {0.13, 0.51, 7.63}, {1.41, 0.46, 32.69}, {0.15, 0.43, 542.18}}},
     {"packed_array", {{0.27, 0.39, 0.31}, {0.15, 0.80, 6.92}, {2.73, 0.39, 0.31}, {0.26, 0.38, 30.79}}},
@@ -98,8 +98,8 @@ inline const published seed_figures[] = {
 };
 
 /// Returns: the published figures for `design`, or nullptr when none were published.
-inline const published* seed_for(std::string_view design) {
-    for (const published& p : seed_figures)
+inline const published* published_for(std::string_view design) {
+    for (const published& p : published_figures)
         if (design == p.design) return &p;
     return nullptr;
 }

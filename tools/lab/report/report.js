@@ -296,7 +296,7 @@ function plotBars(parent, b) {
     const groups = b.groups || [];
     const series = [];
     for (const g of groups) for (const k of Object.keys(g.values || {})) if (!series.includes(k)) series.push(k);
-    // "log_scale": values spanning decades (the seed's 0.64 s beside our 50 µs) on a log x axis;
+    // "log_scale": values spanning decades (a published 0.64 s beside a measured 50 µs) on a log x axis;
     // a value <= 0 has no place on it and is left out (the caption says so).
     const logX = b.log_scale === true;
     const drawable = v => typeof v === 'number' && isFinite(v) && (!logX || v > 0);
