@@ -66,9 +66,9 @@ struct workload {
     std::string description;
     std::vector<std::uint32_t> initial; ///< sizes of the live set, slot i gets initial[i]
     std::vector<pair_op> pairs;
-    std::uint32_t min_size = 0;      ///< smallest size anywhere in the sequence
+    std::uint32_t min_size = 0;      ///< smallest size anywhere in the sequence (the op workload's)
     std::uint32_t max_size = 0;      ///< largest size anywhere in the sequence
-    std::size_t peak_live_bytes = 0; ///< most requested bytes live at once (sum of sizes)
+    std::size_t peak_live_bytes = 0; ///< most requested bytes live at once (the op workload's)
     static constexpr std::size_t alignment = alignof(std::max_align_t);
 
     [[nodiscard]] std::size_t live() const noexcept { return initial.size(); }
@@ -80,30 +80,17 @@ struct workload {
     workload v;
     v.name = w.name;
     v.description = w.description;
-    v.min_size = UINT32_MAX;
+    v.min_size = static_cast<std::uint32_t>(w.min_size);
+    v.max_size = static_cast<std::uint32_t>(w.max_size);
+    v.peak_live_bytes = w.peak_live_bytes;
     std::size_t i = 0;
     while (i < w.ops.size() && w.ops[i].kind == lab::op_kind::allocate)
         v.initial.push_back(static_cast<std::uint32_t>(w.ops[i++].size));
-    std::vector<std::uint32_t> current(v.initial);
-    std::size_t bytes = 0;
-    for (const std::uint32_t s : v.initial) {
-        bytes += s;
-        v.min_size = std::min(v.min_size, s);
-        v.max_size = std::max(v.max_size, s);
-    }
-    v.peak_live_bytes = bytes;
     // Pairs until the drain (frees only) begins.
     for (; i + 1 < w.ops.size() && w.ops[i].kind == lab::op_kind::free &&
            w.ops[i + 1].kind == lab::op_kind::allocate;
-         i += 2) {
-        const pair_op op{w.ops[i].slot, static_cast<std::uint32_t>(w.ops[i + 1].size)};
-        v.pairs.push_back(op);
-        bytes = bytes - current[op.victim] + op.size;
-        current[op.victim] = op.size;
-        v.peak_live_bytes = std::max(v.peak_live_bytes, bytes);
-        v.min_size = std::min(v.min_size, op.size);
-        v.max_size = std::max(v.max_size, op.size);
-    }
+         i += 2)
+        v.pairs.push_back({w.ops[i].slot, static_cast<std::uint32_t>(w.ops[i + 1].size)});
     return v;
 }
 

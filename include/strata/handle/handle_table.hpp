@@ -28,10 +28,10 @@
 
 #include "strata/core/check.hpp"
 #include "strata/core/iteration_guard.hpp"
+#include "strata/handle/detail/sparse_slots.hpp"
 #include "strata/handle/fwd.hpp"
 #include "strata/handle/handle.hpp"
 #include "strata/handle/policy.hpp"
-#include "strata/handle/detail/sparse_slots.hpp"
 
 namespace strata {
 

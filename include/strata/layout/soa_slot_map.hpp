@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "strata/core/check.hpp"
+#include "strata/handle/detail/sparse_slots.hpp"
 #include "strata/handle/handle.hpp"
 #include "strata/handle/policy.hpp"
-#include "strata/handle/detail/sparse_slots.hpp"
 #include "strata/layout/fwd.hpp"
 #include "strata/layout/soa_vector.hpp"
 

@@ -19,8 +19,8 @@
 #include <utility>
 #include <vector>
 
-#include "strata/handle/handle.hpp"
 #include "strata/handle/detail/lowest_free.hpp"
+#include "strata/handle/handle.hpp"
 #include "strata/handle/policy.hpp"
 
 namespace strata::detail {
