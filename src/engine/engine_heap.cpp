@@ -54,6 +54,8 @@ engine_heap::engine_heap(engine_options options) : options_(options) {
     runs_ = reinterpret_cast<run*>(vm_.data());
     retain_granules_ = options.retain_bytes >> granule_shift;
     populate_granules_ = options.populate_after_bytes >> granule_shift;
+    clock_origin_ = now_ms();
+    step_interval_ = options.decay_ms / 8;
     // Fewer TLB misses on a churned working set of megabytes; a hint (THP may be off).
     if (options.huge_pages) (void)vm_.hint_huge_pages(data_offset_, data_size_);
 
@@ -80,6 +82,7 @@ engine_heap::engine_heap(engine_options options) : options_(options) {
 
 /// Effects: frees the TLS slot (the reservation goes with vm_).
 engine_heap::~engine_heap() {
+    stop_purge_thread();
     lock_guard g(registry.lock);
     registry.instances[slot_] = nullptr;
     registry.epochs[slot_] = 0;

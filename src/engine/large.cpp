@@ -1,6 +1,7 @@
 // The large tier: requests above 8 MiB (or alignments above 4 KiB), each served by a span of its
-// own straight from the span tier. Freed spans coalesce; a shrink gives its tail back and a grow
-// takes a free successor span, in place.
+// own straight from the span tier, whose bins are the large-block cache: a freed span stays resident
+// until it decays, and a request takes the best fit, a resident one first. Freed spans coalesce; a
+// shrink gives its tail back and a grow takes a free successor span, in place.
 //
 // Exports: engine_heap::large_allocate, large_deallocate, large_resize_in_place.
 #include "engine_internal.hpp"
@@ -46,13 +47,17 @@ void* engine_heap::large_allocate(std::size_t size, std::size_t align, bool* cle
     return address_of(head);
 }
 
-/// Effects: frees the large block `p` of span `head`; a pointer inside the span is ignored.
+/// Effects: frees the large block `p` of span `head` (its pages stay resident until they decay),
+/// then takes a maintenance step when due; a pointer inside the span is ignored.
 void engine_heap::large_deallocate(void* p, run* head) noexcept {
     if (p != address_of(head)) return; // not a block start: ignored like any foreign pointer
-    lock_guard g(span_lock_);
-    large_bytes_.fetch_sub(std::size_t{head->granules} << granule_shift, std::memory_order_relaxed);
-    large_live_.fetch_sub(1, std::memory_order_relaxed);
-    span_free(head, true);
+    {
+        lock_guard g(span_lock_);
+        large_bytes_.fetch_sub(std::size_t{head->granules} << granule_shift, std::memory_order_relaxed);
+        large_live_.fetch_sub(1, std::memory_order_relaxed);
+        span_free(head, true);
+    }
+    maybe_decay();
 }
 
 // -------------------------------------------------------------------------------------------------
@@ -83,11 +88,17 @@ bool engine_heap::large_resize_in_place(run* d, std::size_t new_size) noexcept {
         if (next->kind == span_kind::free && have + next->granules >= need) {
             bin_remove(next);
             const std::size_t rest = have + next->granules - need;
-            const bool next_dirty = next->dirty;
+            // The rest keeps the successor's clean tail (its dirty part is at its front, taken now).
+            const bool rest_dirty = next->dirty && next->clean_tail < rest;
+            const std::uint64_t clean_tail = next->clean_tail;
+            const std::uint32_t freed_at = next->freed_at;
             mark_span(d, need, span_kind::large);
             if (rest != 0) {
                 run* tail = d + need;
-                tail->dirty = next_dirty;
+                tail->dirty = rest_dirty;
+                tail->clean_tail = rest_dirty ? clean_tail : 0;
+                tail->freed_at = freed_at;
+                tail->populated = false;
                 mark_span(tail, rest, span_kind::free);
                 bin_insert(tail);
             }

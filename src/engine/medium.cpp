@@ -1,7 +1,8 @@
 // The medium tier: requests above 64 KiB up to 8 MiB, served by TLSF arenas (strata::tlsf) behind
 // one lock. Each arena is a span whose first bytes hold its tlsf object; arenas grow 1x, 2x, 4x
 // medium_arena_bytes, and an empty one other than the first goes back to the span pool. Freed blocks
-// of purge_medium_bytes or more give their pages back (purge.cpp).
+// of purge_medium_bytes or more stay resident until they decay or pass medium_retain_bytes
+// (purge.cpp).
 //
 // Exports: engine_heap::medium_allocate, medium_handed_out, medium_deallocate,
 // medium_shrink_in_place.
@@ -47,6 +48,7 @@ void* engine_heap::medium_allocate(std::size_t size, std::size_t align) noexcept
     auto* t = new (at) tlsf(std::span<std::byte>(at + tlsf_room, (n << granule_shift) - tlsf_room));
     arena_hint_ = arena_count_;
     arenas_[arena_count_++] = head;
+    arena_bytes_ += n << granule_shift;
     void* p = t->allocate(size, align);
     return p != nullptr ? medium_handed_out(p, t->usable_size(p)) : nullptr;
 }
@@ -72,9 +74,15 @@ void* engine_heap::medium_handed_out(void* p, std::size_t usable) noexcept {
 // Free and shrink
 // -------------------------------------------------------------------------------------------------
 
-/// Effects: frees `p` into arena `head`: purges it first when it is big enough (outside the lock),
-/// runs a purge sweep when the budget says so, and gives an empty arena (not the first) back.
+/// Effects: frees `p` into arena `head` (purged first when medium_retain_bytes is 0, else kept
+/// within it), gives an empty arena (not the first) back, and takes a maintenance step when due.
 void engine_heap::medium_deallocate(void* p, run* head) noexcept {
+    medium_release(p, head);
+    maybe_decay();
+}
+
+/// Effects: medium_deallocate's work under medium_lock_.
+void engine_heap::medium_release(void* p, run* head) noexcept {
     lock_guard g(medium_lock_);
     tlsf* t = tlsf_of(head, data_, runs_);
     if (static_cast<std::byte*>(p) < address_of(head) + tlsf_room) return; // the arena's own record
@@ -85,8 +93,8 @@ void engine_heap::medium_deallocate(void* p, run* head) noexcept {
     const bool purge_now = usable >= options_.purge_medium_bytes && options_.medium_retain_bytes == 0;
     if (purge_now && !fills_on_free) {
         // Purged before it is freed, outside the lock: p is still the caller's, so no other thread
-        // can be handed its pages meanwhile, and its arena cannot go (p is live in it). Under the
-        // lock, two threads churning 1-8 MiB blocks waited on each other's madvise.
+        // can be handed its pages meanwhile, and its arena cannot go (p is live in it); two threads
+        // churning big blocks do not wait on each other's madvise.
         unlock_guard u(medium_lock_);
         purge_medium(p, usable);
     }
@@ -94,18 +102,18 @@ void engine_heap::medium_deallocate(void* p, run* head) noexcept {
     add_under_lock(medium_count_, 0 - std::size_t{1});
     t->deallocate(p);
     if (purge_now && fills_on_free) purge_medium(p, usable); // in flight: its interior unread
-    // Half the budget freed since the last sweep: the big free blocks hold at most 1.5x of it
-    // resident between calls. Frees of every size count: a smaller block merges into a big one.
-    if (options_.medium_retain_bytes != 0 && (medium_dirty_ += usable) > options_.medium_retain_bytes / 2)
-        purge_free_medium(false);
-    // An empty arena other than the first goes back to the span pool (retention decides whether
-    // its pages stay resident). live_allocations() is O(1) and leaves the free in flight (stats()
-    // would complete it and scan the top class on every medium free).
+    // Frees of every size count toward the cap: a smaller block merges into a big one.
+    if (options_.medium_retain_bytes != 0 && medium_over_cap(usable))
+        (void)purge_free_medium(purge_pass::cap, now_tick(), 0);
+    // An empty arena other than the first goes back to the span pool (where it decays like any free
+    // span). live_allocations() is O(1) and leaves the free in flight (stats() would complete it and
+    // scan the top class on every medium free).
     if (t->live_allocations() == 0 && head != arenas_[0]) {
         unsigned a = 0;
         while (arenas_[a] != head)
             ++a;
         arenas_[a] = arenas_[--arena_count_];
+        arena_bytes_ -= std::size_t{head->granules} << granule_shift;
         arena_hint_ = 0;
         t->~tlsf();
         // TLSF poisons free blocks for ASan; the span may become a run of small blocks next.
@@ -113,6 +121,16 @@ void engine_heap::medium_deallocate(void* p, run* head) noexcept {
         lock_guard s(span_lock_);
         span_free(head, true);
     }
+}
+
+/// Returns: whether the big free medium blocks may now hold more than medium_cap() resident, after
+/// `freed` more bytes were freed: never while the arenas' free bytes are within it; else when the
+/// last sweep's count plus what was freed since passes it. Requires: medium_lock_ held.
+bool engine_heap::medium_over_cap(std::size_t freed) noexcept {
+    medium_dirty_ += freed;
+    const std::size_t cap = medium_cap();
+    const std::size_t in_use = medium_in_use_.load(std::memory_order_relaxed);
+    return arena_bytes_ > in_use + cap && medium_resident_ + medium_dirty_ > cap;
 }
 
 /// Returns: true when the medium block `p` of arena `head` now holds `new_size` bytes in place (a
@@ -130,16 +148,14 @@ bool engine_heap::medium_shrink_in_place(void* p, run* head, std::size_t new_siz
         const std::size_t after = t->usable_size(p);
         const std::size_t released = before - after;
         add_under_lock(medium_in_use_, 0 - released);
-        // The tail went back as a free block (a header, then its payload, right
-        // after p's): treated like a free of that size. Purged at once without a
-        // budget (under the lock: the tail is free now), counted toward the next
-        // sweep with one.
+        // The tail went back as a free block (a header, then its payload, right after p's):
+        // treated like a free of that size (purged at once under the lock without a cap).
         if (options_.medium_retain_bytes == 0) {
             if (released >= options_.purge_medium_bytes && released > tlsf::header_size)
                 purge_medium(static_cast<std::byte*>(p) + after + tlsf::header_size,
                              released - tlsf::header_size);
-        } else if ((medium_dirty_ += released) > options_.medium_retain_bytes / 2) {
-            purge_free_medium(false);
+        } else if (medium_over_cap(released)) {
+            (void)purge_free_medium(purge_pass::cap, now_tick(), 0);
         }
         return true;
     }

@@ -1,9 +1,13 @@
 // Purging: giving resident pages of free memory back to the OS (madvise(MADV_DONTNEED); the range
-// stays mapped and reads as zero). Free medium blocks of purge_medium_bytes or more are purged at
-// once or, with medium_retain_bytes, by budgeted sweeps; trim() purges everything free.
+// stays mapped and reads as zero). Free spans and free medium blocks of purge_medium_bytes or more
+// stay resident while they may be reused, and decay: maintenance steps purge what has been free for
+// decay_ms, oldest first, and whatever exceeds the caps (retain_bytes, medium_retain_bytes).
 //
-// Exports: engine_heap::purge_medium, purge_free_medium, trim.
+// Exports: engine_heap::now_tick, purge_medium, purge_free_medium, purge_spans, purge_span_piece,
+// oldest_dirty_span, decay_step, maybe_decay, end_frame, start_purge_thread, stop_purge_thread,
+// purge_thread_main, purge_stats, trim.
 #include <sys/mman.h>
+#include <time.h>
 
 #include <algorithm>
 
@@ -15,28 +19,43 @@ namespace strata {
 
 using namespace engine_detail;
 
-// TLSF never reads a free block's interior, only its header and the two list links at the start of
-// its payload, which stay resident; so a free medium block can lose its other pages. Without this a
-// program that grows a vector through the medium sizes keeps every abandoned copy resident in the
-// arena. Smaller blocks stay resident, so churn of small medium blocks never faults.
-//
-// By default each is purged as it is freed. With medium_retain_bytes, up to that many bytes of them
-// stay resident: every half of it freed (medium frees of any size), a sweep asks the kernel which
-// of their pages are resident (mincore) and purges past the budget, the blocks an earlier sweep saw
-// first before those freed since. The kernel is asked rather than bytes counted: a never-touched
-// arena tail, the remainder of a purged block and a region merged from purged parts are not
-// resident, and a block reused and dirtied since it was purged is.
-//
-// A mark after the list links (a tag, the size, and the resident bytes the sweep counted; it stays
-// resident with the links) tells the sweep that first saw the block free. medium_handed_out clears
-// its tag, so a mark cannot outlive an allocation of the block that carries it.
+// A maintenance step runs from end_frame(), from the purge thread, or from a slow path (medium and
+// large calls, run changes) once step_interval_ has passed since the last. It purges, oldest first:
+//   - free spans: each dirty free span carries the tick it was freed at (a merge keeps the newer)
+//     and its clean tail, the granules at its end purged since: a purge takes 1 MiB pieces off
+//     the end of the dirty part, so a step stops close to its deadline, and a request served
+//     from a span takes its front, the resident part.
+//   - free medium blocks of purge_medium_bytes or more: TLSF never reads a free block's interior,
+//     only its header and the two list links at the start of its payload, which stay resident. A
+//     mark after the links (a tag, the block's size, the tick a step first saw it free, how far
+//     from its first whole page resident pages reach and how many bytes they hold, from mincore
+//     when it is first seen: an arena's never-touched tail counts nothing) lets later steps age it
+//     and purge it in pieces from its end. medium_handed_out clears the tag, so a mark never outlives an
+//     allocation of its block; a block merged since has another size, and counts as first seen now.
+// The caps are kept at the call that passes them (a free), whatever the age: not in a steady
+// workload's hot path, where memory is reused before it decays.
 namespace {
-constexpr std::size_t purge_mark_words = 3; // tag, size, resident bytes
-constexpr std::size_t purge_keep = purge_mark_offset + purge_mark_words * sizeof(std::uint64_t);
-constexpr std::uint64_t purge_magic = 0x9E3779B97F4A7C14u; // even: a tag's low bit is 0
-constexpr std::uint64_t seen_tag(std::uint64_t sweep) noexcept { return purge_magic ^ (sweep << 1); }
+constexpr std::size_t mark_words = 5; // tag, size, first seen (tick), resident extent, resident bytes
+constexpr std::size_t purge_keep = purge_mark_offset + mark_words * sizeof(std::uint64_t);
+constexpr std::uint64_t purge_magic = 0x9E3779B97F4A7C14u;
+constexpr std::size_t piece_bytes = std::size_t{1} << 20; // one madvise of a budgeted step
+constexpr std::size_t piece_granules = piece_bytes >> granule_shift;
 
-/// The pages purge_medium() would give back, [lo, hi): the whole pages of the payload past the mark.
+std::uint64_t monotonic_ms() noexcept {
+    timespec ts{};
+    ::clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return static_cast<std::uint64_t>(ts.tv_sec) * 1000 + static_cast<std::uint64_t>(ts.tv_nsec) / 1000000;
+}
+
+std::uint64_t steady_ns() noexcept {
+    timespec ts{};
+    ::clock_gettime(CLOCK_MONOTONIC, &ts);
+    return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000 + static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
+bool past(std::uint64_t deadline_ns) noexcept { return deadline_ns != 0 && steady_ns() >= deadline_ns; }
+
+/// The pages a purge of a free medium block may give back, [lo, hi): the whole pages past the mark.
 struct purge_range {
     std::uintptr_t lo = 0;
     std::uintptr_t hi = 0;
@@ -49,110 +68,307 @@ purge_range purge_range_of(const void* p, std::size_t usable) noexcept {
     return {lo, hi > lo ? hi : lo};
 }
 
-/// Returns: the bytes of [r.lo, r.hi) resident now, by mincore in 2 MiB steps (a stack buffer: this
-/// runs inside malloc). A kernel that refuses counts every page, so the budget still holds.
-std::size_t resident_bytes(purge_range r) noexcept {
+/// What mincore says of a range: resident bytes, and bytes from its start to the end of its last
+/// resident page.
+struct residency {
+    std::size_t bytes = 0;
+    std::size_t extent = 0;
+};
+
+/// Returns: the residency of [r.lo, r.hi), by mincore in 2 MiB steps (a stack buffer: this runs
+/// inside malloc). A kernel that refuses counts every page.
+residency resident_in(purge_range r) noexcept {
     const std::size_t page = virtual_memory::page_size();
     unsigned char v[512];
-    std::size_t resident = 0;
+    residency out;
     for (std::uintptr_t at = r.lo; at < r.hi;) {
         const std::size_t n = std::min<std::size_t>((r.hi - at) / page, sizeof v);
-        if (::mincore(reinterpret_cast<void*>(at), n * page, v) != 0) return r.hi - r.lo;
-        for (std::size_t i = 0; i < n; ++i)
-            resident += v[i] & 1u;
+        if (::mincore(reinterpret_cast<void*>(at), n * page, v) != 0) return {r.hi - r.lo, r.hi - r.lo};
+        for (std::size_t i = 0; i < n; ++i) {
+            if ((v[i] & 1u) != 0) {
+                out.bytes += page;
+                out.extent = at + (i + 1) * page - r.lo;
+            }
+        }
         at += n * page;
     }
-    return resident * page;
+    return out;
+}
+
+void dontneed(std::uintptr_t lo, std::uintptr_t hi) noexcept {
+    if (hi > lo) (void)::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);
 }
 } // namespace
 
+/// Returns: the clock's milliseconds (options_.clock_ms, else CLOCK_MONOTONIC_COARSE).
+std::uint64_t engine_heap::now_ms() const noexcept {
+    return options_.clock_ms != nullptr ? options_.clock_ms() : monotonic_ms();
+}
+
+/// Returns: milliseconds since construction (wraps after 49 days; ages are taken as differences).
+std::uint32_t engine_heap::now_tick() const noexcept {
+    return static_cast<std::uint32_t>(now_ms() - clock_origin_);
+}
+
 // -------------------------------------------------------------------------------------------------
-// Purge now
+// Medium blocks
 // -------------------------------------------------------------------------------------------------
 
 /// Effects: purges the whole pages of the free medium block `p` past its mark.
 void engine_heap::purge_medium(void* p, std::size_t usable) noexcept {
     const purge_range r = purge_range_of(p, usable);
-    if (r.hi > r.lo) (void)::madvise(reinterpret_cast<void*>(r.lo), r.hi - r.lo, MADV_DONTNEED);
+    dontneed(r.lo, r.hi);
 }
 
-// -------------------------------------------------------------------------------------------------
-// Purge sweeps
-// -------------------------------------------------------------------------------------------------
-
-// Requires: medium_lock_ held. Asks which pages of the free blocks of purge_medium_bytes or more are
-// resident; past medium_retain_bytes, purges blocks until within it: those an earlier sweep saw
-// free first, then, when those are not enough, those first seen now. So right after a sweep at
-// most the budget is resident in them. `all` (trim) purges every one. User data that happens to
-// look like a mark (tag and size) only makes a freshly freed block count as seen before.
-void engine_heap::purge_free_medium(bool all) noexcept {
+// Requires: medium_lock_ held. Marks every free block of purge_medium_bytes or more, then purges:
+// `all`: every one; `decay`: those seen free for decay_ms, in pieces until the deadline; then, in
+// any pass, blocks until the resident total is within medium_retain_bytes, those seen free before
+// this step first. Returns: bytes purged.
+std::size_t engine_heap::purge_free_medium(purge_pass pass, std::uint32_t now,
+                                           std::uint64_t deadline_ns) noexcept {
     medium_dirty_ = 0;
-    const std::uint64_t sweep = ++medium_sweeps_;
-    const std::size_t page = virtual_memory::page_size();
     const auto each = [&](auto&& visit) {
         for (unsigned a = 0; a < arena_count_; ++a)
             tlsf_of(arenas_[a], data_, runs_)
                 ->for_each_free_block(options_.purge_medium_bytes, [&](void* q, std::size_t bytes) noexcept {
-                    if (bytes < purge_keep + page) return; // no whole page past the mark
+                    const purge_range r = purge_range_of(q, bytes);
+                    if (r.hi == r.lo) return; // no whole page past the mark
                     auto* mark =
                         reinterpret_cast<std::uint64_t*>(static_cast<std::byte*>(q) + purge_mark_offset);
-                    unpoison(mark, purge_mark_words * sizeof(std::uint64_t)); // tlsf poisons free payloads
-                    visit(q, bytes, mark);
-                    poison(mark, purge_mark_words * sizeof(std::uint64_t));
+                    unpoison(mark, mark_words * sizeof(std::uint64_t)); // tlsf poisons free payloads
+                    visit(r, bytes, mark);
+                    poison(mark, mark_words * sizeof(std::uint64_t));
                 });
     };
-    if (all) {
-        each([&](void* q, std::size_t bytes, std::uint64_t* mark) {
-            purge_medium(q, bytes);
-            mark[2] = 0;
-        });
-        return;
-    }
     std::size_t resident = 0;
-    each([&](void* q, std::size_t bytes, std::uint64_t* mark) {
-        const std::uint64_t seen = (mark[0] ^ purge_magic) >> 1;
-        if (mark[1] != bytes || (mark[0] & 1) != 0 || seen == 0 || seen > sweep) { // new, or merged
-            mark[0] = seen_tag(sweep);
+    std::size_t purged = 0;
+    // Purges up to `limit` bytes off the resident end of the block (mincore counts what goes).
+    const auto purge = [&](purge_range r, std::uint64_t* mark, std::size_t limit) {
+        const std::size_t page = virtual_memory::page_size();
+        const std::uintptr_t top = r.lo + mark[3];                      // both on page boundaries
+        const std::size_t take = std::min<std::size_t>(mark[3], limit); // then up to whole pages
+        const std::uintptr_t lo = top - ((take + page - 1) & ~(page - 1));
+        const std::size_t held = std::min<std::size_t>(resident_in({lo, top}).bytes, mark[4]);
+        dontneed(lo, top);
+        const std::uint64_t before = mark[4];
+        mark[3] = lo - r.lo;
+        mark[4] = mark[3] == 0 ? 0 : before - held;
+        resident -= before - mark[4];
+        purged += held;
+    };
+    each([&](purge_range r, std::size_t bytes, std::uint64_t* mark) {
+        if (mark[0] != purge_magic || mark[1] != bytes) { // new, or merged since
+            const residency now_in = resident_in(r);
+            mark[0] = purge_magic;
             mark[1] = bytes;
+            mark[2] = now;
+            mark[3] = now_in.extent;
+            mark[4] = now_in.bytes;
         }
-        mark[2] = resident_bytes(purge_range_of(q, bytes));
-        resident += mark[2];
+        mark[3] =
+            std::min<std::uint64_t>(mark[3], r.hi - r.lo) & ~std::uint64_t{virtual_memory::page_size() - 1};
+        mark[4] = std::min(mark[4], mark[3]);
+        resident += mark[4];
     });
-    // Blocks first seen now were freed within the last half budget of frees, the likeliest to be
-    // reused: they go last.
-    const std::size_t keep = options_.medium_retain_bytes;
-    for (const bool fresh : {false, true}) {
-        if (resident <= keep) return;
-        each([&](void* q, std::size_t bytes, std::uint64_t* mark) {
-            if (resident <= keep || mark[2] == 0 || (mark[0] == seen_tag(sweep)) != fresh) return;
-            purge_medium(q, bytes);
-            resident -= mark[2];
-            mark[2] = 0;
+    if (pass != purge_pass::cap) {
+        bool stop = false;
+        each([&](purge_range r, std::size_t, std::uint64_t* mark) {
+            const bool due =
+                pass == purge_pass::all || now - static_cast<std::uint32_t>(mark[2]) >= options_.decay_ms;
+            while (!stop && due && mark[4] != 0) {
+                purge(r, mark, deadline_ns != 0 ? piece_bytes : SIZE_MAX);
+                stop = past(deadline_ns);
+            }
         });
     }
+    // Past the cap: the block seen free longest goes first, as much of it as the excess.
+    const std::size_t cap = medium_cap();
+    while (resident > cap) {
+        std::uint64_t* oldest = nullptr;
+        purge_range at{};
+        each([&](purge_range r, std::size_t, std::uint64_t* mark) {
+            if (mark[4] != 0 && (oldest == nullptr || now - static_cast<std::uint32_t>(mark[2]) >
+                                                          now - static_cast<std::uint32_t>(oldest[2]))) {
+                oldest = mark;
+                at = r;
+            }
+        });
+        if (oldest == nullptr) break;
+        unpoison(oldest, mark_words * sizeof(std::uint64_t));
+        purge(at, oldest, resident - cap);
+        poison(oldest, mark_words * sizeof(std::uint64_t));
+    }
+    medium_resident_ = resident;
+    purged_bytes_.fetch_add(purged, std::memory_order_relaxed);
+    return purged;
 }
 
 // -------------------------------------------------------------------------------------------------
-// trim
+// Spans
 // -------------------------------------------------------------------------------------------------
+
+/// Returns: the dirty free span freed longest ago; nullptr when none. Requires: span_lock_ held.
+engine_heap::run* engine_heap::oldest_dirty_span() const noexcept {
+    run* best = nullptr;
+    for (std::uint64_t m = bin_map_; m != 0; m &= m - 1)
+        for (run* r = bins_[std::countr_zero(m)]; r != nullptr; r = r->next)
+            if (r->dirty && (best == nullptr || static_cast<std::int32_t>(r->freed_at - best->freed_at) < 0))
+                best = r;
+    return best;
+}
+
+/// Effects: purges the last min(`granules`, its dirty part) granules of the dirty part of free span
+/// `s`, which join its clean tail. Returns: granules purged. Requires: span_lock_ held.
+std::size_t engine_heap::purge_span_piece(run* s, std::size_t granules) noexcept {
+    const std::size_t d = dirty_granules(s);
+    const std::size_t c = std::min(d, granules);
+    (void)::madvise(address_of(s + (d - c)), c << granule_shift, MADV_DONTNEED);
+    s->populated = false;
+    dirty_free_ -= c;
+    s->clean_tail += c;
+    if (s->clean_tail == s->granules) {
+        s->dirty = false;
+        s->clean_tail = 0;
+    }
+    purged_bytes_.fetch_add(c << granule_shift, std::memory_order_relaxed);
+    return c;
+}
+
+// Requires: span_lock_ held. Purges dirty free spans, oldest first: `decay`: those freed decay_ms
+// ago or more; `cap`: until the dirty ones are within retain_bytes; `all`: every one. With a
+// deadline, in 1 MiB pieces until it passes. Returns: bytes purged.
+std::size_t engine_heap::purge_spans(purge_pass pass, std::uint32_t now, std::uint64_t deadline_ns) noexcept {
+    std::size_t purged = 0;
+    for (;;) {
+        if (pass == purge_pass::cap && dirty_free_ <= span_cap()) break;
+        run* s = oldest_dirty_span();
+        if (s == nullptr) break;
+        if (pass == purge_pass::decay && now - s->freed_at < options_.decay_ms) break;
+        const std::size_t want = pass == purge_pass::cap ? dirty_free_ - span_cap()
+                                 : deadline_ns != 0      ? piece_granules
+                                                         : s->granules;
+        purged += purge_span_piece(s, want) << granule_shift;
+        if (past(deadline_ns)) break;
+    }
+    return purged;
+}
+
+// -------------------------------------------------------------------------------------------------
+// Maintenance steps
+// -------------------------------------------------------------------------------------------------
+
+/// Effects: one maintenance step: purges decayed medium blocks, then decayed spans, until the
+/// deadline (0: none). Returns: bytes purged. Requires: no lock of the heap held.
+std::size_t engine_heap::decay_step(std::uint64_t deadline_ns) noexcept {
+    const std::uint32_t now = now_tick();
+    next_step_.store(now + step_interval_, std::memory_order_relaxed);
+    std::size_t purged = 0;
+    if (options_.medium_retain_bytes != 0) {
+        lock_guard m(medium_lock_);
+        purged += purge_free_medium(purge_pass::decay, now, deadline_ns);
+    }
+    if (!past(deadline_ns)) {
+        lock_guard s(span_lock_);
+        purged += purge_spans(purge_pass::decay, now, deadline_ns);
+    }
+    steps_.fetch_add(1, std::memory_order_relaxed);
+    return purged;
+}
+
+/// Effects: a step bounded by purge_step_us when step_interval_ has passed since the last one (one
+/// thread takes it; the others go on).
+void engine_heap::maybe_decay() noexcept {
+    const std::uint32_t now = now_tick();
+    std::uint32_t due = next_step_.load(std::memory_order_relaxed);
+    if (static_cast<std::int32_t>(now - due) < 0) return;
+    if (!next_step_.compare_exchange_strong(due, now + step_interval_, std::memory_order_relaxed)) return;
+    (void)decay_step(steady_ns() + std::uint64_t{options_.purge_step_us} * 1000);
+}
+
+/// Returns: bytes purged by this frame's step.
+std::size_t engine_heap::end_frame(std::chrono::microseconds budget) noexcept {
+    frames_.fetch_add(1, std::memory_order_relaxed);
+    const auto us = static_cast<std::uint64_t>(std::max<std::int64_t>(budget.count(), 1));
+    return decay_step(steady_ns() + us * 1000);
+}
+
+// -------------------------------------------------------------------------------------------------
+// Purge thread
+// -------------------------------------------------------------------------------------------------
+
+/// Returns: true when the thread started.
+bool engine_heap::start_purge_thread(std::chrono::milliseconds period,
+                                     std::chrono::microseconds budget) noexcept {
+    bool expected = false;
+    if (!thread_running_.compare_exchange_strong(expected, true)) return false;
+    thread_stop_.store(false, std::memory_order_relaxed);
+    thread_period_ = std::max(period, std::chrono::milliseconds{1});
+    thread_budget_ = std::max(budget, std::chrono::microseconds{1});
+    if (pthread_create(&thread_, nullptr, &engine_heap::purge_thread_main, this) != 0) {
+        thread_running_.store(false);
+        return false;
+    }
+    return true;
+}
+
+/// Effects: asks the thread to stop and waits for it.
+void engine_heap::stop_purge_thread() noexcept {
+    if (!thread_running_.load()) return;
+    thread_stop_.store(true, std::memory_order_release);
+    (void)pthread_join(thread_, nullptr);
+    thread_running_.store(false);
+}
+
+/// The purge thread: a step every period; sleeps in slices of at most 10 ms so a stop is quick.
+void* engine_heap::purge_thread_main(void* self) noexcept {
+    auto* e = static_cast<engine_heap*>(self);
+    const std::uint64_t period_ns = static_cast<std::uint64_t>(e->thread_period_.count()) * 1000000;
+    while (!e->thread_stop_.load(std::memory_order_acquire)) {
+        const std::uint64_t wake = steady_ns() + period_ns;
+        for (std::uint64_t t = steady_ns(); t < wake && !e->thread_stop_.load(std::memory_order_acquire);
+             t = steady_ns()) {
+            const std::uint64_t ns = std::min<std::uint64_t>(wake - t, 10000000);
+            timespec ts{static_cast<time_t>(ns / 1000000000), static_cast<long>(ns % 1000000000)};
+            (void)::nanosleep(&ts, nullptr);
+        }
+        if (e->thread_stop_.load(std::memory_order_acquire)) break;
+        const auto us = static_cast<std::uint64_t>(e->thread_budget_.count());
+        (void)e->decay_step(steady_ns() + us * 1000);
+    }
+    return nullptr;
+}
+
+// -------------------------------------------------------------------------------------------------
+// Statistics and trim
+// -------------------------------------------------------------------------------------------------
+
+/// Returns: the purge counters.
+engine_purge_stats engine_heap::purge_stats() const noexcept {
+    engine_purge_stats s;
+    {
+        lock_guard g(span_lock_);
+        s.retained_span_bytes = dirty_free_ << granule_shift;
+    }
+    {
+        lock_guard g(medium_lock_);
+        s.retained_medium_bytes = medium_resident_;
+    }
+    s.purged_bytes = purged_bytes_.load(std::memory_order_relaxed);
+    s.steps = steps_.load(std::memory_order_relaxed);
+    s.frames = frames_.load(std::memory_order_relaxed);
+    return s;
+}
 
 /// Effects: frees emptied abandoned runs, purges every big free medium block and every dirty free span.
 void engine_heap::trim() noexcept {
     sweep_abandoned();
+    const std::uint32_t now = now_tick();
     {
         lock_guard m(medium_lock_);
-        purge_free_medium(true);
+        (void)purge_free_medium(purge_pass::all, now, 0);
     }
     lock_guard g(span_lock_);
-    for (run* head : bins_) {
-        for (run* r = head; r != nullptr; r = r->next) {
-            if (!r->dirty) continue;
-            (void)::madvise(address_of(r), std::size_t{r->granules} << granule_shift, MADV_DONTNEED);
-            r->dirty = false;
-            r->populated = false;
-        }
-    }
-    dirty_free_ = 0;
+    (void)purge_spans(purge_pass::all, now, 0);
 }
 
 } // namespace strata

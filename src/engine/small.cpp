@@ -27,6 +27,8 @@ using namespace engine_detail;
 /// Returns: a block of class `c` once `h->current[c]` is empty: carves more of the current run,
 /// else takes a partial run, a full run that got frees, an abandoned run, a new run (in that order).
 void* engine_heap::small_slow(thread_heap* h, unsigned c) noexcept {
+    // Now and then a maintenance step, so that a program of small blocks gives back what decayed.
+    if ((++h->slow_calls & 63) == 0) maybe_decay();
     for (;;) {
         run* r = h->current[c];
         if (r != &empty_run) {
@@ -133,8 +135,11 @@ void engine_heap::retire(thread_heap* h, run* r) noexcept {
     h->run_bytes.add(-(std::uint64_t{r->granules} << granule_shift));
     r->owner.store(nullptr, std::memory_order_relaxed);
     r->where = run_list::none;
-    lock_guard g(span_lock_);
-    span_free(r, true);
+    {
+        lock_guard g(span_lock_);
+        span_free(r, true);
+    }
+    maybe_decay();
 }
 
 /// Effects: faults every page of `r` in (MADV_POPULATE_WRITE, or a write per page above the first
@@ -181,6 +186,7 @@ engine_heap::run* engine_heap::new_run(thread_heap* h, unsigned c) noexcept {
         }
         if (r == nullptr) return nullptr;
         h->run_bytes.add(std::uint64_t{n} << granule_shift);
+        maybe_decay();
     }
     if (fresh) r->populated = false;
     // Fault a run in whole (once) when it is recycled memory, partly touched by its last use, or

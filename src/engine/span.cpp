@@ -1,7 +1,8 @@
 // The span tier: the reservation's granules, handed out as spans (runs, TLSF arenas, large blocks,
 // thread_heap records) and taken back with coalescing. Free spans sit in 64 bins (exact up to 32
 // granules, then one per power of two) with a bitmap; heads and tails are marked so a free finds its
-// neighbours in O(1). Dirty free spans stay resident up to retain_bytes and are purged beyond it.
+// neighbours in O(1). Freed spans stay dirty (resident) until they decay or pass retain_bytes
+// (purge.cpp); a request takes the best fit among them, a dirty one before a clean one.
 //
 // Exports: engine_heap::grow_commit, mark_span, bin_insert, bin_remove, span_alloc, span_free
 // (every one with span_lock_ held).
@@ -63,7 +64,7 @@ void engine_heap::bin_insert(run* head) noexcept {
     push(bins_[b], head);
     bin_map_ |= std::uint64_t{1} << b;
     free_granules_ += head->granules;
-    if (head->dirty) dirty_free_ += head->granules;
+    dirty_free_ += dirty_granules(head);
 }
 
 /// Effects: takes the free span `head` out of its bin.
@@ -72,42 +73,55 @@ void engine_heap::bin_remove(run* head) noexcept {
     unlink(bins_[b], head);
     if (bins_[b] == nullptr) bin_map_ &= ~(std::uint64_t{1} << b);
     free_granules_ -= head->granules;
-    if (head->dirty) dirty_free_ -= head->granules;
+    dirty_free_ -= dirty_granules(head);
 }
 
 // -------------------------------------------------------------------------------------------------
 // Allocate and free
 // -------------------------------------------------------------------------------------------------
 
-/// Returns: a span of `n` granules of `kind`: the first fit from the bins (the remainder goes back),
+/// Returns: the free span to cut `n` granules from, not yet unbinned: the smallest that fits among
+/// the first few of its bin, a dirty (resident) one before a clean one of the same size, else the
+/// same choice in the next non-empty bin; nullptr when no bin can serve it.
+engine_heap::run* engine_heap::span_fit(std::size_t n) const noexcept {
+    constexpr unsigned looked_at = 16; // spans compared per bin: bounded work under the lock
+    const auto better = [](const run* r, const run* best) {
+        return best == nullptr || r->granules < best->granules ||
+               (r->granules == best->granules && r->dirty && !best->dirty);
+    };
+    const unsigned b = bin_of(n);
+    std::uint64_t m = bin_map_ & (~std::uint64_t{0} << b);
+    while (m != 0) {
+        const unsigned at = static_cast<unsigned>(std::countr_zero(m));
+        run* best = nullptr;
+        unsigned seen = 0;
+        for (run* r = bins_[at]; r != nullptr && seen < looked_at; r = r->next, ++seen)
+            if (r->granules >= n && better(r, best)) best = r;
+        if (best != nullptr) return best;
+        m &= m - 1;
+    }
+    return nullptr;
+}
+
+/// Returns: a span of `n` granules of `kind`: the best fit from the bins (the remainder goes back),
 /// else fresh granules past top_; nullptr when the reservation is full. `*clean` (when given): the
 /// span was never written since it was last purged.
 engine_heap::run* engine_heap::span_alloc(std::size_t n, span_kind kind, bool* clean) noexcept {
     if (n == 0 || n > granule_count_) return nullptr;
-    const unsigned b = bin_of(n);
-    run* found = nullptr;
-    if (b >= 32) {
-        for (run* r = bins_[b]; r != nullptr; r = r->next) {
-            if (r->granules >= n) {
-                found = r;
-                break;
-            }
-        }
-    }
-    if (found == nullptr) {
-        const unsigned from = b < 32 ? b : b + 1;
-        const std::uint64_t m = from < 64 ? bin_map_ & (~std::uint64_t{0} << from) : 0;
-        if (m != 0) found = bins_[std::countr_zero(m)];
-    }
+    run* found = span_fit(n);
     bool was_clean = true;
     if (found != nullptr) {
         bin_remove(found);
         was_clean = !found->dirty;
         if (found->granules > n) {
+            // The front is served (the dirty part: resident); the rest keeps the clean tail.
             run* rest = found + n;
-            rest->dirty = found->dirty;
+            const std::size_t rn = found->granules - n;
+            rest->dirty = found->dirty && found->clean_tail < rn;
+            rest->clean_tail = rest->dirty ? found->clean_tail : 0;
             rest->populated = found->populated;
-            mark_span(rest, found->granules - n, span_kind::free);
+            rest->freed_at = found->freed_at;
+            mark_span(rest, rn, span_kind::free);
             bin_insert(rest);
         }
     } else {
@@ -121,44 +135,58 @@ engine_heap::run* engine_heap::span_alloc(std::size_t n, span_kind kind, bool* c
     return found;
 }
 
-/// Effects: frees the span `head`, purging it when the dirty free spans pass the retention limit,
-/// and merges it with free neighbours.
+/// Effects: folds the free span `right` (out of its bin, right after `left`) into `left`'s flags:
+/// dirty when either is; the clean tail grows by a clean `right` or is `right`'s own; the tick is
+/// the more recent one. The caller adds the granules.
+void engine_heap::append(run* left, const run* right) noexcept {
+    if (!right->dirty) {
+        if (left->dirty) left->clean_tail += right->granules;
+    } else {
+        if (!left->dirty || static_cast<std::int32_t>(right->freed_at - left->freed_at) > 0)
+            left->freed_at = right->freed_at;
+        left->clean_tail = right->clean_tail;
+        left->dirty = true;
+    }
+    left->populated = left->populated && right->populated;
+}
+
+/// Returns: the free span that ends right before granule `g`, or nullptr.
+engine_heap::run* engine_heap::free_before(std::size_t g) const noexcept {
+    if (g == 0) return nullptr;
+    run* tail = runs_ + g - 1;
+    run* prev = tail - tail->back;
+    if (prev->kind == span_kind::free && index_of(prev) + prev->granules == g) return prev;
+    return nullptr;
+}
+
+/// Effects: frees the span `head` (dirty: it holds written pages, which stay resident until they
+/// decay) and merges it with its free neighbours; past retain_bytes of dirty free spans, purges the
+/// oldest at once.
 void engine_heap::span_free(run* head, bool dirty) noexcept {
-    std::size_t n = head->granules;
     // Only a run is known to have every page touched (it was populated when it was made).
     if (head->kind != span_kind::small) head->populated = false;
-    if (dirty && dirty_free_ + n > retain_granules_) {
-        head->populated = false;
-        // Past the retention limit: the pages go back to the OS; the range stays committed
-        // (readable, zero on next touch), so one mapping keeps covering the whole heap.
-        (void)::madvise(address_of(head), n << granule_shift, MADV_DONTNEED);
-        dirty = false;
-    }
     head->dirty = dirty;
+    head->clean_tail = 0;
+    if (dirty) head->freed_at = now_tick();
     std::size_t g = index_of(head);
-    if (g + n < top_) {
+    std::size_t n = head->granules;
+    if (g + n < top_ && runs_[g + n].kind == span_kind::free) {
         run* next = runs_ + g + n;
-        if (next->kind == span_kind::free) {
-            bin_remove(next);
-            head->dirty = head->dirty || next->dirty;
-            head->populated = head->populated && next->populated;
-            n += next->granules;
-        }
+        bin_remove(next);
+        head->granules = static_cast<std::uint32_t>(n);
+        append(head, next);
+        n += next->granules;
     }
-    if (g > 0) {
-        run* tail = runs_ + g - 1;
-        run* prev = tail - tail->back;
-        if (prev->kind == span_kind::free && index_of(prev) + prev->granules == g) {
-            bin_remove(prev);
-            prev->dirty = prev->dirty || head->dirty;
-            prev->populated = prev->populated && head->populated;
-            n += prev->granules;
-            head = prev;
-            g = index_of(prev);
-        }
+    if (run* prev = free_before(g)) {
+        bin_remove(prev);
+        head->granules = static_cast<std::uint32_t>(n);
+        append(prev, head);
+        n += prev->granules;
+        head = prev;
     }
     mark_span(head, n, span_kind::free);
     bin_insert(head);
+    if (dirty_free_ > span_cap()) (void)purge_spans(purge_pass::cap, now_tick(), 0);
 }
 
 } // namespace strata

@@ -105,7 +105,8 @@ bool engine_heap::check() const noexcept {
         switch (head->kind) {
         case span_kind::free:
             ++free_spans;
-            if (head->dirty) dirty += n;
+            if (head->dirty && head->clean_tail >= n) ok = false; // a dirty part, at its front
+            dirty += dirty_granules(head);
             if (g + n < top_ && runs_[g + n].kind == span_kind::free) ok = false; // not coalesced
             break;
         case span_kind::small: {

@@ -72,6 +72,15 @@ TEST(EngineShim, SmallRetentionAndReservationFromTheEnvironment) {
               0);
 }
 
+TEST(EngineShim, EndFrameAndThePurgeThreadGiveDecayedMemoryBack) {
+    const std::string preload = std::string("LD_PRELOAD=") + STRATA_MALLOC_SO;
+    EXPECT_EQ(run(STRATA_ENGINE_PROBE, {"decay"}, {preload, "STRATA_MALLOC_DECAY_MS=10"}), 0);
+    EXPECT_EQ(run(STRATA_ENGINE_PROBE_LINKED, {"decay"}, {"STRATA_MALLOC_DECAY_MS=10"}), 0);
+    EXPECT_EQ(run(STRATA_ENGINE_PROBE, {"purge-thread"},
+                  {preload, "STRATA_MALLOC_DECAY_MS=10", "STRATA_MALLOC_PURGE_THREAD_MS=5"}),
+              0);
+}
+
 TEST(EngineShim, WhatTheHeapCannotHoldGlibcServes) {
     EXPECT_EQ(run(STRATA_ENGINE_PROBE, {"past-reserve"},
                   {std::string("LD_PRELOAD=") + STRATA_MALLOC_SO, "STRATA_MALLOC_RESERVE_GB=1"}),

@@ -3,6 +3,7 @@
 // TSAN_STAGE: the CI tsan stage runs the *Thread* tests of this file.
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <mutex>
@@ -49,14 +50,20 @@ TEST(EngineHeapThreads, CrossThreadFreesReturnToTheOwner) {
 }
 
 // Big medium blocks churned by two threads: purged before the free outside the medium lock
-// (budget 0), or by sweeps under it (a budget). Contents stay each thread's own throughout: a byte
-// on every page of every live block, a pattern per block, so a purge that reached a live page (it
-// would read zero) or a block handed to both threads fails.
+// (cap 0), by the cap's purges under it (a 4 MiB cap), or decaying after 1 ms under a purge thread
+// that steps every millisecond. Contents stay each thread's own throughout: a byte on every page of
+// every live block, a pattern per block, so a purge that reached a live page (it would read zero)
+// or a block handed to both threads fails.
 TEST(EngineHeapThreads, BigMediumChurnPurgesSafely) {
-    for (const std::size_t budget : {std::size_t{0}, std::size_t{4} << 20}) {
+    for (const int mode : {0, 1, 2}) {
+        const std::size_t budget = mode == 0 ? 0 : std::size_t{4} << 20;
         strata::engine_options o = options();
         o.medium_retain_bytes = budget;
+        if (mode == 2) o.decay_ms = 1;
         engine_heap h(o);
+        if (mode == 2) {
+            ASSERT_TRUE(h.start_purge_thread(std::chrono::milliseconds{1}));
+        }
         std::atomic<bool> ok{true};
         auto churn = [&](unsigned seed) {
             std::mt19937 r(seed);
@@ -70,7 +77,7 @@ TEST(EngineHeapThreads, BigMediumChurnPurgesSafely) {
                 return static_cast<unsigned char>(b.tag + page * 7 + seed * 101);
             };
             const auto intact = [&](const block& b) {
-                for (std::size_t at = 0; at < b.n; at += 4096)
+                for (std::size_t at = 0; at < b.n - 1; at += 4096)
                     if (b.p[at] != byte_at(b, at / 4096)) return false;
                 return b.p[b.n - 1] == static_cast<unsigned char>(~b.tag);
             };
@@ -87,7 +94,7 @@ TEST(EngineHeapThreads, BigMediumChurnPurgesSafely) {
                     ok = false;
                     return;
                 }
-                for (std::size_t at = 0; at < b.n; at += 4096)
+                for (std::size_t at = 0; at < b.n - 1; at += 4096)
                     b.p[at] = byte_at(b, at / 4096);
                 b.p[b.n - 1] = static_cast<unsigned char>(~b.tag);
                 // Every live block of this thread, not only the one just written: the other
@@ -101,7 +108,8 @@ TEST(EngineHeapThreads, BigMediumChurnPurgesSafely) {
         std::thread a(churn, 1u), b(churn, 2u);
         a.join();
         b.join();
-        EXPECT_TRUE(ok) << "budget " << budget;
+        h.stop_purge_thread();
+        EXPECT_TRUE(ok) << "mode " << mode;
         h.trim();
         EXPECT_TRUE(h.check());
         EXPECT_EQ(h.stats().live_allocations, 0u);

@@ -19,8 +19,10 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -134,6 +136,8 @@ void fork_child() noexcept { engine_heap::after_fork_child(); }
         o.retain_bytes = env_size("STRATA_MALLOC_RETAIN_MB", o.retain_bytes, 20, "MiB");
         o.purge_medium_bytes = env_size("STRATA_MALLOC_PURGE_KB", o.purge_medium_bytes, 10, "KiB");
         o.medium_retain_bytes = env_size("STRATA_MALLOC_MEDIUM_RETAIN_MB", o.medium_retain_bytes, 20, "MiB");
+        const std::size_t decay = env_size("STRATA_MALLOC_DECAY_MS", o.decay_ms, 0, "milliseconds");
+        o.decay_ms = static_cast<std::uint32_t>(std::min<std::size_t>(decay, UINT32_MAX / 2));
         engine_heap* h = nullptr;
         // Smaller reservations where address space is limited (ulimit -v, 32-bit-ish containers).
         // Whatever the heap cannot hold, glibc serves (see engine_refused).
@@ -375,6 +379,24 @@ STRATA_MALLOC_API void strata_malloc_trim() {
         h->trim();
     }
 }
+
+/// Effects: this frame's maintenance (engine_heap::end_frame) within `budget_us` microseconds.
+/// Returns: bytes given back to the OS.
+STRATA_MALLOC_API std::size_t strata_malloc_end_frame(unsigned budget_us) {
+    engine_heap* h = global_heap.load(std::memory_order_acquire);
+    return h != nullptr ? h->end_frame(std::chrono::microseconds{budget_us}) : 0;
+}
+
+namespace {
+/// STRATA_MALLOC_PURGE_THREAD_MS=N (N > 0): a purge thread steps every N ms, for programs that go
+/// idle without frame calls. Started once the process runs (a constructor, not inside malloc).
+[[gnu::constructor]] void start_purge_thread_from_env() noexcept {
+    const std::size_t ms = env_size("STRATA_MALLOC_PURGE_THREAD_MS", 0, 0, "milliseconds");
+    if (ms == 0) return;
+    if (engine_heap* h = heap())
+        (void)h->start_purge_thread(std::chrono::milliseconds{std::min<std::size_t>(ms, 60000)});
+}
+} // namespace
 
 // --- C++ operators --------------------------------------------------------------------------------
 

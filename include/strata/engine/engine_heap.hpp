@@ -11,7 +11,11 @@
 // range check and a block's run descriptor is found by one shift. Free granule spans are kept
 // committed up to a retention limit (steady churn never faults) and purged beyond it.
 // See docs/engine.md for the design, the numbers and the C API built on it (libstrata_malloc.so).
+#include <pthread.h>
+
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 
@@ -34,21 +38,28 @@ struct engine_options {
     /// Address space reserved up front (MAP_NORESERVE: costs no memory until used). Bounds the
     /// heap: requests that do not fit fail with nullptr.
     std::size_t reserve_bytes = std::size_t{64} << 30;
-    /// Free granules kept committed and resident for reuse; frees beyond it are purged
-    /// (madvise(MADV_DONTNEED)), so idle memory goes back to the OS.
-    std::size_t retain_bytes = std::size_t{32} << 20;
-    /// A freed medium (TLSF) block at least this large returns its whole pages to the OS at once;
-    /// smaller ones stay resident. 0 purges every medium free, SIZE_MAX none.
+    /// Free memory is purged late: freed spans and big free medium blocks stay resident and reusable
+    /// for decay_ms, then go back to the OS (madvise(MADV_DONTNEED)), oldest first, by the heap's
+    /// maintenance: end_frame(), the purge thread, or a step of at most purge_step_us that the slow
+    /// paths (medium and large calls, run changes) take every decay_ms / 8. A program that churns
+    /// never faults; one that shrinks gives its memory back within about decay_ms. 0: at the next
+    /// maintenance step (the slow paths then step on every call).
+    std::uint32_t decay_ms = 500;
+    /// Time the slow paths' maintenance step may spend purging (whole 1 MiB pieces: the last one may
+    /// overrun it by one piece).
+    std::uint32_t purge_step_us = 200;
+    /// Cap on free granules kept resident, whatever their age: a free past it purges the oldest
+    /// free spans at once. 0: every free span is purged as it is freed.
+    std::size_t retain_bytes = std::size_t{64} << 20;
+    /// Free medium (TLSF) blocks of at least this many bytes give their pages back (all but the
+    /// first and last page) when they decay; smaller ones stay resident. 0 purges every free medium
+    /// block, SIZE_MAX none.
     std::size_t purge_medium_bytes = std::size_t{1} << 20;
-    /// 0 (the default): each such block (purge_medium_bytes or more) is purged as it is freed.
-    /// Otherwise they are purged late: every half of this many bytes of medium frees, a sweep asks
-    /// the kernel (mincore) which pages of the free blocks of purge_medium_bytes or more are
-    /// resident and, past this budget, purges blocks until within it, those an earlier sweep
-    /// already saw free first. So between calls at most 1.5x this stays resident in them, plus
-    /// what is never purged (free blocks below purge_medium_bytes, a bigger one's first and last
-    /// page; docs/engine.md derives the bound). A program churning big medium blocks then reuses
-    /// warm pages instead of faulting every page of every block in again, for a higher peak RSS.
-    std::size_t medium_retain_bytes = 0;
+    /// Cap on the resident bytes of those blocks, whatever their age: a medium free past it purges
+    /// them at once, those seen free longest first. 0: each such block is purged as it is freed.
+    std::size_t medium_retain_bytes = std::size_t{64} << 20;
+    /// Milliseconds of a monotonic clock; nullptr: CLOCK_MONOTONIC_COARSE. Tests give a fake one.
+    std::uint64_t (*clock_ms)() noexcept = nullptr;
     /// Empty runs a thread keeps for itself before handing them back to the shared span pool.
     std::size_t thread_cache_runs = 16;
     /// Size of the first TLSF arena of the medium tier (the second is twice, later ones 4x).
@@ -78,6 +89,15 @@ struct engine_thread_stats {
     std::size_t frees = 0;           ///< small blocks this thread freed (whichever thread's run)
     std::size_t live_bytes = 0;      ///< bytes this thread allocated minus bytes it freed (>= 0)
     std::size_t committed_bytes = 0; ///< bytes of the runs this thread owns (empty cache included)
+};
+
+/// Counters of the heap's purging (engine_heap::purge_stats()).
+struct engine_purge_stats {
+    std::size_t retained_span_bytes = 0;   ///< free spans that may be resident, waiting to decay
+    std::size_t retained_medium_bytes = 0; ///< free medium blocks' bytes that may be resident
+    std::size_t purged_bytes = 0;          ///< bytes given back to the OS since construction
+    std::size_t steps = 0;                 ///< maintenance steps run (end_frame, thread, slow paths)
+    std::size_t frames = 0;                ///< end_frame() calls
 };
 
 /// A general-purpose heap for a whole engine (or process): thread-cached size classes, TLSF
@@ -206,6 +226,9 @@ public:
     /// plus what coalescing merged).
     [[nodiscard]] std::size_t retained_bytes() const noexcept;
 
+    /// Returns: the purge counters (retained bytes are as of the last medium free or step).
+    [[nodiscard]] engine_purge_stats purge_stats() const noexcept;
+
     /// Returns: the block size of class `c`; class_count when `size` > small_max.
     [[nodiscard]] static constexpr std::size_t class_size(unsigned c) noexcept {
         return engine_detail::class_size(c);
@@ -230,6 +253,21 @@ public:
     /// free medium block of purge_medium_bytes or more and every free span (the retained memory
     /// goes back to the OS). Complexity: O(abandoned runs + free medium blocks + spans).
     void trim() noexcept;
+
+    /// Effects: this frame's maintenance: purges free memory (spans and big medium blocks) that has
+    /// been free for decay_ms or longer, oldest first, and whatever exceeds the caps, until `budget`
+    /// is spent (purges go in 1 MiB pieces, so it overruns by at most one piece). Call it once per
+    /// frame where the frame has time to spare: the slow paths then find nothing left to do.
+    /// Returns: bytes purged. Complexity: O(free spans + big free medium blocks) plus the purging.
+    std::size_t end_frame(std::chrono::microseconds budget = std::chrono::microseconds{500}) noexcept;
+
+    /// Effects: starts a thread that runs a maintenance step (like end_frame(budget)) every
+    /// `period`, for programs that have no frame loop and go idle; false when it runs already or
+    /// cannot start. Call it outside any allocation (the thread's creation may allocate).
+    bool start_purge_thread(std::chrono::milliseconds period = std::chrono::milliseconds{50},
+                            std::chrono::microseconds budget = std::chrono::microseconds{2000}) noexcept;
+    /// Effects: stops the purge thread (waits for its step to end); the destructor does it too.
+    void stop_purge_thread() noexcept;
 
     /// Returns: the calling thread's frame arena, created on first use; its blocks come from this
     /// heap and go back when the thread exits (or flush_thread_cache()). Reset it once per frame.
@@ -284,10 +322,36 @@ private:
     void* medium_allocate(std::size_t size, std::size_t align) noexcept;
     void* medium_handed_out(void* p, std::size_t usable) noexcept; // accounting, mark cleared
     void medium_deallocate(void* p, run* head) noexcept;
+    void medium_release(void* p, run* head) noexcept;
+    [[nodiscard]] bool medium_over_cap(std::size_t freed) noexcept;
     [[nodiscard]] bool medium_shrink_in_place(void* p, run* head, std::size_t new_size,
                                               std::size_t align) noexcept;
     static void purge_medium(void* p, std::size_t usable) noexcept;
-    void purge_free_medium(bool all) noexcept;
+    /// Returns: the resident bytes big free medium blocks may hold: medium_retain_bytes plus the
+    /// bytes of live medium blocks (a heap that churns big blocks keeps its free ones warm).
+    [[nodiscard]] std::size_t medium_cap() const noexcept {
+        return options_.medium_retain_bytes + medium_in_use_.load(std::memory_order_relaxed);
+    }
+    /// Returns: the granules dirty free spans may hold: retain_bytes plus the live large and medium
+    /// blocks (0 when retain_bytes is 0): a heap of big blocks keeps the spans they come and go in.
+    [[nodiscard]] std::size_t span_cap() const noexcept {
+        const std::size_t big =
+            large_bytes_.load(std::memory_order_relaxed) + medium_in_use_.load(std::memory_order_relaxed);
+        return retain_granules_ == 0 ? 0 : retain_granules_ + (big >> engine_detail::granule_shift);
+    }
+
+    // Decay (purge.cpp). A pass purges what decayed (`decay`), what exceeds a cap (`cap`), or all.
+    enum class purge_pass : std::uint8_t { decay, cap, all };
+    [[nodiscard]] std::uint64_t now_ms() const noexcept;
+    [[nodiscard]] std::uint32_t now_tick() const noexcept; // ms since construction
+    std::size_t purge_free_medium(purge_pass pass, std::uint32_t now, std::uint64_t deadline_ns) noexcept;
+    std::size_t purge_spans(purge_pass pass, std::uint32_t now, std::uint64_t deadline_ns) noexcept;
+    std::size_t purge_span_piece(run* s, std::size_t granules) noexcept;
+    [[nodiscard]] run* oldest_dirty_span() const noexcept;
+    std::size_t decay_step(std::uint64_t deadline_ns) noexcept;
+    /// Effects: a maintenance step when one is due; call with no lock of the heap held.
+    void maybe_decay() noexcept;
+    static void* purge_thread_main(void* self) noexcept;
 
     // Large tier (large.cpp).
     void* large_allocate(std::size_t size, std::size_t align, bool* clean) noexcept;
@@ -296,6 +360,13 @@ private:
 
     // Span tier (span.cpp; span_lock_ held).
     run* span_alloc(std::size_t n, engine_detail::span_kind kind, bool* clean) noexcept;
+    [[nodiscard]] run* span_fit(std::size_t n) const noexcept;
+    [[nodiscard]] run* free_before(std::size_t g) const noexcept;
+    static void append(run* left, const run* right) noexcept;
+    /// Returns: the granules of free span `r` that may be resident (its dirty part).
+    [[nodiscard]] static std::size_t dirty_granules(const run* r) noexcept {
+        return r->dirty ? r->granules - r->clean_tail : 0;
+    }
     void span_free(run* head, bool dirty) noexcept;
     void bin_insert(run* head) noexcept;
     void bin_remove(run* head) noexcept;
@@ -347,8 +418,9 @@ private:
     run* arenas_[max_arenas] = {};
     unsigned arena_count_ = 0;
     unsigned arena_hint_ = 0;
-    std::size_t medium_dirty_ = 0;    // bytes of big medium blocks freed since the last sweep
-    std::uint64_t medium_sweeps_ = 0; // purge sweeps so far (purge_free_medium)
+    std::size_t medium_dirty_ = 0;    // bytes of medium frees since the last sweep
+    std::size_t medium_resident_ = 0; // resident bytes of big free medium blocks at the last sweep
+    std::size_t arena_bytes_ = 0;     // bytes of the arenas' spans
 
     // span_lock_
     static constexpr unsigned bin_count = 64;
@@ -360,6 +432,19 @@ private:
     std::size_t free_granules_ = 0; // granules of all free spans
     std::size_t retain_granules_ = 0;
     std::size_t populate_granules_ = 0;
+
+    // Decay (purge.cpp).
+    std::uint64_t clock_origin_ = 0;            // clock_ms() at construction
+    std::uint32_t step_interval_ = 0;           // ms between the slow paths' steps
+    std::atomic<std::uint32_t> next_step_{0};   // tick at which the slow paths step next
+    std::atomic<std::size_t> purged_bytes_{0};  //
+    std::atomic<std::size_t> steps_{0};         //
+    std::atomic<std::size_t> frames_{0};        //
+    std::atomic<bool> thread_stop_{false};      // purge thread
+    std::atomic<bool> thread_running_{false};   //
+    pthread_t thread_{};                        //
+    std::chrono::milliseconds thread_period_{}; //
+    std::chrono::microseconds thread_budget_{}; //
     std::atomic<std::size_t> large_bytes_{0};
     std::atomic<std::size_t> large_live_{0};
     std::atomic<std::size_t> large_total_{0};

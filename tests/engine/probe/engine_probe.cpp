@@ -4,11 +4,13 @@
 #include <dlfcn.h>
 #include <malloc.h>
 #include <pthread.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -24,6 +26,7 @@ void* __libc_malloc(std::size_t);
 #if defined(STRATA_PROBE_LINKED)
 extern "C" int strata_malloc_owns(const void*);
 extern "C" int strata_malloc_check();
+extern "C" std::size_t strata_malloc_end_frame(unsigned);
 #endif
 
 namespace {
@@ -331,6 +334,45 @@ int no_heap_checks() {
     return failures == 0 ? 0 : 1;
 }
 
+// Run with STRATA_MALLOC_DECAY_MS=10 (and, for "purge-thread", STRATA_MALLOC_PURGE_THREAD_MS=5): a
+// freed 16 MiB block stays resident at first, and is given back by strata_malloc_end_frame
+// ("decay") or by the purge thread with no call at all ("purge-thread") within a second.
+int decay_checks(bool frames) {
+    using end_frame_fn = std::size_t (*)(unsigned);
+#if defined(STRATA_PROBE_LINKED)
+    end_frame_fn end_frame = &strata_malloc_end_frame;
+#else
+    auto end_frame = reinterpret_cast<end_frame_fn>(dlsym(RTLD_DEFAULT, "strata_malloc_end_frame"));
+#endif
+    PROBE(end_frame != nullptr);
+    if (end_frame == nullptr) return 1;
+    const std::size_t n = std::size_t{16} << 20;
+    auto* p = static_cast<unsigned char*>(std::malloc(opaque(n)));
+    PROBE(p != nullptr);
+    if (p == nullptr) return 1;
+    std::memset(p, 1, n); // written first: g++ takes owns() for a reader
+    PROBE(owns(p));
+    // The block's second half: small runs may reuse its front once it is free.
+    const auto at = opaque(reinterpret_cast<std::uintptr_t>(p) + n / 2); // a number, read after the free
+    const auto resident = [&] {
+        std::vector<unsigned char> v(n / 2 / 4096);
+        if (mincore(reinterpret_cast<void*>(at), n / 2, v.data()) != 0) return std::size_t{0};
+        std::size_t k = 0;
+        for (unsigned char c : v)
+            k += c & 1u;
+        return k;
+    };
+    std::free(p);
+    PROBE(resident() == n / 2 / 4096); // freed, warm
+    for (int i = 0; i < 100 && resident() != 0; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds{10});
+        if (frames) (void)end_frame(100000);
+    }
+    PROBE(resident() == 0);
+    PROBE(check());
+    return failures == 0 ? 0 : 1;
+}
+
 int main(int argc, char** argv) {
 #if defined(STRATA_PROBE_LINKED)
     owns = &strata_malloc_owns;
@@ -347,6 +389,8 @@ int main(int argc, char** argv) {
     if (argc > 1 && std::strcmp(argv[1], "past-reserve") == 0) return past_reserve_checks();
     if (argc > 1 && std::strcmp(argv[1], "no-heap") == 0) return no_heap_checks();
     if (argc > 1 && std::strcmp(argv[1], "default-reserve") == 0) return default_reserve_checks();
+    if (argc > 1 && std::strcmp(argv[1], "decay") == 0) return decay_checks(true);
+    if (argc > 1 && std::strcmp(argv[1], "purge-thread") == 0) return decay_checks(false);
     basic();
     calloc_checks();
     realloc_checks();

@@ -30,7 +30,10 @@ enum class run_list : std::uint8_t { none, partial, full, cache };
 /// One descriptor per granule; only the first granule's descriptor of a span (its head) is
 /// meaningful, the others of a small or medium span say how far back the head is.
 struct alignas(64) run {
-    free_block* free = nullptr;                    // owner's free list
+    union {                                        //
+        free_block* free = nullptr;                // small: owner's free list
+        std::uint64_t clean_tail;                  // dirty free span: granules at its end purged
+    };                                             //
     std::uint16_t used = 0;                        // blocks out, as far as the owner knows
     std::uint16_t capacity = 0;                    // blocks that fit
     std::uint16_t carved = 0;                      // blocks ever threaded into the free list
@@ -38,7 +41,10 @@ struct alignas(64) run {
     run_list where = run_list::none;               // which list of the owner holds it
     std::uint32_t back = 0;                        // granules to the head descriptor
     std::uint32_t granules = 0;                    // span length (head only)
-    std::uint32_t block_size = 0;                  // small: block size; medium: unused
+    union {                                        //
+        std::uint32_t block_size = 0;              // small: block size
+        std::uint32_t freed_at;                    // dirty free span: tick it was freed at
+    };                                             //
     std::uint8_t cls = 0;                          // small: class
     bool dirty = false;                            // free span: may hold resident pages
     bool populated = false;                        // every page has been faulted in (runs only)
@@ -106,6 +112,7 @@ struct thread_heap {
     counter run_bytes;                               // committed bytes of the runs this heap owns
     run* cache = nullptr;                            // empty runs kept for reuse
     std::size_t cache_count = 0;                     //
+    std::uint32_t slow_calls = 0;                    // small_slow calls (a step every 64)
     engine_heap* engine = nullptr;
     thread_heap* next_heap = nullptr; // engine's list of heaps in use, or of free ones
     thread_heap* prev_heap = nullptr;

@@ -1,0 +1,408 @@
+// engine_heap's decaying purge (src/engine/purge.cpp): free spans and big free medium blocks stay
+// resident until they decay or pass a cap, oldest first; the span bins reuse warm memory first;
+// end_frame() stops at its budget. A fake clock makes every age exact; mincore tells residency.
+#include <sys/mman.h>
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "strata/engine/engine_heap.hpp"
+
+namespace {
+
+using strata::engine_heap;
+using strata::engine_options;
+
+constexpr std::size_t mib = std::size_t{1} << 20;
+constexpr std::size_t page = 4096;
+
+std::atomic<std::uint64_t> fake_ms{1000};
+std::uint64_t fake_clock() noexcept { return fake_ms.load(std::memory_order_relaxed); }
+void advance(std::uint64_t ms) { fake_ms.fetch_add(ms, std::memory_order_relaxed); }
+
+engine_options decay_options(std::uint32_t decay_ms = 100) {
+    engine_options o;
+    o.reserve_bytes = std::size_t{2} << 30;
+    o.decay_ms = decay_ms;
+    o.clock_ms = &fake_clock;
+    o.purge_step_us = 1000000; // a slow path's step finishes what decayed: ages decide, not time
+    o.retain_bytes = std::size_t{256} << 20;
+    o.medium_retain_bytes = std::size_t{256} << 20;
+    return o;
+}
+
+/// Returns: the resident pages of the whole pages of [p, p + n).
+std::size_t resident(const void* p, std::size_t n) {
+    const auto lo = (reinterpret_cast<std::uintptr_t>(p) + page - 1) & ~(page - 1);
+    const auto hi = (reinterpret_cast<std::uintptr_t>(p) + n) & ~(page - 1);
+    if (hi <= lo) return 0;
+    std::vector<unsigned char> v((hi - lo) / page);
+    if (::mincore(reinterpret_cast<void*>(lo), hi - lo, v.data()) != 0) return SIZE_MAX;
+    return static_cast<std::size_t>(std::count_if(v.begin(), v.end(), [](unsigned char c) { return c & 1; }));
+}
+
+char* written(engine_heap& h, std::size_t n, char fill = 1) {
+    auto* p = static_cast<char*>(h.allocate(n));
+    if (p != nullptr) std::memset(p, fill, n);
+    return p;
+}
+
+// -------------------------------------------------------------------------------------------------
+// Spans (the large tier and every emptied span)
+// -------------------------------------------------------------------------------------------------
+
+TEST(EngineDecay, AFreedSpanStaysResidentUntilItDecays) {
+    engine_heap h(decay_options(100));
+    const std::size_t n = 12 * mib; // large tier: a span of its own
+    char* p = written(h, n);
+    ASSERT_NE(p, nullptr);
+    const std::size_t all = resident(p, n);
+    ASSERT_EQ(all, n / page);
+    h.deallocate(p);
+    EXPECT_EQ(resident(p, n), all);
+    EXPECT_EQ(h.purge_stats().retained_span_bytes, n);
+    advance(99);
+    EXPECT_EQ(h.end_frame(std::chrono::seconds{1}), 0u);
+    EXPECT_EQ(resident(p, n), all) << "purged before it decayed";
+    advance(1);
+    EXPECT_EQ(h.end_frame(std::chrono::seconds{1}), n);
+    EXPECT_EQ(resident(p, n), 0u);
+    const strata::engine_purge_stats s = h.purge_stats();
+    EXPECT_EQ(s.retained_span_bytes, 0u);
+    EXPECT_EQ(s.purged_bytes, n);
+    EXPECT_EQ(s.frames, 2u);
+    EXPECT_TRUE(h.check());
+}
+
+TEST(EngineDecay, ASpanReusedBeforeItDecaysStaysWarm) {
+    engine_heap h(decay_options(100));
+    std::vector<char*> live;
+    for (int i = 0; i < 50; ++i) {
+        char* p = written(h, 20 * mib);
+        ASSERT_NE(p, nullptr);
+        h.deallocate(p);
+        advance(60); // each reuse comes before the decay
+        char* q = static_cast<char*>(h.allocate(18 * mib));
+        ASSERT_EQ(q, p) << "round " << i;                  // the warm span, best fit
+        EXPECT_EQ(resident(q, 18 * mib), 18 * mib / page); // nothing to fault in
+        h.deallocate(q);
+        advance(60);
+    }
+    EXPECT_EQ(h.purge_stats().purged_bytes, 0u);
+    EXPECT_TRUE(h.check());
+}
+
+TEST(EngineDecay, ARequestTakesTheBestFittingFreeSpan) {
+    engine_heap h(decay_options(100));
+    char* a = written(h, 30 * mib);
+    char* spacer1 = written(h, 9 * mib);
+    char* b = written(h, 12 * mib);
+    char* spacer2 = written(h, 9 * mib);
+    ASSERT_TRUE(a && b && spacer1 && spacer2);
+    h.deallocate(a);
+    h.deallocate(b);
+    EXPECT_EQ(h.allocate(11 * mib), b); // 12 MiB fits better than 30
+    EXPECT_EQ(h.allocate(29 * mib), a);
+    EXPECT_TRUE(h.check());
+}
+
+TEST(EngineDecay, PastTheSpanCapTheOldestIsPurgedAtTheFree) {
+    engine_options o = decay_options(1000);
+    o.retain_bytes = 24 * mib;
+    engine_heap h(o);
+    char* blocks[3];
+    char* spacers[3];
+    for (int i = 0; i < 3; ++i) {
+        blocks[i] = written(h, 10 * mib);
+        // A small block of a class of its own: a new run (a span) keeps the freed spans apart.
+        spacers[i] = written(h, std::size_t{1024} << i);
+        ASSERT_TRUE(blocks[i] && spacers[i]);
+    }
+    for (int i = 0; i < 3; ++i) {
+        h.deallocate(blocks[i]);
+        advance(10);
+    }
+    // 30 MiB dirty, 24 kept (no large block is live to raise the cap): the oldest (blocks[0])
+    // loses 6 MiB from its end.
+    EXPECT_EQ(resident(blocks[0], 4 * mib), 4 * mib / page);
+    EXPECT_EQ(resident(blocks[0] + 4 * mib, 6 * mib), 0u);
+    EXPECT_EQ(resident(blocks[1], 10 * mib), 10 * mib / page);
+    EXPECT_EQ(resident(blocks[2], 10 * mib), 10 * mib / page);
+    EXPECT_EQ(h.purge_stats().retained_span_bytes, 24 * mib);
+    EXPECT_TRUE(h.check());
+    // A partly purged span is still one span: the three requests take the three freed spans.
+    for (int i = 0; i < 3; ++i) {
+        char* again = static_cast<char*>(h.allocate_zeroed(10 * mib));
+        ASSERT_NE(again, nullptr);
+        EXPECT_TRUE(again == blocks[0] || again == blocks[1] || again == blocks[2]);
+        EXPECT_TRUE(std::all_of(again, again + 10 * mib, [](char c) { return c == 0; }));
+    }
+    EXPECT_TRUE(h.check());
+}
+
+TEST(EngineDecay, RetainZeroPurgesEverySpanAtItsFree) {
+    engine_options o = decay_options(1000);
+    o.retain_bytes = 0;
+    engine_heap h(o);
+    char* p = written(h, 12 * mib);
+    ASSERT_NE(p, nullptr);
+    h.deallocate(p);
+    EXPECT_EQ(resident(p, 12 * mib), 0u);
+    EXPECT_TRUE(h.check());
+}
+
+TEST(EngineDecay, EndFrameStopsAtItsBudget) {
+    engine_heap h(decay_options(100));
+    std::vector<char*> blocks, spacers;
+    for (int i = 0; i < 3; ++i) {
+        blocks.push_back(written(h, 16 * mib));
+        spacers.push_back(written(h, 9 * mib));
+    }
+    for (char* p : blocks)
+        h.deallocate(p);
+    advance(200);
+    // A budget of 1 us: one 1 MiB piece, then the deadline has passed.
+    EXPECT_EQ(h.end_frame(std::chrono::microseconds{1}), mib);
+    EXPECT_TRUE(h.check());
+    std::size_t total = mib;
+    int frames = 1;
+    while (total < 48 * mib && frames < 1000) {
+        const std::size_t got = h.end_frame(std::chrono::microseconds{1});
+        ASSERT_GT(got, 0u);
+        ASSERT_LE(got, mib);
+        total += got;
+        ++frames;
+        ASSERT_TRUE(h.check()) << "frame " << frames;
+    }
+    EXPECT_EQ(total, 48 * mib);
+    EXPECT_EQ(frames, 48);
+    for (char* p : blocks)
+        EXPECT_EQ(resident(p, 16 * mib), 0u);
+    EXPECT_EQ(h.end_frame(), 0u);
+}
+
+TEST(EngineDecay, SlowPathsStepWithoutFrameCalls) {
+    engine_heap h(decay_options(100));
+    char* p = written(h, 12 * mib);
+    char* spacer = written(h, 9 * mib); // keeps p and q apart
+    char* q = written(h, 12 * mib);
+    ASSERT_TRUE(p && q && spacer);
+    h.deallocate(p);
+    advance(150);
+    h.deallocate(q); // a step is due (decay_ms / 8 since the last): p decayed, q not
+    EXPECT_EQ(resident(p, 12 * mib), 0u);
+    EXPECT_EQ(resident(q, 12 * mib), 12 * mib / page);
+    EXPECT_GE(h.purge_stats().steps, 1u);
+}
+
+// -------------------------------------------------------------------------------------------------
+// Medium blocks
+// -------------------------------------------------------------------------------------------------
+
+// Live spacers keep the blocks apart (merged, a free region is first seen again).
+struct medium_setup {
+    static constexpr std::size_t big = 2 * mib - (std::size_t{64} << 10);
+    std::vector<char*> blocks, spacers;
+    explicit medium_setup(engine_heap& h, int n = 3) {
+        for (int i = 0; i < n; ++i) {
+            blocks.push_back(written(h, big));
+            spacers.push_back(written(h, std::size_t{128} << 10));
+        }
+    }
+    // The whole pages past the block's first one (which keeps tlsf's links and the purge mark).
+    std::size_t warm(int i) const { return resident(blocks[i] + page, big - 2 * page); }
+};
+
+TEST(EngineDecay, MediumBlocksDecayOldestFirstAndTheCapTakesTheOldest) {
+    engine_options o = decay_options(100);
+    o.medium_retain_bytes = 4 * mib;
+    engine_heap h(o);
+    medium_setup m(h);
+    for (char* p : m.blocks)
+        ASSERT_NE(p, nullptr);
+    const std::size_t all = m.warm(0);
+    ASSERT_GT(all, medium_setup::big / page - 4);
+    h.deallocate(m.blocks[0]);
+    (void)h.end_frame(); // first seen at t
+    advance(10);
+    h.deallocate(m.blocks[1]);
+    (void)h.end_frame(); // t + 10
+    EXPECT_EQ(m.warm(0), all);
+    EXPECT_EQ(m.warm(1), all);
+    advance(10);
+    // 5.8 MiB free; the cap is 4 MiB plus the live medium blocks (the spacers' 384 KiB): the
+    // oldest loses the excess.
+    h.deallocate(m.blocks[2]);
+    EXPECT_LT(m.warm(0), all);
+    EXPECT_GT(m.warm(0), 0u);
+    EXPECT_EQ(m.warm(1), all);
+    EXPECT_EQ(m.warm(2), all);
+    EXPECT_LE(h.purge_stats().retained_medium_bytes, 4 * mib + h.stats().in_use);
+    advance(95); // blocks 0 and 1 have been free 100 ms or more, block 2 for 95
+    (void)h.end_frame();
+    EXPECT_EQ(m.warm(0), 0u);
+    EXPECT_EQ(m.warm(1), 0u);
+    EXPECT_EQ(m.warm(2), all);
+    advance(5);
+    (void)h.end_frame();
+    EXPECT_EQ(m.warm(2), 0u);
+    EXPECT_EQ(h.purge_stats().retained_medium_bytes, 0u);
+    EXPECT_TRUE(h.check());
+    // Marked and purged blocks are whole blocks again when reused.
+    char* c = static_cast<char*>(h.allocate_zeroed(medium_setup::big));
+    ASSERT_NE(c, nullptr);
+    EXPECT_TRUE(std::all_of(c, c + medium_setup::big, [](char x) { return x == 0; }));
+    EXPECT_TRUE(h.check());
+}
+
+TEST(EngineDecay, AMediumBlockReusedBeforeItDecaysStaysWarm) {
+    engine_heap h(decay_options(100));
+    medium_setup m(h, 1);
+    const std::size_t all = m.warm(0);
+    for (int round = 0; round < 20; ++round) {
+        h.deallocate(m.blocks[0]);
+        (void)h.end_frame();
+        advance(60);
+        // A little smaller: tlsf rounds a request up to the next class, past a block of its size.
+        const std::size_t n = medium_setup::big - medium_setup::big / 8;
+        char* again = static_cast<char*>(h.allocate(n));
+        ASSERT_EQ(again, m.blocks[0]);
+        std::memset(again, 2, n);
+        (void)h.end_frame();
+        advance(60);
+    }
+    EXPECT_EQ(m.warm(0), all);
+    EXPECT_EQ(h.purge_stats().purged_bytes, 0u);
+}
+
+TEST(EngineDecay, TrimPurgesEverythingWhateverItsAge) {
+    engine_heap h(decay_options(1000));
+    medium_setup m(h);
+    char* big = written(h, 12 * mib);
+    for (char* p : m.blocks)
+        h.deallocate(p);
+    h.deallocate(big);
+    h.trim();
+    for (int i = 0; i < 3; ++i)
+        EXPECT_EQ(m.warm(i), 0u);
+    EXPECT_EQ(resident(big, 12 * mib), 0u);
+    const strata::engine_purge_stats s = h.purge_stats();
+    EXPECT_EQ(s.retained_span_bytes, 0u);
+    EXPECT_EQ(s.retained_medium_bytes, 0u);
+    EXPECT_TRUE(h.check());
+}
+
+// -------------------------------------------------------------------------------------------------
+// Whole runs
+// -------------------------------------------------------------------------------------------------
+
+// Random blocks of every tier under random ages and frame budgets: contents survive every purge
+// (one byte per page, a tag per block), and the heap checks after every frame.
+TEST(EngineDecay, RandomAgesAndBudgetsKeepEveryLiveByte) {
+    engine_options o = decay_options(40);
+    o.retain_bytes = 48 * mib;
+    o.medium_retain_bytes = 24 * mib;
+    engine_heap h(o);
+    std::mt19937_64 rng(2026);
+    struct block {
+        unsigned char* p = nullptr;
+        std::size_t n = 0;
+        unsigned char tag = 0;
+    };
+    std::vector<block> slots(24);
+    const auto byte_at = [](const block& b, std::size_t at) {
+        return static_cast<unsigned char>(b.tag + at / page);
+    };
+    const auto intact = [&](const block& b) {
+        for (std::size_t at = 0; at < b.n - 1; at += page)
+            if (b.p[at] != byte_at(b, at)) return false;
+        return b.p[b.n - 1] == static_cast<unsigned char>(~b.tag);
+    };
+    for (int op = 0; op < 3000; ++op) {
+        block& b = slots[rng() % slots.size()];
+        const bool resize = b.p != nullptr && rng() % 4 == 0;
+        if (b.p != nullptr) {
+            ASSERT_TRUE(intact(b)) << "op " << op;
+            if (!resize) {
+                h.deallocate(b.p);
+                b.p = nullptr;
+            }
+        }
+        const unsigned kind = static_cast<unsigned>(rng() % 10);
+        const std::size_t n = kind < 5   ? 16 + rng() % 60000
+                              : kind < 9 ? (std::size_t{64} << 10) + rng() % (6 * mib)
+                                         : 9 * mib + rng() % (12 * mib);
+        if (resize) { // grows and shrinks in place (large spans take a free successor) or moves
+            auto* q = static_cast<unsigned char*>(h.reallocate(b.p, n));
+            ASSERT_NE(q, nullptr);
+            for (std::size_t at = 0; at < std::min(b.n, n) - 1; at += page)
+                ASSERT_EQ(q[at], byte_at(b, at)) << "op " << op;
+            b.p = q;
+        } else {
+            b.p = static_cast<unsigned char*>(h.allocate(n));
+        }
+        b.n = n;
+        ASSERT_NE(b.p, nullptr);
+        b.tag = static_cast<unsigned char>(rng());
+        for (std::size_t at = 0; at < b.n - 1; at += page)
+            b.p[at] = byte_at(b, at);
+        b.p[b.n - 1] = static_cast<unsigned char>(~b.tag);
+        advance(rng() % 12);
+        if (op % 16 == 0) {
+            (void)h.end_frame(std::chrono::microseconds{1 + rng() % 300});
+            ASSERT_TRUE(h.check()) << "op " << op;
+        }
+    }
+    for (block& b : slots) {
+        ASSERT_TRUE(intact(b));
+        h.deallocate(b.p);
+    }
+    h.trim();
+    EXPECT_TRUE(h.check());
+    EXPECT_EQ(h.stats().live_allocations, 0u);
+}
+
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+long minor_faults() {
+    rusage u{};
+    getrusage(RUSAGE_SELF, &u);
+    return u.ru_minflt;
+}
+
+// Big buffers of 2-25 MiB, written whole, two alive at a time: once the heap has seen the sizes,
+// they are served from warm memory (medium arenas and the span bins), so nothing faults.
+TEST(EngineDecay, BigBufferChurnDoesNotFaultOnceWarm) {
+    engine_heap h(decay_options(500)); // the fake clock stands still: nothing decays
+    std::mt19937_64 rng(5);
+    char* live[2] = {};
+    long faults = 0;
+    for (int round = 0; round < 3; ++round) {
+        const long f0 = minor_faults();
+        for (int i = 0; i < 60; ++i) {
+            char*& slot = live[rng() % 2];
+            h.deallocate(slot);
+            const std::size_t n = 2 * mib + rng() % (23 * mib);
+            slot = static_cast<char*>(h.allocate(n));
+            ASSERT_NE(slot, nullptr);
+            for (std::size_t at = 0; at < n; at += page)
+                slot[at] = 1;
+        }
+        faults = minor_faults() - f0;
+    }
+    // The last round: a 25 MiB block is 6,400 pages; a cold one would fault that many.
+    EXPECT_LE(faults, 64) << "faults in the last round";
+    h.deallocate(live[0]);
+    h.deallocate(live[1]);
+    EXPECT_TRUE(h.check());
+}
+#endif
+
+} // namespace
