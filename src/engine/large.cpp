@@ -41,6 +41,7 @@ void* engine_heap::large_allocate(std::size_t size, std::size_t align, bool* cle
         head = mid;
     }
     large_bytes_.fetch_add(n << granule_shift, std::memory_order_relaxed);
+    note_big_live();
     large_live_.fetch_add(1, std::memory_order_relaxed);
     large_total_.fetch_add(1, std::memory_order_relaxed);
     if (clean != nullptr) *clean = was_clean;
@@ -103,6 +104,7 @@ bool engine_heap::large_resize_in_place(run* d, std::size_t new_size) noexcept {
                 bin_insert(tail);
             }
             large_bytes_.fetch_add((need - have) << granule_shift, std::memory_order_relaxed);
+            note_big_live();
             return true;
         }
     }

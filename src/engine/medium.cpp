@@ -65,6 +65,7 @@ void* engine_heap::medium_handed_out(void* p, std::size_t usable) noexcept {
     if constexpr (STRATA_CHECKS < 2)
         *reinterpret_cast<std::uint64_t*>(static_cast<std::byte*>(p) + purge_mark_offset) = 0;
     add_under_lock(medium_in_use_, usable);
+    note_big_live();
     add_under_lock(medium_count_, 1);
     add_under_lock(medium_total_, 1);
     return p;

@@ -262,6 +262,12 @@ std::size_t engine_heap::purge_spans(purge_pass pass, std::uint32_t now, std::ui
 std::size_t engine_heap::decay_step(std::uint64_t deadline_ns) noexcept {
     const std::uint32_t now = now_tick();
     next_step_.store(now + step_interval_, std::memory_order_relaxed);
+    // A new window of the recent peak every decay_ms (big_recent()).
+    std::uint32_t began = window_start_.load(std::memory_order_relaxed);
+    if (now - began >= options_.decay_ms && window_start_.compare_exchange_strong(began, now)) {
+        big_peak_before_.store(big_peak_.load(std::memory_order_relaxed), std::memory_order_relaxed);
+        big_peak_.store(big_live(), std::memory_order_relaxed);
+    }
     std::size_t purged = 0;
     if (options_.medium_retain_bytes != 0) {
         lock_guard m(medium_lock_);

@@ -327,17 +327,32 @@ private:
     [[nodiscard]] bool medium_shrink_in_place(void* p, run* head, std::size_t new_size,
                                               std::size_t align) noexcept;
     static void purge_medium(void* p, std::size_t usable) noexcept;
-    /// Returns: the resident bytes big free medium blocks may hold: medium_retain_bytes plus the
-    /// bytes of live medium blocks (a heap that churns big blocks keeps its free ones warm).
-    [[nodiscard]] std::size_t medium_cap() const noexcept {
-        return options_.medium_retain_bytes + medium_in_use_.load(std::memory_order_relaxed);
+    /// Returns: the bytes of live medium and large blocks now.
+    [[nodiscard]] std::size_t big_live() const noexcept {
+        return large_bytes_.load(std::memory_order_relaxed) + medium_in_use_.load(std::memory_order_relaxed);
     }
-    /// Returns: the granules dirty free spans may hold: retain_bytes plus the live large and medium
-    /// blocks (0 when retain_bytes is 0): a heap of big blocks keeps the spans they come and go in.
+    /// Returns: the most bytes of live medium and large blocks within the last one or two decay
+    /// windows: a level unloaded keeps its memory warm for the next one until it decays.
+    [[nodiscard]] std::size_t big_recent() const noexcept {
+        return std::max({big_live(), big_peak_.load(std::memory_order_relaxed),
+                         big_peak_before_.load(std::memory_order_relaxed)});
+    }
+    /// Effects: raises the current window's peak to big_live().
+    void note_big_live() noexcept {
+        const std::size_t live = big_live();
+        std::size_t peak = big_peak_.load(std::memory_order_relaxed);
+        while (live > peak && !big_peak_.compare_exchange_weak(peak, live, std::memory_order_relaxed)) {
+        }
+    }
+    /// Returns: the resident bytes big free medium blocks may hold: medium_retain_bytes plus
+    /// big_recent() (a heap that churns big blocks keeps its free ones warm).
+    [[nodiscard]] std::size_t medium_cap() const noexcept {
+        return options_.medium_retain_bytes + big_recent();
+    }
+    /// Returns: the granules dirty free spans may hold: retain_bytes plus big_recent() (0 when
+    /// retain_bytes is 0).
     [[nodiscard]] std::size_t span_cap() const noexcept {
-        const std::size_t big =
-            large_bytes_.load(std::memory_order_relaxed) + medium_in_use_.load(std::memory_order_relaxed);
-        return retain_granules_ == 0 ? 0 : retain_granules_ + (big >> engine_detail::granule_shift);
+        return retain_granules_ == 0 ? 0 : retain_granules_ + (big_recent() >> engine_detail::granule_shift);
     }
 
     // Decay (purge.cpp). A pass purges what decayed (`decay`), what exceeds a cap (`cap`), or all.
@@ -434,17 +449,20 @@ private:
     std::size_t populate_granules_ = 0;
 
     // Decay (purge.cpp).
-    std::uint64_t clock_origin_ = 0;            // clock_ms() at construction
-    std::uint32_t step_interval_ = 0;           // ms between the slow paths' steps
-    std::atomic<std::uint32_t> next_step_{0};   // tick at which the slow paths step next
-    std::atomic<std::size_t> purged_bytes_{0};  //
-    std::atomic<std::size_t> steps_{0};         //
-    std::atomic<std::size_t> frames_{0};        //
-    std::atomic<bool> thread_stop_{false};      // purge thread
-    std::atomic<bool> thread_running_{false};   //
-    pthread_t thread_{};                        //
-    std::chrono::milliseconds thread_period_{}; //
-    std::chrono::microseconds thread_budget_{}; //
+    std::uint64_t clock_origin_ = 0;              // clock_ms() at construction
+    std::uint32_t step_interval_ = 0;             // ms between the slow paths' steps
+    std::atomic<std::uint32_t> next_step_{0};     // tick at which the slow paths step next
+    std::atomic<std::size_t> purged_bytes_{0};    //
+    std::atomic<std::size_t> steps_{0};           //
+    std::atomic<std::size_t> frames_{0};          //
+    std::atomic<std::size_t> big_peak_{0};        // most live medium + large bytes this window
+    std::atomic<std::size_t> big_peak_before_{0}; // ... in the window before
+    std::atomic<std::uint32_t> window_start_{0};  // tick the current window began
+    std::atomic<bool> thread_stop_{false};        // purge thread
+    std::atomic<bool> thread_running_{false};     //
+    pthread_t thread_{};                          //
+    std::chrono::milliseconds thread_period_{};   //
+    std::chrono::microseconds thread_budget_{};   //
     std::atomic<std::size_t> large_bytes_{0};
     std::atomic<std::size_t> large_live_{0};
     std::atomic<std::size_t> large_total_{0};
