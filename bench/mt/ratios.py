@@ -44,6 +44,8 @@ def geomean(xs):
 
 
 def summary(rows, workloads):
+    if not any(r["malloc"] == "strata" for r in rows) or len({r["malloc"] for r in rows}) < 2:
+        return  # nothing to compare strata with
     print("\n### summary: strata against the fastest peer and mimalloc (ratios: strata / peer; "
           "below 1x strata is faster or smaller)\n")
     print("| workload | strata ns/op | best peer | vs best peer | vs mimalloc | strata faults/1M ops "
