@@ -1,11 +1,12 @@
 // strata-mt: multi-threaded malloc workloads on plain malloc/free, for comparing mallocs swapped in
 // with LD_PRELOAD (bench/mt/peers.sh runs every Debian malloc and libstrata_malloc.so).
 //
-//   strata-mt [--workload local,prodcons,larson,big] [--ops N] [--threads T] [--repeats R] [--rounds K]
-//             [--label NAME] [--jsonl FILE] [--seed S]
+//   strata-mt [--workload NAME,...] [--ops N] [--threads T] [--repeats R] [--rounds K]
+//             [--phase-mib M] [--frames F] [--label NAME] [--jsonl FILE] [--seed S]
 //
-// Workloads (block sizes: 60% 8-128 B, 30% 128 B-1 KiB, 9% 1-8 KiB, 1% 8-64 KiB; every block is
-// written at both ends, so its pages are really touched):
+// Workloads (block sizes unless said otherwise: 60% 8-128 B, 30% 128 B-1 KiB, 9% 1-8 KiB, 1% 8-64 KiB;
+// every block is written at both ends, so its pages are really touched; the workloads below `big`
+// write one byte on every page of every block, and the big buffers in full):
 //   local     T threads (default 2), each replacing random slots of its own 4,096-slot array:
 //             free + malloc pairs that never cross threads (the per-thread cache fast path).
 //   prodcons  one producer mallocs blocks and hands them through a 1,024-entry ring to one consumer,
@@ -16,24 +17,60 @@
 //   big       T threads (default 2), each replacing random slots of its own 8-slot array with
 //             blocks of 1-8 MiB, every page written (streaming buffers, big scratch: what a malloc
 //             that gives freed pages back at once pays for in page faults). Not in the default set.
+//   tight     one thread, 16-256 B blocks: bursts of 1-8 mallocs freed newest first (LIFO), and one
+//             step in 8 replacing a random block of a 64-block working set (malloc's own path).
+//   falseshare  T threads (default 2), each mallocing batches of 64 blocks of 8-64 B, writing every
+//             block 32 times (interleaved over the batch), then freeing them: an operation is one
+//             block (a malloc that puts two threads' blocks on one cache line pays in line bounces).
+//   threadchurn K rounds (default 50) of T short-lived threads (default 4): each frees what a thread
+//             of the last round left (a different, later thread frees it), churns a 256-slot array
+//             of small blocks and, one operation in 200, a 256 KiB-4 MiB buffer written in full (two
+//             live at most), then frees half its small blocks and hands the rest and its buffers on.
+//   bigloop   one thread, two live buffers of 2-25 MiB: each operation frees one, mallocs the next
+//             and writes all of it (what a malloc that unmaps freed big blocks pays for in faults).
+//   realloc   one thread, 8 live vectors grown by realloc from 16 B by ~1.5x up to a cap of 1-4 MiB
+//             (the new tail's pages written), then freed and started over; an operation is one
+//             malloc, realloc or free, on a random vector.
+//   leaky     T threads (default 1) replacing random slots of a 4,096-slot array with 16 B-16 KiB
+//             blocks (70% <= 256 B, 25% <= 4 KiB), except that one block in 10 is never freed while
+//             the workload runs (leaked: freed after the timed window, untimed, so repeats compare).
+//   trickle   one thread shaped like a recorded turn-based strategy game: 24,576 live blocks (~26
+//             MiB): 55% 16-64 B, 44% 65 B-4 KiB (log-uniform), 1% 60.5 KiB; one operation in 2,000
+//             also mallocs a 1-8 MiB buffer, writes it in full and frees it 1-64 operations later.
+//   xchurn32k 4 threads shaped like a recorded voxel game's map generation: each replaces random
+//             slots of its own 10,000-slot array (~35 MiB a thread); 10% of blocks are 32 KiB + 1
+//             byte, the rest 8 B-1 KiB; 7.5% of the replaced blocks go through a ring to the next
+//             thread, which frees them.
+//   phase     one thread grows a live set of mixed blocks to --phase-mib MiB (default 1,024),
+//             frees a random 90% of it, then idles for --frames frames (default 50) of 20 ms sleep
+//             plus 1,000 free + malloc pairs, reading its RSS (/proc/self/statm) at every frame end.
+//             When the process has strata_malloc_end_frame (libstrata_malloc.so), it is called at
+//             each frame end with a 500 us budget. Timed: the growth and the shrink (an operation is
+//             one block: its malloc and its free); the RSS after growth, after the shrink, at every
+//             frame and at the end are reported too (JSONL: rss_frames_kib, final_rss_kib). One
+//             repeat unless --repeats says otherwise. Not in the default set, nor in peers.sh's suite.
 // Each repeat warms up first (slots filled, a quarter of the operations untimed), then times N
 // operations per thread (an operation is one malloc + one free; in prodcons one block passed on).
 // Reported: ns/op = wall time / N, the time one thread spends per operation (median over repeats);
 // Mops/s over all threads; minor page faults in the timed window of the last repeat (ru_minflt,
 // whole process) and per million operations; the process's peak RSS (ru_maxrss) at the end. Run one
 // workload per process when comparing peak RSS (peers.sh does).
+#include <dlfcn.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <barrier>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -47,8 +84,10 @@ struct options {
     std::vector<std::string> workloads{"local", "prodcons", "larson"};
     std::uint64_t ops = 0; // per thread; 0: the workload's default
     unsigned threads = 0;  // 0: the workload's default
-    unsigned repeats = 5;
-    unsigned rounds = 4;
+    unsigned repeats = 0;  // 0: the workload's default (5; phase: 1)
+    unsigned rounds = 0;   // 0: the workload's default (larson: 4; threadchurn: 50)
+    std::uint64_t phase_mib = 1024;
+    unsigned frames = 50;
     std::uint64_t seed = 1;
     std::string label = "malloc";
     std::string jsonl;
@@ -187,6 +226,23 @@ public:
         return p;
     }
 
+    // Returns: false when the ring is full (the caller keeps the block).
+    bool try_push(void* p) {
+        const std::size_t h = head_.load(std::memory_order_relaxed);
+        if (h - tail_.load(std::memory_order_acquire) == capacity) return false;
+        cells_[h % capacity] = p;
+        head_.store(h + 1, std::memory_order_release);
+        return true;
+    }
+    // Returns: the next block, or null when the ring is empty.
+    void* try_pop() {
+        const std::size_t t = tail_.load(std::memory_order_relaxed);
+        if (head_.load(std::memory_order_acquire) == t) return nullptr;
+        void* p = cells_[t % capacity];
+        tail_.store(t + 1, std::memory_order_release);
+        return p;
+    }
+
 private:
     alignas(64) std::atomic<std::size_t> head_{0};
     alignas(64) std::atomic<std::size_t> tail_{0};
@@ -259,6 +315,434 @@ sample run_larson(unsigned threads, std::uint64_t ops, unsigned rounds, std::uin
     return s;
 }
 
+// ---- the program-kind workloads (tight ... phase): every page of every block is written ----
+
+void* checked_malloc(std::size_t size) {
+    void* p = std::malloc(size);
+    if (p == nullptr) {
+        std::fprintf(stderr, "strata-mt: malloc(%zu) returned null\n", size);
+        std::abort();
+    }
+    return p;
+}
+
+// One byte on every 4 KiB page of [p + from, p + to), and the last byte: the pages are really touched.
+void touch(void* block, std::size_t from, std::size_t to) {
+    auto* p = static_cast<unsigned char*>(block);
+    if (to <= from) return;
+    for (std::size_t at = from; at < to; at += 4096)
+        p[at] = static_cast<unsigned char>(at >> 12);
+    p[to - 1] = static_cast<unsigned char>(to);
+}
+
+void* make_touched(std::size_t size) {
+    void* p = checked_malloc(size);
+    touch(p, 0, size);
+    return p;
+}
+
+// A buffer written in full (memset), as a decoder or a big scratch buffer would be.
+void* make_filled(std::size_t size) {
+    void* p = checked_malloc(size);
+    std::memset(p, static_cast<int>(size & 0xff), size);
+    return p;
+}
+
+// A single-threaded timed window.
+template <class F>
+sample timed(F&& body) {
+    const long f0 = minor_faults();
+    const auto t0 = clock_type::now();
+    body();
+    const auto t1 = clock_type::now();
+    return {std::chrono::duration<double>(t1 - t0).count(), minor_faults() - f0};
+}
+
+sample run_tight(std::uint64_t ops, std::uint64_t seed) {
+    rng r(seed * 131);
+    constexpr std::size_t working = 64;
+    auto small = [&] { return make_touched(16 + r.below(241)); };
+    void* held[working];
+    for (auto& p : held)
+        p = small();
+    void* burst[8];
+    auto churn = [&](std::uint64_t n) {
+        for (std::uint64_t done = 0; done < n;) {
+            const std::uint64_t x = r.next();
+            if ((x & 7) == 0) { // a random block of the working set replaced: not LIFO
+                const std::size_t k = (x >> 8) % working;
+                std::free(held[k]);
+                held[k] = small();
+                ++done;
+            } else { // a burst of 1-8 blocks freed newest first
+                const std::size_t depth = 1 + ((x >> 3) & 7);
+                for (std::size_t i = 0; i < depth; ++i)
+                    burst[i] = small();
+                for (std::size_t i = depth; i-- > 0;)
+                    std::free(burst[i]);
+                done += depth;
+            }
+        }
+    };
+    churn(ops / 4);
+    const sample s = timed([&] { churn(ops); });
+    for (void* p : held)
+        std::free(p);
+    return s;
+}
+
+sample run_falseshare(unsigned threads, std::uint64_t ops, std::uint64_t seed) {
+    constexpr std::size_t batch = 64;
+    constexpr unsigned writes = 32;
+    window w(threads);
+    std::vector<std::thread> pool;
+    for (unsigned t = 0; t < threads; ++t)
+        pool.emplace_back([&, t] {
+            rng r(seed * 131 + t);
+            volatile unsigned char* b[batch];
+            auto work = [&](std::uint64_t n) {
+                for (std::uint64_t done = 0; done < n; done += batch) {
+                    for (auto& p : b)
+                        p = static_cast<volatile unsigned char*>(make_touched(8 + r.below(57)));
+                    for (unsigned k = 0; k < writes; ++k)
+                        for (auto* p : b)
+                            p[k & 7] = static_cast<unsigned char>(p[k & 7] + 1);
+                    for (auto* p : b)
+                        std::free(const_cast<unsigned char*>(p));
+                }
+            };
+            work(ops / 4);
+            w.start.arrive_and_wait();
+            work(ops);
+            w.stop.arrive_and_wait();
+        });
+    const sample s = w.measure();
+    for (auto& th : pool)
+        th.join();
+    return s;
+}
+
+sample run_threadchurn(unsigned threads, std::uint64_t ops, unsigned rounds, std::uint64_t seed) {
+    constexpr std::size_t slots = 256;
+    const std::uint64_t per = std::max<std::uint64_t>(1, ops / rounds);
+    // handed[t]: what thread t of the last round left; thread (t + T - 1) % T of this round frees it.
+    std::vector<std::vector<void*>> handed(threads), next(threads);
+    auto round = [&](unsigned round_no) {
+        std::vector<std::thread> pool;
+        for (unsigned t = 0; t < threads; ++t)
+            pool.emplace_back([&, t] {
+                rng r(seed * 7919 + round_no * 131 + t);
+                auto& inherited = handed[(t + 1) % threads];
+                for (void* p : inherited)
+                    std::free(p);
+                inherited.clear();
+                std::vector<void*> mine(slots);
+                for (auto& p : mine)
+                    p = make_touched(block_size(r));
+                void* bufs[2] = {nullptr, nullptr};
+                for (std::uint64_t i = 0; i < per; ++i) {
+                    if (r.below(200) == 0) {
+                        const std::size_t size =
+                            (std::size_t{256} << 10) + r.below((std::size_t{15} << 18) + 1);
+                        std::free(bufs[i & 1]);
+                        bufs[i & 1] = make_filled(size);
+                    } else {
+                        const std::size_t k = r.below(slots);
+                        std::free(mine[k]);
+                        mine[k] = make_touched(block_size(r));
+                    }
+                }
+                auto& out = next[t];
+                for (std::size_t k = 0; k < slots; ++k) {
+                    if (k % 2 == 0)
+                        std::free(mine[k]);
+                    else
+                        out.push_back(mine[k]);
+                }
+                for (void* b : bufs)
+                    if (b != nullptr) out.push_back(b);
+            });
+        for (auto& th : pool)
+            th.join();
+        std::swap(handed, next);
+    };
+    round(0); // warm-up: leaves the first hand-over
+    const sample s = timed([&] {
+        for (unsigned k = 1; k <= rounds; ++k)
+            round(k);
+    });
+    for (auto& v : handed)
+        for (void* p : v)
+            std::free(p);
+    return s;
+}
+
+sample run_bigloop(std::uint64_t ops, std::uint64_t seed) {
+    rng r(seed * 131);
+    auto big = [&] { return make_filled((std::size_t{2} << 20) + r.below((std::size_t{23} << 20) + 1)); };
+    void* live[2] = {big(), big()};
+    auto loop = [&](std::uint64_t n) {
+        for (std::uint64_t i = 0; i < n; ++i) {
+            std::free(live[i & 1]);
+            live[i & 1] = big();
+        }
+    };
+    loop(std::max<std::uint64_t>(2, ops / 4));
+    const sample s = timed([&] { loop(ops); });
+    std::free(live[0]);
+    std::free(live[1]);
+    return s;
+}
+
+sample run_realloc(std::uint64_t ops, std::uint64_t seed) {
+    struct vec {
+        void* p = nullptr;
+        std::size_t size = 0, cap = 0;
+    };
+    rng r(seed * 131);
+    vec v[8];
+    auto step = [&](vec& g) {
+        if (g.p == nullptr) {
+            g.cap = (std::size_t{1} << 20) + r.below((std::size_t{3} << 20) + 1);
+            g.size = 16;
+            g.p = make_touched(16);
+        } else if (g.size >= g.cap) {
+            std::free(g.p);
+            g.p = nullptr;
+        } else {
+            const std::size_t grown = std::min(g.cap, g.size + g.size / 2);
+            void* q = std::realloc(g.p, grown);
+            if (q == nullptr) {
+                std::fprintf(stderr, "strata-mt: realloc(%zu) returned null\n", grown);
+                std::abort();
+            }
+            touch(q, g.size, grown);
+            g.p = q;
+            g.size = grown;
+        }
+    };
+    auto run = [&](std::uint64_t n) {
+        for (std::uint64_t i = 0; i < n; ++i)
+            step(v[r.below(8)]);
+    };
+    run(ops / 4);
+    const sample s = timed([&] { run(ops); });
+    for (auto& g : v)
+        std::free(g.p);
+    return s;
+}
+
+std::size_t leaky_size(rng& r) {
+    const std::size_t pick = r.below(100);
+    if (pick < 70) return 16 + r.below(241);
+    if (pick < 95) return 256 + r.below(3841);
+    return 4096 + r.below(12289);
+}
+
+sample run_leaky(unsigned threads, std::uint64_t ops, std::uint64_t seed) {
+    constexpr std::size_t slots = 4096;
+    window w(threads);
+    std::vector<std::thread> pool;
+    for (unsigned t = 0; t < threads; ++t)
+        pool.emplace_back([&, t] {
+            rng r(seed * 131 + t);
+            std::vector<void*> mine(slots), leaked;
+            leaked.reserve(ops / 8 + ops / 32);
+            for (auto& p : mine)
+                p = make_touched(leaky_size(r));
+            auto churn = [&](std::uint64_t n) {
+                for (std::uint64_t i = 0; i < n; ++i) {
+                    void* p = make_touched(leaky_size(r));
+                    if (r.below(10) == 0) {
+                        leaked.push_back(p);
+                    } else {
+                        const std::size_t k = r.below(slots);
+                        std::free(mine[k]);
+                        mine[k] = p;
+                    }
+                }
+            };
+            churn(ops / 4);
+            w.start.arrive_and_wait();
+            churn(ops);
+            w.stop.arrive_and_wait();
+            for (void* p : mine)
+                std::free(p);
+            for (void* p : leaked)
+                std::free(p);
+        });
+    const sample s = w.measure();
+    for (auto& th : pool)
+        th.join();
+    return s;
+}
+
+std::size_t trickle_size(rng& r) {
+    const std::size_t pick = r.below(100);
+    if (pick < 55) return 16 + r.below(49);
+    if (pick < 99) { // log-uniform 65 B-4 KiB
+        const double u = static_cast<double>(r.next() >> 11) * 0x1.0p-53;
+        return std::clamp<std::size_t>(static_cast<std::size_t>(65.0 * std::exp2(5.977 * u)), 65, 4096);
+    }
+    return 61952; // 60.5 KiB
+}
+
+sample run_trickle(std::uint64_t ops, std::uint64_t seed) {
+    constexpr std::size_t slots = 24'576;
+    rng r(seed * 131);
+    std::vector<void*> mine(slots);
+    for (auto& p : mine)
+        p = make_touched(trickle_size(r));
+    struct pending {
+        void* p;
+        std::uint64_t dies_at;
+    };
+    std::vector<pending> buffers;
+    std::uint64_t clock = 0;
+    auto churn = [&](std::uint64_t n) {
+        for (std::uint64_t i = 0; i < n; ++i, ++clock) {
+            const std::size_t k = r.below(slots);
+            std::free(mine[k]);
+            mine[k] = make_touched(trickle_size(r));
+            if (r.below(2000) == 0)
+                buffers.push_back({make_filled((std::size_t{1} << 20) + r.below((std::size_t{7} << 20) + 1)),
+                                   clock + 1 + r.below(64)});
+            for (std::size_t b = 0; b < buffers.size();) {
+                if (buffers[b].dies_at <= clock) {
+                    std::free(buffers[b].p);
+                    buffers[b] = buffers.back();
+                    buffers.pop_back();
+                } else {
+                    ++b;
+                }
+            }
+        }
+    };
+    churn(ops / 4);
+    const sample s = timed([&] { churn(ops); });
+    for (auto& b : buffers)
+        std::free(b.p);
+    for (void* p : mine)
+        std::free(p);
+    return s;
+}
+
+std::size_t xchurn_size(rng& r) {
+    const std::size_t pick = r.below(1000);
+    if (pick < 100) return 32769; // 32 KiB + 1 byte
+    if (pick < 640) return 8 + r.below(121);
+    return 129 + r.below(896);
+}
+
+sample run_xchurn32k(unsigned threads, std::uint64_t ops, std::uint64_t seed) {
+    constexpr std::size_t slots = 10'000;
+    window w(threads);
+    // inbox[t]: the blocks thread (t + T - 1) % T hands thread t to free.
+    std::vector<std::unique_ptr<ring>> inbox;
+    for (unsigned t = 0; t < threads; ++t)
+        inbox.push_back(std::make_unique<ring>());
+    std::vector<std::thread> pool;
+    for (unsigned t = 0; t < threads; ++t)
+        pool.emplace_back([&, t] {
+            rng r(seed * 131 + t);
+            ring& mine_in = *inbox[t];
+            ring& neighbour = *inbox[(t + 1) % threads];
+            std::vector<void*> mine(slots);
+            for (auto& p : mine)
+                p = make_touched(xchurn_size(r));
+            auto drain = [&] {
+                while (void* p = mine_in.try_pop())
+                    std::free(p);
+            };
+            auto churn = [&](std::uint64_t n) {
+                for (std::uint64_t i = 0; i < n; ++i) {
+                    const std::size_t k = r.below(slots);
+                    void* victim = mine[k];
+                    mine[k] = make_touched(xchurn_size(r));
+                    if (r.below(1000) >= 75 || !neighbour.try_push(victim)) std::free(victim);
+                    if ((i & 15) == 0) drain();
+                }
+                drain();
+            };
+            churn(ops / 4);
+            w.start.arrive_and_wait();
+            churn(ops);
+            w.stop.arrive_and_wait(); // nobody hands anything on after this
+            drain();
+            for (void* p : mine)
+                std::free(p);
+        });
+    const sample s = w.measure();
+    for (auto& th : pool)
+        th.join();
+    return s;
+}
+
+long resident_kib() {
+    std::ifstream statm("/proc/self/statm");
+    long size = 0, resident = 0;
+    statm >> size >> resident;
+    return resident * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+struct phase_report {
+    std::uint64_t blocks = 0; // allocations in the growth
+    long grown_kib = 0, shrunk_kib = 0, final_kib = 0;
+    std::vector<long> frames_kib;
+    bool end_frame = false;
+};
+
+using end_frame_fn = std::size_t (*)(unsigned);
+
+end_frame_fn find_end_frame() {
+    void* sym = dlsym(RTLD_DEFAULT, "strata_malloc_end_frame");
+    end_frame_fn fn = nullptr;
+    static_assert(sizeof fn == sizeof sym);
+    std::memcpy(&fn, &sym, sizeof fn);
+    return fn;
+}
+
+sample run_phase(std::uint64_t mib, unsigned frames, std::uint64_t seed, phase_report& out) {
+    rng r(seed * 131);
+    const std::uint64_t target = mib << 20;
+    std::vector<void*> blocks;
+    std::vector<void*> kept;
+    const sample s = timed([&] {
+        for (std::uint64_t live = 0; live < target;) {
+            const std::size_t size = block_size(r);
+            blocks.push_back(make_touched(size));
+            live += size;
+        }
+        out.grown_kib = resident_kib(); // inside the window: a read of /proc, next to the growth's cost
+        for (void* p : blocks) {
+            if (r.below(10) == 0)
+                kept.push_back(p);
+            else
+                std::free(p);
+        }
+    });
+    out.blocks = blocks.size();
+    blocks = {};
+    out.shrunk_kib = resident_kib();
+    const end_frame_fn end_frame = find_end_frame();
+    out.end_frame = end_frame != nullptr;
+    out.frames_kib.clear();
+    for (unsigned f = 0; f < frames; ++f) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        for (int i = 0; i < 1000 && !kept.empty(); ++i) {
+            const std::size_t k = r.below(kept.size());
+            std::free(kept[k]);
+            kept[k] = make_touched(block_size(r));
+        }
+        if (end_frame != nullptr) (void)end_frame(500);
+        out.frames_kib.push_back(resident_kib());
+    }
+    out.final_kib = resident_kib();
+    for (void* p : kept)
+        std::free(p);
+    return s;
+}
+
 std::vector<std::string> split(const std::string& s) {
     std::vector<std::string> out;
     std::stringstream in(s);
@@ -269,8 +753,10 @@ std::vector<std::string> split(const std::string& s) {
 
 int usage() {
     std::fputs(
-        "usage: strata-mt [--workload local,prodcons,larson,big] [--ops N] [--threads T] [--repeats R]\n"
-        "                 [--rounds K] [--label NAME] [--jsonl FILE] [--seed S]\n",
+        "usage: strata-mt [--workload NAME,...] [--ops N] [--threads T] [--repeats R] [--rounds K]\n"
+        "                 [--phase-mib M] [--frames F] [--label NAME] [--jsonl FILE] [--seed S]\n"
+        "workloads: local prodcons larson (the default set), big tight falseshare threadchurn bigloop\n"
+        "           realloc leaky trickle xchurn32k phase\n",
         stderr);
     return 2;
 }
@@ -298,6 +784,10 @@ int main(int argc, char** argv) {
             o.repeats = std::max(1u, static_cast<unsigned>(std::stoul(value())));
         else if (a == "--rounds")
             o.rounds = std::max(1u, static_cast<unsigned>(std::stoul(value())));
+        else if (a == "--phase-mib")
+            o.phase_mib = std::max<std::uint64_t>(1, std::stoull(value()));
+        else if (a == "--frames")
+            o.frames = static_cast<unsigned>(std::stoul(value()));
         else if (a == "--seed")
             o.seed = std::stoull(value());
         else if (a == "--label")
@@ -307,11 +797,14 @@ int main(int argc, char** argv) {
         else
             return usage();
     }
-    std::printf("%-10s %-9s %7s %10s %9s %10s %10s %12s %10s\n", "malloc", "workload", "threads",
+    std::printf("%-10s %-11s %7s %10s %9s %10s %10s %12s %10s\n", "malloc", "workload", "threads",
                 "ops/thread", "ns/op", "Mops/s", "minflt", "flt/1M ops", "peak MiB");
     for (const std::string& name : o.workloads) {
         unsigned threads = 0;
         std::uint64_t ops = 0;
+        unsigned repeats = o.repeats ? o.repeats : 5;
+        double ops_factor = 0; // total operations = ops * ops_factor; 0: ops * threads
+        phase_report phase;
         std::function<sample()> body;
         if (name == "local") {
             threads = o.threads ? o.threads : 2;
@@ -320,29 +813,69 @@ int main(int argc, char** argv) {
         } else if (name == "prodcons") {
             threads = 2;
             ops = o.ops ? o.ops : 2'000'000;
+            ops_factor = 1; // each block is one operation shared by the pair
             body = [&] { return run_prodcons(ops, o.seed); };
         } else if (name == "larson") {
             threads = o.threads ? o.threads : 4;
             ops = o.ops ? o.ops : 1'000'000;
-            body = [&] { return run_larson(threads, ops, o.rounds, o.seed); };
+            body = [&] { return run_larson(threads, ops, o.rounds ? o.rounds : 4, o.seed); };
         } else if (name == "big") {
             threads = o.threads ? o.threads : 2;
             ops = o.ops ? o.ops : 2'000;
             body = [&] { return run_own_slots(threads, ops, o.seed, 8, make_big_block); };
+        } else if (name == "tight") {
+            threads = 1;
+            ops = o.ops ? o.ops : 20'000'000;
+            body = [&] { return run_tight(ops, o.seed); };
+        } else if (name == "falseshare") {
+            threads = o.threads ? o.threads : 2;
+            ops = o.ops ? o.ops : 4'000'000;
+            body = [&] { return run_falseshare(threads, ops, o.seed); };
+        } else if (name == "threadchurn") {
+            threads = o.threads ? o.threads : 4;
+            ops = o.ops ? o.ops : 100'000;
+            body = [&] { return run_threadchurn(threads, ops, o.rounds ? o.rounds : 50, o.seed); };
+        } else if (name == "bigloop") {
+            threads = 1;
+            ops = o.ops ? o.ops : 200;
+            body = [&] { return run_bigloop(ops, o.seed); };
+        } else if (name == "realloc") {
+            threads = 1;
+            ops = o.ops ? o.ops : 50'000;
+            body = [&] { return run_realloc(ops, o.seed); };
+        } else if (name == "leaky") {
+            threads = o.threads ? o.threads : 1;
+            ops = o.ops ? o.ops : 1'000'000;
+            body = [&] { return run_leaky(threads, ops, o.seed); };
+        } else if (name == "trickle") {
+            threads = 1;
+            ops = o.ops ? o.ops : 2'000'000;
+            body = [&] { return run_trickle(ops, o.seed); };
+        } else if (name == "xchurn32k") {
+            threads = o.threads ? o.threads : 4;
+            ops = o.ops ? o.ops : 1'000'000;
+            body = [&] { return run_xchurn32k(threads, ops, o.seed); };
+        } else if (name == "phase") {
+            threads = 1;
+            repeats = o.repeats ? o.repeats : 1;
+            body = [&] { return run_phase(o.phase_mib, o.frames, o.seed, phase); };
         } else {
-            std::fprintf(stderr, "strata-mt: unknown workload '%s' (local, prodcons, larson, big)\n",
+            std::fprintf(stderr,
+                         "strata-mt: unknown workload '%s' (local, prodcons, larson, big, tight, falseshare, "
+                         "threadchurn, bigloop, realloc, leaky, trickle, xchurn32k, phase)\n",
                          name.c_str());
             return 2;
         }
-        // Every thread of local and larson performs `ops` operations; prodcons moves `ops` blocks,
-        // each one operation shared by the pair. ns/op is wall time / ops either way.
-        const double total_ops = static_cast<double>(ops) * (name == "prodcons" ? 1 : threads);
         std::vector<double> seconds;
         sample last;
-        for (unsigned rep = 0; rep < o.repeats; ++rep) {
+        for (unsigned rep = 0; rep < repeats; ++rep) {
             last = body();
             seconds.push_back(last.seconds);
         }
+        if (name == "phase") ops = phase.blocks; // known once it ran: the growth's allocations
+        // Every thread performs `ops` operations, except in prodcons, which moves `ops` blocks, each
+        // one operation shared by the pair. ns/op is wall time / ops either way.
+        const double total_ops = static_cast<double>(ops) * (ops_factor != 0 ? ops_factor : threads);
         std::sort(seconds.begin(), seconds.end());
         const double median_s =
             (seconds[(seconds.size() - 1) / 2] + seconds[seconds.size() / 2]) / 2; // sorted
@@ -350,19 +883,36 @@ int main(int argc, char** argv) {
         const double ops_per_s = total_ops / median_s;
         const double faults_per_m = static_cast<double>(last.faults) * 1e6 / total_ops;
         const long rss = peak_rss_kib();
-        std::printf("%-10s %-9s %7u %10llu %9.1f %10.3g %10ld %12.1f %10.1f\n", o.label.c_str(), name.c_str(),
-                    threads, static_cast<unsigned long long>(ops), median_ns, ops_per_s / 1e6, last.faults,
-                    faults_per_m, static_cast<double>(rss) / 1024.0);
+        std::printf("%-10s %-11s %7u %10llu %9.1f %10.3g %10ld %12.1f %10.1f\n", o.label.c_str(),
+                    name.c_str(), threads, static_cast<unsigned long long>(ops), median_ns, ops_per_s / 1e6,
+                    last.faults, faults_per_m, static_cast<double>(rss) / 1024.0);
+        std::string extra; // phase: the RSS trail
+        if (name == "phase") {
+            const auto [lo, hi] = std::minmax_element(phase.frames_kib.begin(), phase.frames_kib.end());
+            std::printf("%-10s   phase RSS MiB: grown %.1f, shrunk %.1f, frames %.1f-%.1f, final %.1f "
+                        "(strata_malloc_end_frame: %s)\n",
+                        o.label.c_str(), phase.grown_kib / 1024.0, phase.shrunk_kib / 1024.0,
+                        lo == phase.frames_kib.end() ? 0.0 : *lo / 1024.0,
+                        hi == phase.frames_kib.end() ? 0.0 : *hi / 1024.0, phase.final_kib / 1024.0,
+                        phase.end_frame ? "called" : "absent");
+            extra = R"(,"phase_mib":)" + std::to_string(o.phase_mib) + R"(,"grown_rss_kib":)" +
+                    std::to_string(phase.grown_kib) + R"(,"shrunk_rss_kib":)" +
+                    std::to_string(phase.shrunk_kib) + R"(,"rss_frames_kib":[)";
+            for (std::size_t f = 0; f < phase.frames_kib.size(); ++f)
+                extra += (f ? "," : "") + std::to_string(phase.frames_kib[f]);
+            extra += R"(],"final_rss_kib":)" + std::to_string(phase.final_kib) + R"(,"end_frame":)" +
+                     (phase.end_frame ? "true" : "false");
+        }
         if (!o.jsonl.empty()) {
             std::ofstream out(o.jsonl, std::ios::app);
             char line[512];
             std::snprintf(line, sizeof line,
                           R"({"malloc":"%s","workload":"%s","threads":%u,"ops_per_thread":%llu,"repeats":%u,)"
                           R"("ns_per_op":%.2f,"ops_per_s":%.0f,"minflt":%ld,"faults_per_mop":%.1f,)"
-                          R"("peak_rss_kib":%ld})",
+                          R"("peak_rss_kib":%ld)",
                           o.label.c_str(), name.c_str(), threads, static_cast<unsigned long long>(ops),
-                          o.repeats, median_ns, ops_per_s, last.faults, faults_per_m, rss);
-            out << line << '\n';
+                          repeats, median_ns, ops_per_s, last.faults, faults_per_m, rss);
+            out << line << extra << "}\n";
         }
         std::fflush(stdout);
     }

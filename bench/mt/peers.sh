@@ -3,11 +3,19 @@
 # libstrata_malloc.so, one process per (malloc, workload) so each peak RSS is that workload's alone.
 #
 #   bash bench/mt/peers.sh [BUILD_DIR] [strata-mt args...]      (default BUILD_DIR: build/release)
+#   MT_WORKLOADS=suite ROUNDS=3 bash bench/mt/peers.sh           (the whole suite, three rounds)
 #
 # Environment: STRATA_MALLOC=path overrides where libstrata_malloc.so is looked for (default: the
-# first libstrata_malloc.so* under BUILD_DIR); MT_WORKLOADS="local prodcons larson" narrows the set.
+# first libstrata_malloc.so* under BUILD_DIR). MT_WORKLOADS picks the workloads, separated by spaces
+# or commas (default "local prodcons larson"); any strata-mt workload goes, and three names expand:
+# "default" (local prodcons larson), "suite" (every workload but phase: local prodcons larson big
+# tight falseshare threadchurn bigloop realloc leaky trickle xchurn32k) and "all" (suite + phase).
+# A --workload LIST among the strata-mt args is taken the same way (it wins over MT_WORKLOADS).
+# ROUNDS=N (default 1) runs the whole set N times, interleaved: round by round, each round's malloc
+# order rotated by one, and the tables report the medians over the rounds.
 # Output: strata-mt's lines as they come, then ratio tables (bench/mt/ratios.py): ns/op and peak
-# RSS relative to mimalloc and glibc, page faults per million operations.
+# RSS relative to mimalloc and glibc, page faults per million operations, and a summary of strata
+# against the best peer and mimalloc per workload.
 set -euo pipefail
 unset CDPATH # a cd into a relative path would echo it, or go elsewhere
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." >/dev/null && pwd)"
@@ -22,6 +30,30 @@ strata="${STRATA_MALLOC:-$(find "$build" -name 'libstrata_malloc.so*' -type f 2>
 out="$(mktemp -t strata-mt.XXXXXX.jsonl)"
 trap 'rm -f "$out"' EXIT
 
+# The workload list: --workload among the args, else MT_WORKLOADS; the group names expanded.
+wanted="${MT_WORKLOADS:-default}"
+args=()
+while (($#)); do
+    case "$1" in
+    --workload) [[ $# -ge 2 ]] || { echo "peers.sh: --workload needs a value" >&2; exit 2; }
+        wanted="$2"; shift 2 ;;
+    --workload=*) wanted="${1#--workload=}"; shift ;;
+    *) args+=("$1"); shift ;;
+    esac
+done
+suite="local prodcons larson big tight falseshare threadchurn bigloop realloc leaky trickle xchurn32k"
+workloads=()
+for w in ${wanted//,/ }; do
+    case "$w" in
+    default) workloads+=(local prodcons larson) ;;
+    suite) workloads+=($suite) ;;
+    all) workloads+=($suite phase) ;;
+    *) workloads+=("$w") ;;
+    esac
+done
+rounds="${ROUNDS:-1}"
+[[ "$rounds" =~ ^[1-9][0-9]*$ ]] || { echo "peers.sh: ROUNDS must be a positive integer" >&2; exit 2; }
+
 names=(glibc mimalloc jemalloc tcmalloc tbbmalloc strata)
 declare -A peers=(
     [glibc]=""
@@ -31,18 +63,23 @@ declare -A peers=(
     [tbbmalloc]="$lib/libtbbmalloc_proxy.so.2"
     [strata]="$strata"
 )
-for w in ${MT_WORKLOADS:-local prodcons larson}; do
-    for name in "${names[@]}"; do
-        so="${peers[$name]}"
-        if [[ "$name" != glibc && ( -z "$so" || ! -e "$so" ) ]]; then
-            echo "== $name: ${so:-libstrata_malloc.so (not built)} missing, skipped"
-            continue
-        fi
-        if [[ -n "$so" ]] && ! strata_replaces_malloc "$so"; then
-            echo "== $name: $so does not replace malloc under LD_PRELOAD, skipped"
-            continue
-        fi
-        LD_PRELOAD="$so" "$bin" --workload "$w" --label "$name" --jsonl "$out" "$@" | tail -n +2
+for ((round = 0; round < rounds; ++round)); do
+    ((rounds == 1)) || echo "== round $((round + 1)) of $rounds"
+    # This round's malloc order: the list rotated by the round number.
+    order=("${names[@]:round % ${#names[@]}}" "${names[@]:0:round % ${#names[@]}}")
+    for w in "${workloads[@]}"; do
+        for name in "${order[@]}"; do
+            so="${peers[$name]}"
+            if [[ "$name" != glibc && ( -z "$so" || ! -e "$so" ) ]]; then
+                echo "== $name: ${so:-libstrata_malloc.so (not built)} missing, skipped"
+                continue
+            fi
+            if [[ -n "$so" ]] && ! strata_replaces_malloc "$so"; then
+                echo "== $name: $so does not replace malloc under LD_PRELOAD, skipped"
+                continue
+            fi
+            LD_PRELOAD="$so" "$bin" --workload "$w" --label "$name" --jsonl "$out" "${args[@]}" | tail -n +2
+        done
     done
 done
 echo

@@ -1,27 +1,88 @@
 #!/usr/bin/env python3
 """Markdown tables from strata-mt --jsonl output (bench/mt/peers.sh): per workload, ns per operation
 with ratios to mimalloc and glibc, page faults per million operations, peak RSS with its ratio to
-mimalloc.
+mimalloc; for phase, the RSS after growth, after the shrink and at the end; then a summary: per
+workload, strata against the fastest peer and against mimalloc, and the geometric means over the
+workloads of strata/mimalloc time and peak RSS.
+
+When a (malloc, workload) pair has several lines (peers.sh ROUNDS=N), every figure is the median
+over them.
 
     python3 bench/mt/ratios.py FILE.jsonl
 """
 import json
+import math
+import statistics
 import sys
+
+FIGURES = ("ns_per_op", "ops_per_s", "faults_per_mop", "peak_rss_kib", "grown_rss_kib", "shrunk_rss_kib",
+           "final_rss_kib")
 
 
 def ratio(value, base):
     return f"{value / base:.2f}x" if base else "-"
 
 
+def merged(rows):
+    """One row per (workload, malloc), in first-seen order: medians over the rounds."""
+    groups = {}
+    for r in rows:
+        groups.setdefault((r["workload"], r["malloc"]), []).append(r)
+    out = []
+    for rs in groups.values():
+        m = dict(rs[0])
+        m["rounds"] = len(rs)
+        for f in FIGURES:
+            if f in m:
+                m[f] = statistics.median(r[f] for r in rs)
+        out.append(m)
+    return out
+
+
+def geomean(xs):
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
+
+
+def summary(rows, workloads):
+    if not any(r["malloc"] == "strata" for r in rows) or len({r["malloc"] for r in rows}) < 2:
+        return  # nothing to compare strata with
+    print("\n### summary: strata against the fastest peer and mimalloc (ratios: strata / peer; "
+          "below 1x strata is faster or smaller)\n")
+    print("| workload | strata ns/op | best peer | vs best peer | vs mimalloc | strata faults/1M ops "
+          "| best peer's faults/1M ops | peak RSS vs mimalloc |")
+    print("| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: |")
+    times, rss = [], []
+    for w in workloads:
+        by = {r["malloc"]: r for r in rows if r["workload"] == w}
+        st, mi = by.get("strata"), by.get("mimalloc")
+        peers = [r for name, r in by.items() if name != "strata"]
+        if not st or not peers:
+            continue
+        best = min(peers, key=lambda r: r["ns_per_op"])
+        if mi and mi["ns_per_op"] and st["ns_per_op"]:
+            times.append(st["ns_per_op"] / mi["ns_per_op"])
+        if mi and mi["peak_rss_kib"] and st["peak_rss_kib"]:
+            rss.append(st["peak_rss_kib"] / mi["peak_rss_kib"])
+        print(f"| {w} | {st['ns_per_op']:.1f} | {best['malloc']} | {ratio(st['ns_per_op'], best['ns_per_op'])} "
+              f"| {ratio(st['ns_per_op'], mi and mi['ns_per_op'])} | {st['faults_per_mop']:.1f} "
+              f"| {best['faults_per_mop']:.1f} | {ratio(st['peak_rss_kib'], mi and mi['peak_rss_kib'])} |")
+    gt, gr = geomean(times), geomean(rss)
+    if gt is not None:
+        print(f"\ngeometric mean over {len(times)} workloads: strata/mimalloc time {gt:.2f}x"
+              + (f", peak RSS {gr:.2f}x ({len(rss)} workloads)" if gr is not None else ""))
+
+
 def main() -> int:
-    rows = [json.loads(line) for line in open(sys.argv[1]) if line.strip()]
+    rows = merged([json.loads(line) for line in open(sys.argv[1]) if line.strip()])
     workloads = list(dict.fromkeys(r["workload"] for r in rows))
     for w in workloads:
         rs = [r for r in rows if r["workload"] == w]
         by = {r["malloc"]: r for r in rs}
         mi, gl = by.get("mimalloc"), by.get("glibc")
         t = rs[0]
-        print(f"\n### {w}: {t['threads']} threads x {t['ops_per_thread']:,} ops, median of {t['repeats']} "
+        rounds = max(r["rounds"] for r in rs)
+        over = f"median of {t['repeats']}" + (f", median over {rounds} rounds" if rounds > 1 else "")
+        print(f"\n### {w}: {t['threads']} threads x {t['ops_per_thread']:,} ops, {over} "
               f"(ns/op: lower is better; ratios: this / peer)\n")
         print("| malloc | ns/op | vs mimalloc | vs glibc | Mops/s | faults/1M ops | peak RSS MiB | RSS vs mimalloc |")
         print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
@@ -30,6 +91,17 @@ def main() -> int:
                   f"| {ratio(r['ns_per_op'], gl and gl['ns_per_op'])} | {r['ops_per_s'] / 1e6:.2f} "
                   f"| {r['faults_per_mop']:.1f} | {r['peak_rss_kib'] / 1024:.1f} "
                   f"| {ratio(r['peak_rss_kib'], mi and mi['peak_rss_kib'])} |")
+        if "final_rss_kib" in t:
+            print(f"\n{w}: RSS in MiB after growing to {t.get('phase_mib', '?')} MiB, after freeing 90%, and "
+                  f"after the idle frames (end_frame: strata_malloc_end_frame was called each frame)\n")
+            print("| malloc | grown | shrunk | final | final vs mimalloc | end_frame |")
+            print("| --- | ---: | ---: | ---: | ---: | --- |")
+            for r in sorted(rs, key=lambda r: r["final_rss_kib"]):
+                print(f"| {r['malloc']} | {r['grown_rss_kib'] / 1024:.1f} | {r['shrunk_rss_kib'] / 1024:.1f} "
+                      f"| {r['final_rss_kib'] / 1024:.1f} "
+                      f"| {ratio(r['final_rss_kib'], mi and mi['final_rss_kib'])} "
+                      f"| {'yes' if r.get('end_frame') else 'no'} |")
+    summary(rows, workloads)
     return 0
 
 

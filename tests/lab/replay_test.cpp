@@ -1,5 +1,6 @@
 // strata-lab op model, synthetic generators and the replay engine (tools/lab/core/ops.hpp, replay.hpp,
 // op_contenders.hpp), header-only, included by path.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -88,6 +89,91 @@ TEST(LabOps, WorkloadShapes) {
     const auto p = gen::particle_churn(0.02);
     EXPECT_TRUE(p.fixed_size());
     EXPECT_FALSE(p.frame_scoped); // particles outlive frames
+}
+
+TEST(LabOps, ByNameOnlyGeneratorsAreDeterministicAndConsistent) {
+    for (auto name : gen::extra_names()) {
+        EXPECT_TRUE(gen::known(name));
+        EXPECT_EQ(std::count(gen::names().begin(), gen::names().end(), name), 0)
+            << name << ": in the default race";
+        const op_workload a = gen::make(name, 0.02, 7), b = gen::make(name, 0.02, 7),
+                          c = gen::make(name, 0.02, 8);
+        ASSERT_EQ(a.ops.size(), b.ops.size()) << name;
+        EXPECT_EQ(std::memcmp(a.ops.data(), b.ops.data(), a.ops.size() * sizeof(op)), 0) << name;
+        EXPECT_TRUE(a.ops.size() != c.ops.size() ||
+                    std::memcmp(a.ops.data(), c.ops.data(), a.ops.size() * sizeof(op)) != 0)
+            << name << ": the seed changes nothing";
+        expect_consistent(a);
+        EXPECT_EQ(a.end_live_blocks, 0u) << name << ": every block is freed";
+        EXPECT_EQ(a.allocations, a.frees) << name;
+        EXPECT_EQ(a.name, std::string(name));
+    }
+    EXPECT_FALSE(gen::known("nope"));
+}
+
+TEST(LabOps, TrickleShape) {
+    const op_workload w = gen::trickle(0.25); // 150,000 pairs
+    std::uint64_t small = 0, mid = 0, k60 = 0, big = 0;
+    for (const op& o : w.ops) {
+        if (o.kind != op_kind::allocate) continue;
+        if (o.size <= 64)
+            ++small;
+        else if (o.size <= 4096)
+            ++mid;
+        else if (o.size == 61'952)
+            ++k60;
+        else if (o.size >= (1u << 20) && o.size <= (8u << 20))
+            ++big;
+        else
+            ADD_FAILURE() << "trickle: unexpected size " << o.size;
+        EXPECT_EQ(o.log2_align, 4);
+    }
+    const auto n = static_cast<double>(w.allocations);
+    EXPECT_EQ(w.allocations, 24'576u + 150'000u + big);
+    EXPECT_NEAR(static_cast<double>(small) / n, 0.55, 0.01);
+    EXPECT_NEAR(static_cast<double>(mid) / n, 0.44, 0.01);
+    EXPECT_NEAR(static_cast<double>(k60) / n, 0.01, 0.002);
+    EXPECT_GE(big, 45u); // ~75 expected: 1 in 2,000 pairs
+    EXPECT_LE(big, 110u);
+    EXPECT_GE(w.min_size, 16u);
+    EXPECT_LE(w.max_size, 8u << 20);
+    EXPECT_EQ(w.end_live_blocks, 0u);
+    // ~26 MiB of small blocks, plus at most a few live buffers.
+    EXPECT_GT(w.peak_live_bytes, std::uint64_t{20} << 20);
+    EXPECT_LT(w.peak_live_bytes, std::uint64_t{60} << 20);
+    EXPECT_FALSE(w.frame_scoped);
+}
+
+TEST(LabOps, Xchurn32kShape) {
+    const op_workload w = gen::xchurn32k(0.25); // 100,000 pairs
+    std::uint64_t k32 = 0, small = 0, prompt = 0;
+    for (std::size_t i = 0; i < w.ops.size(); ++i) {
+        const op& o = w.ops[i];
+        if (o.kind == op_kind::allocate) {
+            if (o.size == 32'769)
+                ++k32;
+            else if (o.size >= 8 && o.size <= 1024)
+                ++small;
+            else
+                ADD_FAILURE() << "xchurn32k: unexpected size " << o.size;
+        } else if (o.kind == op_kind::free && i > 0 && w.ops[i - 1].kind == op_kind::allocate) {
+            ++prompt; // a pair frees the block it replaced right after allocating its successor
+        }
+    }
+    const auto n = static_cast<double>(w.allocations);
+    EXPECT_EQ(w.allocations, 4'096u + 100'000u);
+    EXPECT_EQ(k32 + small, w.allocations);
+    EXPECT_NEAR(static_cast<double>(k32) / n, 0.10, 0.01);
+    EXPECT_EQ(w.max_size, 32'769u);
+    EXPECT_GE(w.min_size, 8u);
+    EXPECT_EQ(w.frees, w.allocations);
+    EXPECT_EQ(w.end_live_blocks, 0u);
+    // 7.5% of the pairs free late (a late free right after a deferring pair's allocation reads as
+    // prompt here: ~0.5% of pairs).
+    const double late_share = 1.0 - static_cast<double>(prompt) / 100'000.0;
+    EXPECT_GT(late_share, 0.06);
+    EXPECT_LT(late_share, 0.085);
+    EXPECT_FALSE(w.frame_scoped);
 }
 
 /// A fake allocator whose every figure is known: blocks come from a bump pointer in a fixed

@@ -75,14 +75,15 @@ std::optional<std::vector<std::string>> checked_workloads(const std::vector<std:
     std::vector<std::string> names;
     for (const std::string& n : given) {
         if (std::find(names.begin(), names.end(), n) != names.end()) continue;
-        const auto& synthetic = gen::names();
-        const bool known =
-            n == embedded_trace_name || std::find(synthetic.begin(), synthetic.end(), n) != synthetic.end();
+        const bool known = n == embedded_trace_name || gen::known(n);
         if (!known) {
             std::cerr << "strata-lab: unknown workload '" << n << "' (known:";
-            for (auto k : synthetic)
+            for (auto k : gen::names())
                 std::cerr << ' ' << k;
-            std::cerr << ' ' << embedded_trace_name << ")\n";
+            std::cerr << ' ' << embedded_trace_name << "; by name only:";
+            for (auto k : gen::extra_names())
+                std::cerr << ' ' << k;
+            std::cerr << ")\n";
             return std::nullopt;
         }
         if (n == embedded_trace_name && embedded_trace().empty()) {
@@ -157,6 +158,9 @@ int list_op_contenders() {
     for (auto n : gen::names())
         std::cout << n << ' ';
     if (!embedded_trace().empty()) std::cout << embedded_trace_name;
+    std::cout << "\nby name only (--workload): ";
+    for (auto n : gen::extra_names())
+        std::cout << n << ' ';
     return 0;
 }
 

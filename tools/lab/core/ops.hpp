@@ -360,11 +360,120 @@ inline op_workload level_cycle(double scale = 1.0, std::uint64_t seed = default_
     return b.finish();
 }
 
+/// Trickle (the shape of a recorded turn-based strategy game): 24,576 live blocks (~26 MiB) churned by
+/// free + allocate pairs; sizes 55% 16-64 B, 44% 65 B-4 KiB (log-uniform), 1% 60.5 KiB; one pair in
+/// 2,000 also allocates a 1-8 MiB buffer that dies 1-64 pairs later. 600,000 pairs at scale 1; the
+/// live set does not scale. Single-threaded (strata-mt's `trickle` is the same shape on plain malloc).
+inline op_workload trickle(double scale = 1.0, std::uint64_t seed = default_seed) {
+    constexpr std::uint32_t live = 24'576;
+    const std::size_t pairs = scaled(600'000, scale);
+    op_builder b("trickle", "trickle: 24,576 live blocks (~26 MiB; 55% <= 64 B, 1% 60.5 KiB), " +
+                                thousands(pairs) + " free+allocate pairs, 1 in 2,000 adds a 1-8 MiB buffer");
+    splitmix64 rng(seed);
+    auto draw = [&rng]() -> std::uint64_t {
+        const std::uint64_t pick = rng.next() % 1000;
+        if (pick < 550) return rng.between(16, 64);
+        if (pick < 990) {
+            const double u = static_cast<double>(rng.next() >> 11) * 0x1.0p-53;
+            return std::clamp<std::uint64_t>(static_cast<std::uint64_t>(65.0 * std::exp2(5.977 * u)), 65,
+                                             4096);
+        }
+        return 61'952; // 60.5 KiB
+    };
+    std::vector<std::uint32_t> slot_of(live);
+    for (auto& s : slot_of)
+        s = b.allocate(draw());
+    struct buffer {
+        std::uint32_t slot;
+        std::size_t dies_at;
+    };
+    std::vector<buffer> buffers;
+    for (std::size_t i = 0; i < pairs; ++i) {
+        const auto victim = static_cast<std::uint32_t>(rng.next() % live);
+        b.free(slot_of[victim]);
+        slot_of[victim] = b.allocate(draw());
+        if (rng.next() % 2000 == 0)
+            buffers.push_back({b.allocate(rng.between(std::uint64_t{1} << 20, std::uint64_t{8} << 20)),
+                               i + rng.between(1, 64)});
+        for (std::size_t k = 0; k < buffers.size();) {
+            if (buffers[k].dies_at <= i) {
+                b.free(buffers[k].slot);
+                buffers[k] = buffers.back();
+                buffers.pop_back();
+            } else {
+                ++k;
+            }
+        }
+    }
+    for (const buffer& buf : buffers)
+        b.free(buf.slot);
+    for (auto s : slot_of)
+        b.free(s);
+    return b.finish();
+}
+
+/// 32 KiB + 1 churn (the shape of a recorded voxel game's map generation): 4,096 live blocks
+/// churned by free + allocate pairs; 10% of blocks are 32,769 B, the rest 8-128 B (60%) and
+/// 129 B-1 KiB; 7.5% of the frees are late, 16-255 pairs after their block was replaced (where the
+/// recording has another thread free them: the cross-thread part lives in strata-mt's `xchurn32k`).
+/// 400,000 pairs at scale 1; the live set does not scale.
+inline op_workload xchurn32k(double scale = 1.0, std::uint64_t seed = default_seed) {
+    constexpr std::uint32_t live = 4'096;
+    const std::size_t pairs = scaled(400'000, scale);
+    op_builder b("xchurn32k", "32 KiB + 1 churn: 4,096 live blocks, 10% of 32,769 B, the rest <= 1 KiB; " +
+                                  thousands(pairs) + " free+allocate pairs, 7.5% of frees late");
+    splitmix64 rng(seed);
+    auto draw = [&rng]() -> std::uint64_t {
+        const std::uint64_t pick = rng.next() % 1000;
+        if (pick < 100) return 32'769;
+        if (pick < 640) return rng.between(8, 128);
+        return rng.between(129, 1024);
+    };
+    std::vector<std::uint32_t> slot_of(live);
+    for (auto& s : slot_of)
+        s = b.allocate(draw());
+    // late[t % 256]: the blocks whose free comes at pair t (the ring's size bounds the lag).
+    std::vector<std::vector<std::uint32_t>> late(256);
+    for (std::size_t i = 0; i < pairs; ++i) {
+        for (std::uint32_t s : late[i % late.size()])
+            b.free(s);
+        late[i % late.size()].clear();
+        const auto victim = static_cast<std::uint32_t>(rng.next() % live);
+        const std::uint32_t old = slot_of[victim];
+        slot_of[victim] = b.allocate(draw()); // allocated first: a late free keeps its block live meanwhile
+        if (rng.next() % 1000 < 75)
+            late[(i + rng.between(16, 255)) % late.size()].push_back(old);
+        else
+            b.free(old);
+    }
+    for (std::size_t t = pairs; t < pairs + late.size(); ++t)
+        for (std::uint32_t s : late[t % late.size()])
+            b.free(s);
+    for (auto s : slot_of)
+        b.free(s);
+    return b.finish();
+}
+
 /// Names of the synthetic workloads, in report order.
 inline const std::vector<std::string_view>& names() {
     static const std::vector<std::string_view> n{"frame_scratch", "particles", "bimodal", "w1", "w2", "w3",
                                                  "levels"};
     return n;
+}
+
+/// Names of the synthetic workloads raced only when asked for by name (`race --workload trickle`):
+/// not in names(), so not in the default race.
+inline const std::vector<std::string_view>& extra_names() {
+    static const std::vector<std::string_view> n{"trickle", "xchurn32k"};
+    return n;
+}
+
+/// Returns: true when `name` is a synthetic workload, in names() or extra_names().
+inline bool known(std::string_view name) {
+    const auto has = [name](const std::vector<std::string_view>& v) {
+        return std::find(v.begin(), v.end(), name) != v.end();
+    };
+    return has(names()) || has(extra_names());
 }
 
 /// Returns: the synthetic workload `name` at `scale`. Throws: std::invalid_argument for an unknown name.
@@ -376,6 +485,8 @@ inline op_workload make(std::string_view name, double scale = 1.0, std::uint64_t
     if (name == "w2") return w2(scale, seed);
     if (name == "w3") return w3(scale, seed);
     if (name == "levels") return level_cycle(scale, seed);
+    if (name == "trickle") return trickle(scale, seed);
+    if (name == "xchurn32k") return xchurn32k(scale, seed);
     throw std::invalid_argument("unknown workload '" + std::string(name) + "'");
 }
 
