@@ -150,8 +150,7 @@ void* engine_heap::reallocate(void* p, std::size_t new_size, std::size_t align) 
             if (new_size <= old && (new_size > old / 2 || old <= 32)) return p;
             break;
         case span_kind::medium:
-            if (new_size > small_max && new_size <= medium_max &&
-                medium_shrink_in_place(p, d, new_size, align))
+            if (new_size > small_max && new_size <= medium_max && medium_resize_in_place(p, d, new_size))
                 return p;
             break;
         case span_kind::large:

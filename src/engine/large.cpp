@@ -1,4 +1,4 @@
-// The large tier: requests above 8 MiB (or alignments above 4 KiB), each served by a span of its
+// The large tier: requests above 1 MiB (or alignments above 4 KiB), each served by a span of its
 // own straight from the span tier, whose bins are the large-block cache: a freed span stays resident
 // until it decays, and a request takes the best fit, a resident one first. Freed spans coalesce; a
 // shrink gives its tail back and a grow takes a free successor span, in place.

@@ -1,11 +1,11 @@
-// The medium tier: requests above 64 KiB up to 8 MiB, served by TLSF arenas (strata::tlsf) behind
+// The medium tier: requests above 64 KiB up to 1 MiB, served by TLSF arenas (strata::tlsf) behind
 // one lock. Each arena is a span whose first bytes hold its tlsf object; arenas grow 1x, 2x, 4x
 // medium_arena_bytes, and an empty one other than the first goes back to the span pool. Freed blocks
 // of purge_medium_bytes or more stay resident until they decay or pass medium_retain_bytes
 // (purge.cpp).
 //
 // Exports: engine_heap::medium_allocate, medium_handed_out, medium_deallocate,
-// medium_shrink_in_place.
+// medium_resize_in_place.
 #include <new>
 #include <span>
 
@@ -134,33 +134,33 @@ bool engine_heap::medium_over_cap(std::size_t freed) noexcept {
     return arena_bytes_ > in_use + cap && medium_resident_ + medium_dirty_ > cap;
 }
 
-/// Returns: true when the medium block `p` of arena `head` now holds `new_size` bytes in place (a
-/// shrink; the tail goes back to the arena). A move inside the arena would copy under the lock, so
-/// anything else answers false.
-bool engine_heap::medium_shrink_in_place(void* p, run* head, std::size_t new_size,
-                                         std::size_t align) noexcept {
+/// Returns: true when the medium block `p` of arena `head` now holds `new_size` bytes in place: a
+/// shrink (the tail goes back to the arena) or a grow into a free successor. A move inside the
+/// arena would copy under the lock, so anything else answers false.
+bool engine_heap::medium_resize_in_place(void* p, run* head, std::size_t new_size) noexcept {
     lock_guard g(medium_lock_);
     tlsf* t = tlsf_of(head, data_, runs_);
     const std::size_t before = t->usable_size(p);
-    if (new_size > before) return false;
-    void* q = t->reallocate(p, new_size, align);
-    if (q == p) {
-        unpoison(p, t->usable_size(p));
-        const std::size_t after = t->usable_size(p);
-        const std::size_t released = before - after;
-        add_under_lock(medium_in_use_, 0 - released);
-        // The tail went back as a free block (a header, then its payload, right after p's):
-        // treated like a free of that size (purged at once under the lock without a cap).
-        if (options_.medium_retain_bytes == 0) {
-            if (released >= options_.purge_medium_bytes && released > tlsf::header_size)
-                purge_medium(static_cast<std::byte*>(p) + after + tlsf::header_size,
-                             released - tlsf::header_size);
-        } else if (medium_over_cap(released)) {
-            (void)purge_free_medium(purge_pass::cap, now_tick(), 0);
-        }
+    if (!t->resize_in_place(p, new_size)) return false;
+    const std::size_t after = t->usable_size(p);
+    unpoison(p, after); // TLSF poisons the slack past new_size for ASan; usable_size() promises it
+    if (after >= before) {
+        add_under_lock(medium_in_use_, after - before);
+        note_big_live();
         return true;
     }
-    return false;
+    const std::size_t released = before - after;
+    add_under_lock(medium_in_use_, 0 - released);
+    // The tail went back as a free block (a header, then its payload, right after p's): treated
+    // like a free of that size (purged at once under the lock without a cap).
+    if (options_.medium_retain_bytes == 0) {
+        if (released >= options_.purge_medium_bytes && released > tlsf::header_size)
+            purge_medium(static_cast<std::byte*>(p) + after + tlsf::header_size,
+                         released - tlsf::header_size);
+    } else if (medium_over_cap(released)) {
+        (void)purge_free_medium(purge_pass::cap, now_tick(), 0);
+    }
+    return true;
 }
 
 } // namespace strata

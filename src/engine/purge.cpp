@@ -264,7 +264,8 @@ std::size_t engine_heap::decay_step(std::uint64_t deadline_ns) noexcept {
     next_step_.store(now + step_interval_, std::memory_order_relaxed);
     // A new window of the recent peak every decay_ms (big_recent()).
     std::uint32_t began = window_start_.load(std::memory_order_relaxed);
-    if (now - began >= options_.decay_ms && window_start_.compare_exchange_strong(began, now)) {
+    const bool roll = now - began >= options_.decay_ms && window_start_.compare_exchange_strong(began, now);
+    if (roll) {
         big_peak_before_.store(big_peak_.load(std::memory_order_relaxed), std::memory_order_relaxed);
         big_peak_.store(big_live(), std::memory_order_relaxed);
     }
@@ -273,9 +274,13 @@ std::size_t engine_heap::decay_step(std::uint64_t deadline_ns) noexcept {
         lock_guard m(medium_lock_);
         purged += purge_free_medium(purge_pass::decay, now, deadline_ns);
     }
-    if (!past(deadline_ns)) {
+    if (roll || !past(deadline_ns)) {
         lock_guard s(span_lock_);
-        purged += purge_spans(purge_pass::decay, now, deadline_ns);
+        if (roll) {
+            span_peak_before_ = span_peak_;
+            span_peak_ = top_ - free_granules_;
+        }
+        if (!past(deadline_ns)) purged += purge_spans(purge_pass::decay, now, deadline_ns);
     }
     steps_.fetch_add(1, std::memory_order_relaxed);
     return purged;

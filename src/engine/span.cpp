@@ -131,6 +131,7 @@ engine_heap::run* engine_heap::span_alloc(std::size_t n, span_kind kind, bool* c
     }
     found->dirty = false;
     mark_span(found, n, kind);
+    span_peak_ = std::max(span_peak_, top_ - free_granules_);
     if (clean != nullptr) *clean = was_clean;
     return found;
 }

@@ -261,6 +261,15 @@ TEST(EngineHeap, ReallocateInPlaceWhereTheBlockAllows) {
     void* big = h.allocate(std::size_t{16} << 20);
     EXPECT_EQ(h.reallocate(big, std::size_t{12} << 20), big); // shrink gives the tail back
     EXPECT_EQ(h.reallocate(big, std::size_t{14} << 20), big); // and grows back into it
+    // A medium block grows into a free successor in its arena (the arena's untouched tail here).
+    void* medium = h.allocate(std::size_t{200} << 10);
+    EXPECT_EQ(h.reallocate(medium, std::size_t{900} << 10), medium);
+    EXPECT_GE(h.usable_size(medium), std::size_t{900} << 10);
+    void* next = h.allocate(std::size_t{100} << 10); // now right after it
+    void* moved = h.reallocate(medium, engine_heap::medium_max);
+    EXPECT_NE(moved, medium); // no room: moved
+    h.deallocate(moved);
+    h.deallocate(next);
     h.deallocate(big);
     h.deallocate(p);
     EXPECT_TRUE(h.check());
@@ -540,7 +549,7 @@ TEST(EngineHeap, LargeMediumFreesReturnTheirPages) {
         o.purge_medium_bytes = threshold;
         o.medium_retain_bytes = 0;
         engine_heap h(o);
-        const std::size_t big = std::size_t{3} << 20, small = std::size_t{512} << 10;
+        const std::size_t big = engine_heap::medium_max, small = std::size_t{512} << 10;
         char* keep = static_cast<char*>(h.allocate(100)); // the arena outlives the frees below
         void* pin = h.allocate(small);                    // so does the first medium arena
         char* a = static_cast<char*>(h.allocate(big));
@@ -582,7 +591,7 @@ TEST(EngineHeap, AReusedMediumBlockIsPurgedAgain) {
     engine_options o = small_options();
     o.medium_retain_bytes = std::size_t{4} << 20;
     engine_heap h(o);
-    const std::size_t n = std::size_t{3} << 20;
+    const std::size_t n = engine_heap::medium_max;
     auto* a = static_cast<unsigned char*>(h.allocate(n));
     ASSERT_NE(a, nullptr);
     std::memset(a, 7, n);
@@ -602,14 +611,14 @@ TEST(EngineHeap, AReusedMediumBlockIsPurgedAgain) {
 
 // A step asks the kernel which pages of a newly seen free block are resident: an arena's
 // never-touched tail counts nothing, so warm free blocks well within the cap stay warm (here: three
-// 3 MiB blocks below a 64 MiB arena's untouched 52 MiB tail).
+// 1 MiB blocks below a 64 MiB arena's untouched tail).
 TEST(EngineHeap, LateMediumPurgeCountsOnlyResidentPages) {
     engine_options o = small_options();
     o.medium_retain_bytes = std::size_t{16} << 20;
     o.decay_ms = 1u << 30;                        // no decay within the test: only the cap purges
     o.medium_arena_bytes = std::size_t{64} << 20; // one arena, mostly never touched
     engine_heap h(o);
-    const std::size_t w = std::size_t{3} << 20, guard = std::size_t{128} << 10;
+    const std::size_t w = engine_heap::medium_max, guard = std::size_t{128} << 10;
     unsigned char* blocks[3];
     void* guards[3];
     for (int i = 0; i < 3; ++i) {
@@ -646,13 +655,15 @@ TEST(EngineHeap, LateMediumPurgeCountsOnlyResidentPages) {
 // resident at most the cap (medium_retain_bytes plus the recent peak of live bytes), plus up to
 // purge_medium_bytes (or 3 pages) per free block for what is never purged; free blocks never
 // touch, so at most live blocks + 2 per arena of them.
-// strata-mt's big workload on one thread: 8 slots of 1-8 MiB blocks, a byte per page (guards:
-// merged and split blocks counted as new and kept resident).
+// 8 slots of 256 KiB-1 MiB blocks, a byte per page, purged from 256 KiB (guards: merged and split
+// blocks counted as new and kept resident).
 TEST(EngineHeap, LateMediumPurgeStaysWithinItsBound) {
-    const std::size_t budget = std::size_t{16} << 20, mib = std::size_t{1} << 20;
+    const std::size_t budget = std::size_t{2} << 20, mib = std::size_t{1} << 20, kib = 1024;
     engine_options o = small_options();
     o.medium_retain_bytes = budget;
-    o.retain_bytes = 0; // an arena emptied goes back to the span pool: purged there, not counted
+    o.purge_medium_bytes = 256 * kib;
+    o.medium_arena_bytes = 4 * mib; // several arenas, so blocks move between them
+    o.retain_bytes = 0;             // an arena emptied goes back to the span pool: purged there, not counted
     engine_heap h(o);
     std::mt19937_64 rng(42);
     struct slot {
@@ -665,11 +676,29 @@ TEST(EngineHeap, LateMediumPurgeStaysWithinItsBound) {
     const auto page_range = [](std::uintptr_t from, std::uintptr_t to) {
         return resident_pages(reinterpret_cast<const void*>(from), to - from);
     };
+    // The resident pages of the live blocks, a page two blocks share counted once.
+    const auto live_pages = [&] {
+        std::vector<std::pair<std::uintptr_t, std::uintptr_t>> spans;
+        for (const slot& y : slots) {
+            if (y.p == nullptr) continue;
+            const auto b = reinterpret_cast<std::uintptr_t>(y.p);
+            spans.emplace_back(b & ~std::uintptr_t{4095}, (b + y.n + 4095) & ~std::uintptr_t{4095});
+        }
+        std::sort(spans.begin(), spans.end());
+        std::size_t pages = 0;
+        std::uintptr_t done = 0;
+        for (auto [from, to] : spans) {
+            from = std::max(from, done);
+            if (to > from) pages += page_range(from, to);
+            done = std::max(done, to);
+        }
+        return pages;
+    };
     std::size_t worst = 0, peak = 0;
     for (int op = 0; op < 1500; ++op) {
         slot& x = slots[rng() % 8];
         h.deallocate(x.p);
-        x.n = mib + rng() % (7 * mib);
+        x.n = 256 * kib + rng() % (768 * kib);
         x.p = static_cast<unsigned char*>(h.allocate(x.n));
         ASSERT_NE(x.p, nullptr);
         for (std::size_t at = 0; at < x.n; at += 4096)
@@ -678,27 +707,18 @@ TEST(EngineHeap, LateMediumPurgeStaysWithinItsBound) {
         const auto at = reinterpret_cast<std::uintptr_t>(x.p);
         lo = std::min(lo, at & ~std::uintptr_t{0xFFFF});
         hi = std::max(hi, (at + x.n + 4095) & ~std::uintptr_t{4095});
-        std::size_t live = 0;
-        for (const slot& y : slots) {
-            if (y.p == nullptr) continue;
-            const auto b = reinterpret_cast<std::uintptr_t>(y.p);
-            live += page_range(b & ~std::uintptr_t{4095}, (b + y.n + 4095) & ~std::uintptr_t{4095});
-        }
+        const std::size_t live = live_pages();
         // Free resident pages beyond what the recent peak of live blocks adds to the cap (the
         // peak so far bounds it).
         const std::size_t free_resident = (page_range(lo, hi) - live) * 4096;
         peak = std::max(peak, h.stats().in_use);
         worst = std::max(worst, free_resident > peak ? free_resident - peak : 0);
     }
-    const std::size_t arenas = 3; // 16 + 32 + 64 MiB hold 8 blocks of up to 8 MiB
+    const std::size_t arenas = 3; // 4 + 8 + 16 MiB hold 8 blocks of up to 1 MiB
     const std::size_t per_block = std::max<std::size_t>(o.purge_medium_bytes, 3 * 4096);
     EXPECT_LE(worst, budget + (8 + 2 * arenas) * per_block) << "max " << worst / mib << " MiB";
     h.trim();
-    std::size_t live = 0;
-    for (const slot& y : slots) {
-        const auto b = reinterpret_cast<std::uintptr_t>(y.p);
-        live += page_range(b & ~std::uintptr_t{4095}, (b + y.n + 4095) & ~std::uintptr_t{4095});
-    }
+    const std::size_t live = live_pages();
     // trim(): only the parts never purged remain.
     EXPECT_LE((page_range(lo, hi) - live) * 4096, (8 + 2 * arenas) * per_block);
     for (const slot& y : slots)
@@ -712,8 +732,9 @@ TEST(EngineHeap, ShrinkInPlaceGivesTheTailBack) {
     for (const std::size_t budget : {std::size_t{0}, std::size_t{64} << 20}) {
         engine_options o = small_options();
         o.medium_retain_bytes = budget;
+        o.purge_medium_bytes = std::size_t{256} << 10; // the tail below is 768 KiB
         engine_heap h(o);
-        const std::size_t big = std::size_t{6} << 20, small = std::size_t{1} << 20;
+        const std::size_t big = engine_heap::medium_max, small = std::size_t{256} << 10;
         auto* p = static_cast<unsigned char*>(h.allocate(big));
         ASSERT_NE(p, nullptr);
         std::memset(p, 1, big);

@@ -59,6 +59,7 @@ TEST(EngineHeapThreads, BigMediumChurnPurgesSafely) {
         const std::size_t budget = mode == 0 ? 0 : std::size_t{4} << 20;
         strata::engine_options o = options();
         o.medium_retain_bytes = budget;
+        o.purge_medium_bytes = std::size_t{256} << 10;
         if (mode == 2) o.decay_ms = 1;
         engine_heap h(o);
         if (mode == 2) {
@@ -87,7 +88,7 @@ TEST(EngineHeapThreads, BigMediumChurnPurgesSafely) {
                     if (!intact(b)) ok = false;
                     h.deallocate(b.p);
                 }
-                b.n = (std::size_t{1} << 20) + r() % (std::size_t{1} << 20);
+                b.n = (std::size_t{256} << 10) + r() % (std::size_t{768} << 10);
                 b.tag = static_cast<unsigned char>(i + 1);
                 b.p = static_cast<unsigned char*>(h.allocate(b.n));
                 if (b.p == nullptr) {

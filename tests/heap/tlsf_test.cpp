@@ -336,6 +336,32 @@ TEST(Tlsf, SliversStayInTheBlockAndLargerTailsSplit) {
     EXPECT_EQ(h.metrics().free_blocks, 1u);
 }
 
+TEST(Tlsf, ResizeInPlaceGrowsIntoAFreeSuccessorOnly) {
+    heap_buffer buf(1 << 16);
+    strata::tlsf h(buf.span());
+    auto* a = static_cast<unsigned char*>(h.allocate(1000));
+    void* b = h.allocate(1000);
+    void* c = h.allocate(1000);
+    ASSERT_TRUE(a && b && c);
+    std::memset(a, 7, 1000);
+    EXPECT_FALSE(h.resize_in_place(a, 3000)); // b is live right after a
+    EXPECT_EQ(h.usable_size(a), 1008u);
+    h.deallocate(b);
+    EXPECT_TRUE(h.resize_in_place(a, 1900)); // b's room
+    EXPECT_GE(h.usable_size(a), 1900u);
+    EXPECT_TRUE(std::all_of(a, a + 1000, [](unsigned char x) { return x == 7; }));
+    EXPECT_FALSE(h.resize_in_place(a, 5000)); // c is live after that
+    EXPECT_TRUE(h.resize_in_place(a, 200));   // a shrink always fits
+    EXPECT_LT(h.usable_size(a), 1000u);
+    EXPECT_FALSE(h.resize_in_place(a, 0));
+    EXPECT_FALSE(h.resize_in_place(nullptr, 10));
+    EXPECT_TRUE(h.check());
+    h.deallocate(a);
+    h.deallocate(c);
+    EXPECT_TRUE(h.check());
+    EXPECT_EQ(h.live_allocations(), 0u);
+}
+
 TEST(Tlsf, UsableSizeAndSlackAccounting) {
     heap_buffer buf(1 << 16);
     strata::tlsf h(buf.span());

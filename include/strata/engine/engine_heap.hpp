@@ -4,12 +4,14 @@
 //   small  (<= 64 KiB): 44 size classes (16-byte steps to 128, then 4 per doubling), served from
 //                       per-thread runs with no lock and no atomic on the owner's path; a free from
 //                       another thread goes onto the run's atomic "thread free" list.
-//   medium (<= 8 MiB):  TLSF arenas (strata::tlsf) behind one lock.
-//   large:              whole granule spans straight from the reservation.
+//   medium (<= 1 MiB):  TLSF arenas (strata::tlsf) behind one lock.
+//   large:              whole granule spans straight from the reservation, best fit among the
+//                       free spans, resident ones first (the large-block cache).
 //
 // Everything lives in one virtual_memory reservation cut into 64 KiB granules, so owns(p) is a
-// range check and a block's run descriptor is found by one shift. Free granule spans are kept
-// committed up to a retention limit (steady churn never faults) and purged beyond it.
+// range check and a block's run descriptor is found by one shift. Freed memory stays resident
+// while it may be reused and decays: it goes back to the OS once unused for decay_ms, oldest first,
+// within a time budget (end_frame(), a purge thread, or the slow paths), so churn never faults.
 // See docs/engine.md for the design, the numbers and the C API built on it (libstrata_malloc.so).
 #include <pthread.h>
 
@@ -116,7 +118,7 @@ struct engine_purge_stats {
 class engine_heap {
 public:
     static constexpr std::size_t small_max = engine_detail::small_max;  ///< largest size-class block
-    static constexpr std::size_t medium_max = std::size_t{8} << 20;     ///< largest TLSF request
+    static constexpr std::size_t medium_max = std::size_t{1} << 20;     ///< largest TLSF request
     static constexpr std::size_t granule = engine_detail::granule;      ///< unit of the span tier
     static constexpr unsigned class_count = engine_detail::class_count; ///< number of size classes
     static constexpr std::size_t default_alignment = alignof(std::max_align_t);
@@ -324,8 +326,7 @@ private:
     void medium_deallocate(void* p, run* head) noexcept;
     void medium_release(void* p, run* head) noexcept;
     [[nodiscard]] bool medium_over_cap(std::size_t freed) noexcept;
-    [[nodiscard]] bool medium_shrink_in_place(void* p, run* head, std::size_t new_size,
-                                              std::size_t align) noexcept;
+    [[nodiscard]] bool medium_resize_in_place(void* p, run* head, std::size_t new_size) noexcept;
     static void purge_medium(void* p, std::size_t usable) noexcept;
     /// Returns: the bytes of live medium and large blocks now.
     [[nodiscard]] std::size_t big_live() const noexcept {
@@ -349,10 +350,10 @@ private:
     [[nodiscard]] std::size_t medium_cap() const noexcept {
         return options_.medium_retain_bytes + big_recent();
     }
-    /// Returns: the granules dirty free spans may hold: retain_bytes plus big_recent() (0 when
-    /// retain_bytes is 0).
+    /// Returns: the granules dirty free spans may hold: retain_bytes plus the most granules in use
+    /// within the last one or two decay windows (0 when retain_bytes is 0). Requires: span_lock_.
     [[nodiscard]] std::size_t span_cap() const noexcept {
-        return retain_granules_ == 0 ? 0 : retain_granules_ + (big_recent() >> engine_detail::granule_shift);
+        return retain_granules_ == 0 ? 0 : retain_granules_ + std::max(span_peak_, span_peak_before_);
     }
 
     // Decay (purge.cpp). A pass purges what decayed (`decay`), what exceeds a cap (`cap`), or all.
@@ -446,6 +447,8 @@ private:
     std::size_t dirty_free_ = 0;    // granules of dirty free spans
     std::size_t free_granules_ = 0; // granules of all free spans
     std::size_t retain_granules_ = 0;
+    std::size_t span_peak_ = 0;        // most granules in use (top_ - free_granules_) this window
+    std::size_t span_peak_before_ = 0; // ... in the window before
     std::size_t populate_granules_ = 0;
 
     // Decay (purge.cpp).

@@ -178,6 +178,11 @@ public:
     [[nodiscard]] void* reallocate(void* p, std::size_t new_size,
                                    std::size_t align = default_alignment) noexcept;
 
+    /// Effects: resizes the live block `p` to `new_size` bytes where it lies: a shrink gives its
+    /// tail back, a grow takes from a free physical successor. Returns: true when it did; false
+    /// (p untouched) when the successor has no room, or `new_size` is 0 or too large.
+    [[nodiscard]] bool resize_in_place(void* p, std::size_t new_size) noexcept;
+
     /// Returns: the usable bytes of live block `p` (>= the size asked for). Requires: p is live.
     /// In ASan builds the bytes past the size asked for stay poisoned, so an overflow into them is
     /// reported: a caller that means to use them unpoisons them (the engine heap does).

@@ -92,9 +92,27 @@ void* basic_tlsf<SLI>::reallocate(void* p, std::size_t new_size, std::size_t ali
     if (p == nullptr) return allocate(new_size, align);
     // As allocate() answers: size 0 or too large, alignment 0, not a power of two or too large.
     if (new_size - 1 >= max_request || align - 1 >= max_request || (align & (align - 1)) != 0) return nullptr;
-    flush(); // the free in flight may be p's successor; and used_ may fall below: take the peak
+    // In place only where p already has the alignment asked for; otherwise the block moves.
+    const bool aligned = (reinterpret_cast<std::uintptr_t>(p) & (align - 1)) == 0;
+    if (aligned && resize_in_place(p, new_size)) return p;
 #if STRATA_CHECKS >= 1
     if (!verify_live(p)) return nullptr;
+#endif
+    const block* b = header_of(p);
+    const std::size_t old_asked = b->size() - b->slack();
+    void* q = allocate(new_size, align);
+    if (q == nullptr) return nullptr;
+    std::memcpy(q, p, std::min(old_asked, new_size));
+    deallocate(p);
+    return q;
+}
+
+template <unsigned SLI>
+bool basic_tlsf<SLI>::resize_in_place(void* p, std::size_t new_size) noexcept {
+    if (p == nullptr || new_size - 1 >= max_request) return false;
+    flush(); // the free in flight may be p's successor; and used_ may fall below: take the peak
+#if STRATA_CHECKS >= 1
+    if (!verify_live(p)) return false;
 #endif
     block* b = header_of(p);
     // What must fit is the 16-byte rounding; the block ends on the grid where the room allows.
@@ -102,17 +120,9 @@ void* basic_tlsf<SLI>::reallocate(void* p, std::size_t new_size, std::size_t ali
     std::size_t need = tight;
     std::size_t have = b->size();
     const std::size_t old_asked = have - b->slack();
-    // In place only where p already has the alignment asked for; otherwise the block moves.
-    const bool aligned = (reinterpret_cast<std::uintptr_t>(p) & (align - 1)) == 0;
-    if (tight > have || !aligned) {
+    if (tight > have) {
         block* next = b->next_phys();
-        if (!aligned || !next->is_free() || have + header_size + next->size() < tight) {
-            void* q = allocate(new_size, align);
-            if (q == nullptr) return nullptr;
-            std::memcpy(q, p, std::min(old_asked, new_size));
-            deallocate(p);
-            return q;
-        }
+        if (!next->is_free() || have + header_size + next->size() < tight) return false;
         // Grow into the free successor, then trim below.
         remove(next);
         const std::size_t total = have + header_size + next->size();
@@ -146,7 +156,7 @@ void* basic_tlsf<SLI>::reallocate(void* p, std::size_t new_size, std::size_t ali
     // ASan: past new_size lie the old slack, or a successor's header and links grown over.
     poison(b->payload() + new_size, granted - new_size);
     if (used_ > peak_) peak_ = used_;
-    return p;
+    return true;
 }
 
 template <unsigned SLI>
