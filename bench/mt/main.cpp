@@ -41,6 +41,10 @@
 //             slots of its own 10,000-slot array (~35 MiB a thread); 10% of blocks are 32 KiB + 1
 //             byte, the rest 8 B-1 KiB; 7.5% of the replaced blocks go through a ring to the next
 //             thread, which frees them.
+//   tilesim   4 threads shaped like a recorded tile-based simulation (title game): each replaces
+//             random slots of its own 16,384-slot array, 91% of blocks 8-64 B, the rest up to 4 KiB;
+//             one operation in 1,000 also mallocs a 3-4 MiB buffer, writes it in full and frees it
+//             1-32 operations later (at most one per thread at a time).
 //   phase     one thread grows a live set of mixed blocks to --phase-mib MiB (default 1,024),
 //             frees a random 90% of it, then idles for --frames frames (default 50) of 20 ms sleep
 //             plus 1,000 free + malloc pairs, reading its RSS (/proc/self/statm) at every frame end.
@@ -678,6 +682,52 @@ sample run_xchurn32k(unsigned threads, std::uint64_t ops, std::uint64_t seed) {
     return s;
 }
 
+std::size_t tilesim_size(rng& r) {
+    const std::size_t pick = r.below(100);
+    if (pick < 91) return 8 + r.below(57);  // 8-64 B
+    return 65 + r.below(4032);               // 65 B-4 KiB
+}
+
+sample run_tilesim(unsigned threads, std::uint64_t ops, std::uint64_t seed) {
+    constexpr std::size_t slots = 16'384;
+    window w(threads);
+    std::vector<std::thread> pool;
+    for (unsigned t = 0; t < threads; ++t)
+        pool.emplace_back([&, t] {
+            rng r(seed * 977 + t);
+            std::vector<void*> mine(slots);
+            for (auto& p : mine)
+                p = make_touched(tilesim_size(r));
+            void* buffer = nullptr; // at most one 3-4 MiB buffer per thread, freed a few ops later
+            std::uint64_t buffer_dies = 0;
+            auto churn = [&](std::uint64_t n) {
+                for (std::uint64_t i = 0; i < n; ++i) {
+                    const std::size_t k = r.below(slots);
+                    std::free(mine[k]);
+                    mine[k] = make_touched(tilesim_size(r));
+                    if (buffer == nullptr && r.below(1000) == 0) {
+                        buffer = make_filled((std::size_t{3} << 20) + r.below((std::size_t{1} << 20) + 1));
+                        buffer_dies = i + 1 + r.below(32);
+                    } else if (buffer != nullptr && i >= buffer_dies) {
+                        std::free(buffer);
+                        buffer = nullptr;
+                    }
+                }
+            };
+            churn(ops / 4);
+            w.start.arrive_and_wait();
+            churn(ops);
+            w.stop.arrive_and_wait();
+            std::free(buffer);
+            for (void* p : mine)
+                std::free(p);
+        });
+    const sample s = w.measure();
+    for (auto& th : pool)
+        th.join();
+    return s;
+}
+
 long resident_kib() {
     std::ifstream statm("/proc/self/statm");
     long size = 0, resident = 0;
@@ -756,7 +806,7 @@ int usage() {
         "usage: strata-mt [--workload NAME,...] [--ops N] [--threads T] [--repeats R] [--rounds K]\n"
         "                 [--phase-mib M] [--frames F] [--label NAME] [--jsonl FILE] [--seed S]\n"
         "workloads: local prodcons larson (the default set), big tight falseshare threadchurn bigloop\n"
-        "           realloc leaky trickle xchurn32k phase\n",
+        "           realloc leaky trickle xchurn32k tilesim phase\n",
         stderr);
     return 2;
 }
@@ -855,6 +905,10 @@ int main(int argc, char** argv) {
             threads = o.threads ? o.threads : 4;
             ops = o.ops ? o.ops : 1'000'000;
             body = [&] { return run_xchurn32k(threads, ops, o.seed); };
+        } else if (name == "tilesim") {
+            threads = o.threads ? o.threads : 4;
+            ops = o.ops ? o.ops : 500'000;
+            body = [&] { return run_tilesim(threads, ops, o.seed); };
         } else if (name == "phase") {
             threads = 1;
             repeats = o.repeats ? o.repeats : 1;
@@ -862,7 +916,7 @@ int main(int argc, char** argv) {
         } else {
             std::fprintf(stderr,
                          "strata-mt: unknown workload '%s' (local, prodcons, larson, big, tight, falseshare, "
-                         "threadchurn, bigloop, realloc, leaky, trickle, xchurn32k, phase)\n",
+                         "threadchurn, bigloop, realloc, leaky, trickle, xchurn32k, tilesim, phase)\n",
                          name.c_str());
             return 2;
         }

@@ -9,7 +9,7 @@
 # first libstrata_malloc.so* under BUILD_DIR). MT_WORKLOADS picks the workloads, separated by spaces
 # or commas (default "local prodcons larson"); any strata-mt workload goes, and three names expand:
 # "default" (local prodcons larson), "suite" (every workload but phase: local prodcons larson big
-# tight falseshare threadchurn bigloop realloc leaky trickle xchurn32k) and "all" (suite + phase).
+# tight falseshare threadchurn bigloop realloc leaky trickle xchurn32k tilesim) and "all" (suite + phase).
 # A --workload LIST among the strata-mt args is taken the same way (it wins over MT_WORKLOADS).
 # ROUNDS=N (default 1) runs the whole set N times, interleaved: round by round, each round's malloc
 # order rotated by one, and the tables report the medians over the rounds.
@@ -41,7 +41,7 @@ while (($#)); do
     *) args+=("$1"); shift ;;
     esac
 done
-suite="local prodcons larson big tight falseshare threadchurn bigloop realloc leaky trickle xchurn32k"
+suite="local prodcons larson big tight falseshare threadchurn bigloop realloc leaky trickle xchurn32k tilesim"
 workloads=()
 for w in ${wanted//,/ }; do
     case "$w" in

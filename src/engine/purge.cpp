@@ -185,11 +185,13 @@ std::size_t engine_heap::purge_free_medium(purge_pass pass, std::uint32_t now,
     const std::size_t cap = medium_cap();
     while (resident > cap) {
         std::uint64_t* oldest = nullptr;
+        std::uint32_t oldest_age = 0;
         purge_range at{};
         each([&](purge_range r, std::size_t, std::uint64_t* mark) {
-            if (mark[4] != 0 && (oldest == nullptr || now - static_cast<std::uint32_t>(mark[2]) >
-                                                          now - static_cast<std::uint32_t>(oldest[2]))) {
+            const std::uint32_t age = now - static_cast<std::uint32_t>(mark[2]);
+            if (mark[4] != 0 && (oldest == nullptr || age > oldest_age)) {
                 oldest = mark;
+                oldest_age = age;
                 at = r;
             }
         });

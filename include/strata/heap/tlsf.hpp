@@ -291,6 +291,9 @@ public:
     }
 
 private:
+    /// resize_in_place once p is known live, the free in flight flushed.
+    [[nodiscard]] bool resize_here(void* p, std::size_t new_size) noexcept;
+
     // A block header: two words, each written whole by the one party that knows all of it.
     //   prev_  the physical predecessor's address (0 for a pool's first block) | prev_free_bit:
     //          whoever changes the predecessor or its state stores the whole word, so marking a

@@ -92,12 +92,13 @@ void* basic_tlsf<SLI>::reallocate(void* p, std::size_t new_size, std::size_t ali
     if (p == nullptr) return allocate(new_size, align);
     // As allocate() answers: size 0 or too large, alignment 0, not a power of two or too large.
     if (new_size - 1 >= max_request || align - 1 >= max_request || (align & (align - 1)) != 0) return nullptr;
-    // In place only where p already has the alignment asked for; otherwise the block moves.
-    const bool aligned = (reinterpret_cast<std::uintptr_t>(p) & (align - 1)) == 0;
-    if (aligned && resize_in_place(p, new_size)) return p;
+    flush(); // the free in flight may be p's successor; and used_ may fall below: take the peak
 #if STRATA_CHECKS >= 1
     if (!verify_live(p)) return nullptr;
 #endif
+    // In place only where p already has the alignment asked for; otherwise the block moves.
+    const bool aligned = (reinterpret_cast<std::uintptr_t>(p) & (align - 1)) == 0;
+    if (aligned && resize_here(p, new_size)) return p;
     const block* b = header_of(p);
     const std::size_t old_asked = b->size() - b->slack();
     void* q = allocate(new_size, align);
@@ -114,6 +115,11 @@ bool basic_tlsf<SLI>::resize_in_place(void* p, std::size_t new_size) noexcept {
 #if STRATA_CHECKS >= 1
     if (!verify_live(p)) return false;
 #endif
+    return resize_here(p, new_size);
+}
+
+template <unsigned SLI>
+bool basic_tlsf<SLI>::resize_here(void* p, std::size_t new_size) noexcept {
     block* b = header_of(p);
     // What must fit is the 16-byte rounding; the block ends on the grid where the room allows.
     const std::size_t tight = (new_size + (alignment - 1)) & ~(alignment - 1);
