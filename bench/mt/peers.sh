@@ -16,6 +16,8 @@
 # Output: strata-mt's lines as they come, then ratio tables (bench/mt/ratios.py): ns/op and peak
 # RSS relative to mimalloc and glibc, page faults per million operations, and a summary of strata
 # against the best peer and mimalloc per workload.
+# MT_JSONL=path keeps a copy of strata-mt's JSONL (one line per run; else a temporary file, removed at
+# exit), e.g. for `strata-lab report --rss path` after MT_WORKLOADS=phase (docs/lab-report.md).
 set -euo pipefail
 unset CDPATH # a cd into a relative path would echo it, or go elsewhere
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." >/dev/null && pwd)"
@@ -82,5 +84,9 @@ for ((round = 0; round < rounds; ++round)); do
         done
     done
 done
+if [[ -n "${MT_JSONL:-}" ]]; then
+    cp "$out" "$MT_JSONL"
+    echo "peers.sh: the JSONL is in $MT_JSONL"
+fi
 echo
 python3 "$root/bench/mt/ratios.py" "$out"

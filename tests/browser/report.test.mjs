@@ -25,14 +25,16 @@ if (/https?:\/\//.test(html)) fail('the report contains an http(s) URL');
 if (/\s(src|href)\s*=\s*["'](?!#)/i.test(html)) fail('the report refers to another file (src=/href=)');
 
 // What the JSON implies: per workload a histogram and a tail plot, a footprint plot when any allocator
-// has a footprint series, a largest-free plot when any has one; one plot per bars entry; one layout.
+// has a footprint series, a largest-free plot when any has one; one plot per bars entry; one layout;
+// one RSS-over-time plot when there are phase lines (report --rss).
 const m = html.match(/<script type="application\/json" id="strata-data">([\s\S]*?)<\/script>/);
 if (!m) { fail('no embedded JSON'); }
 const data = m ? JSON.parse(m[1]) : { workloads: [] };
 const has = (w, k) => w.allocators.some(a => a.series && Array.isArray(a.series[k]) && a.series[k].length);
 let expected = 0;
 for (const w of data.workloads || []) expected += 2 + (has(w, 'footprint') ? 1 : 0) + (has(w, 'largest_free') ? 1 : 0);
-expected += (data.bars || []).length + (data.layout ? 1 : 0);
+expected += (data.bars || []).length + (data.layout ? 1 : 0) +
+    ((data.rss || []).some(r => r && Array.isArray(r.rss_frames_kib)) ? 1 : 0);
 
 const browser = await chromium.launch({
     executablePath: process.env.CHROMIUM || '/usr/bin/chromium',

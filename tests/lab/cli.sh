@@ -106,6 +106,33 @@ expect 2 "cannot read" -- report --from "$work/missing.json" -o "$work/r.html"
 "$lab" "${quick[@]}" --json "$work/race.json" >/dev/null 2>&1
 expect 0 "" -- report --from "$work/race.json" -o "$work/r.html"
 
+# report --rss: strata-mt --jsonl's phase lines become the "RSS over time" section (other workloads'
+# lines are skipped); a file that is missing, not JSON lines, or without a phase line is refused
+# before anything races.
+cat >"$work/phase.jsonl" <<'EOF'
+{"malloc":"glibc","workload":"local","threads":4,"ns_per_op":20.5,"peak_rss_kib":4000}
+{"malloc":"glibc","workload":"phase","threads":1,"phase_mib":64,"grown_rss_kib":68000,"shrunk_rss_kib":60000,"rss_frames_kib":[60000,59000,58000],"final_rss_kib":58000,"end_frame":false}
+
+{"malloc":"strata","workload":"phase","threads":1,"phase_mib":64,"grown_rss_kib":67000,"shrunk_rss_kib":30000,"rss_frames_kib":[20000,12000,9000],"final_rss_kib":9000,"end_frame":true}
+EOF
+expect 0 "" -- report --quick --workload w1 --only tlsf --latency-passes 0 --rss "$work/phase.jsonl" -o "$work/rss.html"
+expect 0 "" -- report --from "$work/race.json" --rss "$work/phase.jsonl" -o "$work/rss-from.html"
+embeds_phase_lines() {
+    grep -q '"rss":\[{"malloc":"glibc","workload":"phase".*{"malloc":"strata","workload":"phase"' "$1" &&
+        grep -q "RSS over time (phase workload)" "$1" && ! grep -q '"workload":"local"' "$1"
+}
+check "report --rss embeds the phase lines (glibc, strata), not the others" embeds_phase_lines "$work/rss.html"
+check "report --from --rss embeds the phase lines" embeds_phase_lines "$work/rss-from.html"
+no_rss() { ! grep -q '"rss":' "$work/r.html"; }
+check "report without --rss: no rss data" no_rss
+echo 'malloc=glibc workload=phase' >"$work/notjson.jsonl"
+echo '{"malloc":"glibc","workload":"phase","rss_frames_kib":[1,2' >"$work/cut.jsonl"
+head -n 1 "$work/phase.jsonl" >"$work/nophase.jsonl"
+expect 2 "report --rss: cannot read .*missing.jsonl" -- report --quick --workload w1 --rss "$work/missing.jsonl" -o "$work/x.html"
+expect 2 "notjson.jsonl:1: not a JSON object" -- report --quick --workload w1 --rss "$work/notjson.jsonl" -o "$work/x.html"
+expect 2 "cut.jsonl:1: not a JSON object" -- report --from "$work/race.json" --rss "$work/cut.jsonl" -o "$work/x.html"
+expect 2 "no phase workload line" -- report --from "$work/race.json" --rss "$work/nophase.jsonl" -o "$work/x.html"
+
 # replay --max-ops 0 replayed nothing and printed a result for it (0 ops, ns/op 0.0, frag 0%).
 expect 2 "must be at least 1" -- replay no-such.st --max-ops 0
 
@@ -157,7 +184,7 @@ check "report passes --scale, --seed, --repeats, --latency-passes to its race" \
 here="$(dirname "${BASH_SOURCE[0]}")"
 if command -v node >/dev/null 2>&1; then
     "$lab" report --from "$here/report_fixture.json" -o "$work/fixture.html" >/dev/null 2>&1
-    for page in "$work/fixture.html" "$work/r.html" "$work/knobs.html"; do
+    for page in "$work/fixture.html" "$work/r.html" "$work/knobs.html" "$work/rss.html" "$work/rss-from.html"; do
         check "report plots: $(basename "$page")" node "$here/report_plots.mjs" "$page"
     done
 else

@@ -9,6 +9,8 @@
 //   instead of empty axes (also for the tail plot);
 // - bars with "log_scale": true: ticks at powers of 10, every bar starts at the axis' left end and
 //   ends where the log axis puts its value, none is a sliver (the flag was ignored: linear axis);
+// - RSS over time (the "rss" lines, report --rss): a line per phase run, its points grown, shrunk
+//   and one per frame, left to right, each at its value on the MiB axis; a table row per run;
 // - no NaN or Infinity in any attribute, no render error.
 // Exit 0 when all hold, 1 otherwise (each failure printed).
 import { readFileSync } from 'node:fs';
@@ -164,6 +166,38 @@ for (const b of data.bars || []) {
         if (v > 0 && Math.abs(end - at(v)) > 0.5) fail(`${what}: ends at ${end.toFixed(1)}, its value is at ${at(v).toFixed(1)}`);
         if (log && num(r, 'width') < 10) fail(`${what}: a sliver (${num(r, 'width')} px) on a log axis`);
     }
+    ++checks;
+}
+
+// ---- RSS over time ----------------------------------------------------------------------------------------
+const rssLines = (data.rss || []).filter(r => r && Array.isArray(r.rss_frames_kib));
+const rssSection = document.querySelector('section.rss');
+if (!rssLines.length) {
+    if (rssSection) fail('an RSS section without rss lines in the JSON');
+} else if (!rssSection || !/RSS over time \(phase workload\)/.test(rssSection.querySelector('h2').textContent)) {
+    fail('rss lines in the JSON but no "RSS over time (phase workload)" section');
+} else {
+    const f = rssSection.querySelector('figure.plot');
+    const series = f ? f.querySelectorAll('g.series') : [];
+    if (series.length !== rssLines.length) fail(`RSS: ${series.length} lines for ${rssLines.length} phase runs`);
+    // The y axis: two labelled ticks give MiB -> px.
+    const yt = f ? f.querySelectorAll('g.tick').filter(t => num(t.querySelector('line'), 'y1') === num(t.querySelector('line'), 'y2')) : [];
+    const [a, b] = yt.map(t => ({ v: +t.querySelector('text').textContent, y: num(t.querySelector('line'), 'y1') }));
+    series.forEach((g, k) => {
+        const run = rssLines[k], pts = g.querySelectorAll('circle');
+        const want = [run.grown_rss_kib, run.shrunk_rss_kib, ...run.rss_frames_kib];
+        if (pts.length !== want.length) { fail(`RSS ${run.malloc}: ${pts.length} points for ${want.length} values`); return; }
+        pts.forEach((c, i) => {
+            if (i && num(c, 'cx') <= num(pts[i - 1], 'cx')) fail(`RSS ${run.malloc}: point ${i} not right of point ${i - 1}`);
+            const y = a.y + (want[i] / 1024 - a.v) * (b.y - a.y) / (b.v - a.v);
+            if (Math.abs(num(c, 'cy') - y) > 0.5) fail(`RSS ${run.malloc}: point ${i} at y ${num(c, 'cy')}, its value is at ${y.toFixed(1)}`);
+        });
+    });
+    for (const run of rssLines) if (!rssSection.textContent.includes(run.malloc)) fail(`RSS: ${run.malloc} not shown`);
+    const rows = rssSection.querySelectorAll('table.rss tbody tr');
+    if (rows.length !== rssLines.length) fail(`RSS: ${rows.length} table rows for ${rssLines.length} phase runs`);
+    if (rssLines.some(r => r.end_frame === true) && !/strata_malloc_end_frame/.test(f.querySelector('figcaption').textContent))
+        fail('RSS: a run called strata_malloc_end_frame and the caption does not say so');
     ++checks;
 }
 

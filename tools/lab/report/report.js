@@ -72,8 +72,10 @@ function niceTicks(lo, hi, n = 5) {
     return { ticks: out, lo: Math.min(lo, out[0]), hi: Math.max(hi, out[out.length - 1]) };
 }
 
-// A plot frame: figure.plot with title, legend, svg, caption. Returns {fig, svg}.
-function figure(parent, title, caption, legend) {
+// A plot frame: figure.plot with title, legend, svg, caption. Returns {fig, svg}. `size` (default
+// W x H) is the svg's viewBox: a plot given a row of its own is wider, so its text stays the size
+// of the others'.
+function figure(parent, title, caption, legend, size = { w: W, h: H }) {
     const fig = el('figure', { class: 'plot' }, parent);
     el('h3', {}, fig, title);
     if (legend && legend.length) {
@@ -84,7 +86,7 @@ function figure(parent, title, caption, legend) {
             s.appendChild(document.createTextNode(name));
         }
     }
-    const svg = sv('svg', { viewBox: `0 0 ${W} ${H}`, role: 'img', 'aria-label': title }, fig);
+    const svg = sv('svg', { viewBox: `0 0 ${size.w} ${size.h}`, role: 'img', 'aria-label': title }, fig);
     el('figcaption', {}, fig, caption);
     return { fig, svg };
 }
@@ -100,26 +102,27 @@ function notMeasured(parent, title, note) {
 const NO_LATENCY = 'Not measured: this run timed no single calls (--latency-passes 0), so there is no latency ' +
     'distribution to draw. ns/op in the table is still measured.';
 
-function axes(svg, xs, ys, xlabel, ylabel) {
+function axes(svg, xs, ys, xlabel, ylabel, size = { w: W, h: H }) {
+    const w = size.w, h = size.h;
     const g = sv('g', {}, svg);
     for (const t of ys.ticks) {
         const y = ys.map(t.v);
         const tg = sv('g', { class: 'tick' }, g);
-        sv('line', { class: 'gridline', x1: M.l, x2: W - M.r, y1: y, y2: y }, tg);
+        sv('line', { class: 'gridline', x1: M.l, x2: w - M.r, y1: y, y2: y }, tg);
         sv('text', { x: M.l - 6, y: y + 3.5, 'text-anchor': 'end' }, tg, t.label);
     }
     for (const t of xs.ticks) {
         const x = xs.map(t.v);
         const tg = sv('g', { class: 'tick' }, g);
-        sv('line', { class: 'gridline', x1: x, x2: x, y1: M.t, y2: H - M.b }, tg);
-        const anchor = x > W - M.r - 20 ? 'end' : 'middle';
-        sv('text', { x: anchor === 'end' ? W - M.r : x, y: H - M.b + 15, 'text-anchor': anchor }, tg, t.label);
+        sv('line', { class: 'gridline', x1: x, x2: x, y1: M.t, y2: h - M.b }, tg);
+        const anchor = x > w - M.r - 20 ? 'end' : 'middle';
+        sv('text', { x: anchor === 'end' ? w - M.r : x, y: h - M.b + 15, 'text-anchor': anchor }, tg, t.label);
     }
-    sv('line', { class: 'axis', x1: M.l, x2: W - M.r, y1: H - M.b, y2: H - M.b }, g);
-    sv('line', { class: 'axis', x1: M.l, x2: M.l, y1: M.t, y2: H - M.b }, g);
-    sv('text', { x: (M.l + W - M.r) / 2, y: H - 6, 'text-anchor': 'middle' }, g, xlabel);
-    sv('text', { x: 10, y: (M.t + H - M.b) / 2, 'text-anchor': 'middle',
-                 transform: `rotate(-90 10 ${(M.t + H - M.b) / 2})` }, g, ylabel);
+    sv('line', { class: 'axis', x1: M.l, x2: w - M.r, y1: h - M.b, y2: h - M.b }, g);
+    sv('line', { class: 'axis', x1: M.l, x2: M.l, y1: M.t, y2: h - M.b }, g);
+    sv('text', { x: (M.l + w - M.r) / 2, y: h - 6, 'text-anchor': 'middle' }, g, xlabel);
+    sv('text', { x: 10, y: (M.t + h - M.b) / 2, 'text-anchor': 'middle',
+                 transform: `rotate(-90 10 ${(M.t + h - M.b) / 2})` }, g, ylabel);
 }
 
 function logScale(lo, hi, px0, px1, fmt) {
@@ -440,6 +443,117 @@ function summaryTable(parent, wl) {
        '1 − largest free block / free bytes; failed: allocations that returned null.');
 }
 
+// ---- RSS over time (strata-mt --workload phase, from report --rss) ------------------------------
+// The runs to draw: the phase lines with a frame series, each named by its malloc label; a label
+// seen again (several rounds in one file) is named "label #2", "label #3", ...
+function rssRuns(lines) {
+    const seen = new Map();
+    return (lines || []).filter(r => r && Array.isArray(r.rss_frames_kib)).map(r => {
+        const base = String(r.malloc || '?'), n = (seen.get(base) || 0) + 1;
+        seen.set(base, n);
+        return Object.assign({}, r, { name: n > 1 ? `${base} #${n}` : base, base });
+    });
+}
+const RSS_W = 1080, RSS_H = 380;
+const mibOf = kib => (typeof kib === 'number' && isFinite(kib) ? kib / 1024 : null);
+const fmtMiB = kib => (mibOf(kib) === null ? '–' : mibOf(kib).toFixed(1));
+
+function plotRss(parent, runs) {
+    const frames = maxOf(runs.map(r => r.rss_frames_kib.length), 1);
+    let maxKib = 1;
+    for (const r of runs) maxKib = maxOf([r.grown_rss_kib, r.shrunk_rss_kib].filter(v => mibOf(v) !== null),
+                                         maxOf(r.rss_frames_kib.filter(v => mibOf(v) !== null), maxKib));
+    const sizes = [...new Set(runs.map(r => r.phase_mib).filter(v => v))];
+    const callers = runs.filter(r => r.end_frame === true).map(r => r.name);
+    const caption = 'strata-mt --workload phase: one thread grows a live set of mixed blocks to ' +
+        (sizes.length ? sizes.map(v => fmtNum(v)).join(' / ') + ' MiB' : '--phase-mib MiB') +
+        ', frees a random 90 % of it, then idles frame after frame: a 20 ms sleep, 1,000 free + malloc ' +
+        'pairs, then a read of its RSS (/proc/self/statm). x: "grown" is the RSS after the growth and ' +
+        '"shrunk" (frame 0) after the free (the dashed step); then one point per frame. y: resident MiB. ' +
+        'A line that falls over the frames is an allocator giving idle memory back to the OS; lower is ' +
+        'better. ' + (callers.length
+            ? `Where end_frame is true (${callers.join(', ')}; "end_frame" in the legend) the process had ` +
+              'strata_malloc_end_frame (libstrata_malloc.so) and called it at the end of every frame with ' +
+              'a 500 µs budget; the others had nothing to call. '
+            : 'No run here called strata_malloc_end_frame (end_frame false: the allocator has none). ') +
+        'Hover a point for its value.';
+    // A row of its own, about as wide as the page: a wider viewBox than the other plots.
+    const size = { w: RSS_W, h: RSS_H };
+    const { svg } = figure(parent, 'RSS per frame: strata-mt phase', caption,
+                           runs.map(r => [r.name + (r.end_frame === true ? ' (end_frame)' : ''), colour(r.name)]), size);
+    // x: "grown" in a slot of its own left of frame 0, so its label and the dashed step stay
+    // readable however many frames follow.
+    const GROWN = -1, grownX = M.l + 24, x0 = M.l + 80, x1 = size.w - M.r - 8;
+    const nt = niceTicks(0, frames, 6);
+    const frameX = f => x0 + f / nt.hi * (x1 - x0);
+    const whole = v => Math.abs(v - Math.round(v)) < 1e-9;
+    const xs = {
+        map: v => (v === GROWN ? grownX : frameX(v)),
+        ticks: [{ v: GROWN, label: 'grown' }, { v: 0, label: 'shrunk' }]
+            .concat(nt.ticks.filter(v => v > 0 && whole(v)).map(v => ({ v: Math.round(v), label: String(Math.round(v)) }))),
+    };
+    const ys = linScale(0, maxKib / 1024 * 1.05, size.h - M.b, M.t, v => String(+v.toPrecision(6)));
+    axes(svg, xs, ys, 'frame (each: a 20 ms sleep, 1,000 free + malloc pairs)', 'RSS (MiB)', size);
+    const yOf = kib => ys.map(kib / 1024);
+    // A dot per frame reads as a dotted line once there are many: then only grown and shrunk are
+    // dots, and the frames are invisible hover targets.
+    const dots = frames <= 20;
+    for (const run of runs) {
+        const c = colour(run.name), g = sv('g', { class: 'series', 'data-name': run.name }, svg);
+        const pts = [];
+        if (mibOf(run.grown_rss_kib) !== null) pts.push([GROWN, run.grown_rss_kib, 'after the growth']);
+        if (mibOf(run.shrunk_rss_kib) !== null) pts.push([0, run.shrunk_rss_kib, 'after freeing 90 % (frame 0)']);
+        run.rss_frames_kib.forEach((kib, i) => { if (mibOf(kib) !== null) pts.push([i + 1, kib, `frame ${i + 1}`]); });
+        const at = ([f, kib]) => `${xs.map(f).toFixed(1)},${yOf(kib).toFixed(1)}`;
+        const step = pts.filter(([f]) => f <= 0), rest = pts.filter(([f]) => f >= 0);
+        if (step.length === 2)
+            sv('path', { d: `M${at(step[0])}L${at(step[1])}`, fill: 'none', stroke: c, 'stroke-width': 1.4,
+                         'stroke-dasharray': '4 3', class: 'step' }, g);
+        if (rest.length > 1)
+            tip(sv('path', { d: rest.map((p, i) => `${i ? 'L' : 'M'}${at(p)}`).join(''), fill: 'none', stroke: c,
+                             'stroke-width': 1.8, 'stroke-linejoin': 'round' }, g),
+                `${run.name}: ${fmtMiB(run.shrunk_rss_kib)} MiB after the shrink, ` +
+                `${fmtMiB(run.final_rss_kib)} MiB at the end`);
+        for (const p of pts) {
+            const shown = dots || p[0] <= 0;
+            tip(sv('circle', { cx: xs.map(p[0]), cy: yOf(p[1]), r: shown ? 2.6 : 3, fill: c, 'fill-opacity': shown ? 1 : 0,
+                               'data-frame': p[0], 'data-kib': p[1] }, g),
+                `${run.name}: ${p[2]}: ${fmtMiB(p[1])} MiB`);
+        }
+    }
+}
+
+function rssTable(parent, runs) {
+    const mimalloc = runs.find(r => r.base === 'mimalloc' && mibOf(r.final_rss_kib) > 0);
+    const t = el('table', { class: 'summary rss' }, parent);
+    const hr = el('tr', {}, el('thead', {}, t));
+    const heads = ['malloc', 'grown (MiB)', 'shrunk (MiB)', 'final RSS (MiB)'];
+    if (mimalloc) heads.push(`final vs ${mimalloc.name}`);
+    heads.push('end_frame');
+    for (const h of heads) el('th', {}, hr, h);
+    const tb = el('tbody', {}, t);
+    const finals = runs.map(r => mibOf(r.final_rss_kib)).filter(v => v !== null);
+    const best = minOf(finals);
+    for (const r of runs) {
+        const tr = el('tr', {}, tb);
+        const td0 = el('td', {}, tr);
+        el('span', { class: 'swatch', style: `background:${colour(r.name)}` }, td0);
+        td0.appendChild(document.createTextNode(r.name));
+        el('td', {}, tr, fmtMiB(r.grown_rss_kib));
+        el('td', {}, tr, fmtMiB(r.shrunk_rss_kib));
+        el('td', { class: runs.length > 1 && mibOf(r.final_rss_kib) === best ? 'best' : '' }, tr, fmtMiB(r.final_rss_kib));
+        if (mimalloc) {
+            const v = mibOf(r.final_rss_kib);
+            el('td', {}, tr, v === null ? '–' : (v / mibOf(mimalloc.final_rss_kib)).toFixed(2) + '×');
+        }
+        el('td', {}, tr, r.end_frame === true ? 'called' : 'absent');
+    }
+    el('p', { class: 'desc' }, parent,
+       'grown: RSS after the growth; shrunk: after the free of 90 %; final: after the last frame' +
+       (mimalloc ? `; final vs ${mimalloc.name}: the final RSS over ${mimalloc.name}'s (below 1 is less)` : '') +
+       '. end_frame: whether strata_malloc_end_frame was found and called each frame. Bold green: the lowest final RSS.');
+}
+
 function render(data) {
     const root = document.getElementById('report');
     root.textContent = '';
@@ -458,6 +572,8 @@ function render(data) {
     workloads.forEach((w, i) => el('a', { href: `#wl-${i}` }, toc, w.name));
     if (data.bars && data.bars.length) el('a', { href: '#bars' }, toc, 'comparisons');
     if (data.layout) el('a', { href: '#layout' }, toc, 'AoS vs SoA');
+    const rss = rssRuns(data.rss);
+    if (rss.length) el('a', { href: '#rss' }, toc, 'RSS over time');
     workloads.forEach((w, i) => {
         const sec = el('section', { class: 'workload', id: `wl-${i}`, 'data-name': w.name }, root);
         el('h2', {}, sec, w.name);
@@ -489,6 +605,12 @@ function render(data) {
         const sec = el('section', { class: 'layout', id: 'layout' }, root);
         el('h2', {}, sec, 'Data layout: AoS vs SoA');
         plotLayout(el('div', { class: 'grid' }, sec), data.layout);
+    }
+    if (rss.length) {
+        const sec = el('section', { class: 'rss', id: 'rss' }, root);
+        el('h2', {}, sec, 'RSS over time (phase workload)');
+        plotRss(el('div', { class: 'grid' }, sec), rss);
+        rssTable(sec, rss);
     }
     document.body.setAttribute('data-rendered', String(document.querySelectorAll('figure.plot').length));
 }
