@@ -241,16 +241,32 @@ std::size_t engine_heap::purge_span_piece(run* s, std::size_t granules) noexcept
 // deadline, in 1 MiB pieces until it passes. Returns: bytes purged.
 std::size_t engine_heap::purge_spans(purge_pass pass, std::uint32_t now, std::uint64_t deadline_ns) noexcept {
     std::size_t purged = 0;
+    if (pass == purge_pass::cap) {
+        while (dirty_free_ > span_cap()) {
+            run* s = oldest_dirty_span();
+            if (s == nullptr) break;
+            purged += purge_span_piece(s, dirty_free_ - span_cap()) << granule_shift;
+        }
+        return purged;
+    }
+    // Batches of up to 64 due spans, oldest first: one walk of the bins per batch, not per span
+    // (a shrunk heap can hold thousands of small free spans).
+    constexpr std::size_t batch_size = 64;
     for (;;) {
-        if (pass == purge_pass::cap && dirty_free_ <= span_cap()) break;
-        run* s = oldest_dirty_span();
-        if (s == nullptr) break;
-        if (pass == purge_pass::decay && now - s->freed_at < options_.decay_ms) break;
-        const std::size_t want = pass == purge_pass::cap ? dirty_free_ - span_cap()
-                                 : deadline_ns != 0      ? piece_granules
-                                                         : s->granules;
-        purged += purge_span_piece(s, want) << granule_shift;
-        if (past(deadline_ns)) break;
+        run* batch[batch_size];
+        std::size_t k = 0;
+        for (std::uint64_t m = bin_map_; m != 0 && k < batch_size; m &= m - 1)
+            for (run* r = bins_[std::countr_zero(m)]; r != nullptr && k < batch_size; r = r->next)
+                if (r->dirty && (pass == purge_pass::all || now - r->freed_at >= options_.decay_ms)) batch[k++] = r;
+        if (k == 0) break;
+        std::sort(batch, batch + k, [now](const run* a, const run* b) { return now - a->freed_at > now - b->freed_at; });
+        for (std::size_t i = 0; i < k; ++i) {
+            while (batch[i]->dirty) {
+                purged += purge_span_piece(batch[i], deadline_ns != 0 ? piece_granules : batch[i]->granules)
+                          << granule_shift;
+                if (past(deadline_ns)) return purged;
+            }
+        }
     }
     return purged;
 }
