@@ -684,8 +684,8 @@ sample run_xchurn32k(unsigned threads, std::uint64_t ops, std::uint64_t seed) {
 
 std::size_t tilesim_size(rng& r) {
     const std::size_t pick = r.below(100);
-    if (pick < 91) return 8 + r.below(57);  // 8-64 B
-    return 65 + r.below(4032);               // 65 B-4 KiB
+    if (pick < 91) return 8 + r.below(57); // 8-64 B
+    return 65 + r.below(4032);             // 65 B-4 KiB
 }
 
 sample run_tilesim(unsigned threads, std::uint64_t ops, std::uint64_t seed) {

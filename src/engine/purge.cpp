@@ -257,9 +257,11 @@ std::size_t engine_heap::purge_spans(purge_pass pass, std::uint32_t now, std::ui
         std::size_t k = 0;
         for (std::uint64_t m = bin_map_; m != 0 && k < batch_size; m &= m - 1)
             for (run* r = bins_[std::countr_zero(m)]; r != nullptr && k < batch_size; r = r->next)
-                if (r->dirty && (pass == purge_pass::all || now - r->freed_at >= options_.decay_ms)) batch[k++] = r;
+                if (r->dirty && (pass == purge_pass::all || now - r->freed_at >= options_.decay_ms))
+                    batch[k++] = r;
         if (k == 0) break;
-        std::sort(batch, batch + k, [now](const run* a, const run* b) { return now - a->freed_at > now - b->freed_at; });
+        std::sort(batch, batch + k,
+                  [now](const run* a, const run* b) { return now - a->freed_at > now - b->freed_at; });
         for (std::size_t i = 0; i < k; ++i) {
             while (batch[i]->dirty) {
                 purged += purge_span_piece(batch[i], deadline_ns != 0 ? piece_granules : batch[i]->granules)

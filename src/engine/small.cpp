@@ -24,6 +24,42 @@ using namespace engine_detail;
 // Allocation slow path
 // -------------------------------------------------------------------------------------------------
 
+/// Effects: looks through up to 64 of h's full runs of class `c` for blocks freed since they
+/// filled (collecting remote frees) and moves those runs to the partial list; the walk resumes
+/// where the last one stopped, so a class with thousands of full runs pays a bounded walk per
+/// call, and its flag stays set until one walk has gone round the whole list.
+/// Returns: whether a partial run is now available.
+bool engine_heap::walk_full(thread_heap* h, unsigned c) noexcept {
+    constexpr unsigned walk_limit = 64;
+    const std::uint64_t bit = std::uint64_t{1} << c;
+    h->full_freed &= ~bit;
+    // resume[c] is cleared when its run leaves the list elsewhere (local_free_slow, thread exit).
+    run* f = h->resume[c] != nullptr ? h->resume[c] : h->full[c];
+    const run* const start = f;
+    bool wrapped = f == h->full[c];
+    for (unsigned seen = 0; f != nullptr; ++seen) {
+        if (seen == walk_limit) {
+            h->resume[c] = f;
+            h->full_freed |= bit; // the rest of the list waits for the next walk
+            return h->partial[c] != nullptr;
+        }
+        run* next = f->next;
+        collect(h, f);
+        if (f->free != nullptr) {
+            unlink(h->full[c], f);
+            f->where = run_list::partial;
+            push(h->partial[c], f);
+        }
+        if (next == nullptr && !wrapped) { // from the resume point to the end: go round once
+            next = h->full[c];
+            wrapped = true;
+        }
+        f = next == start ? nullptr : next;
+    }
+    h->resume[c] = nullptr;
+    return h->partial[c] != nullptr;
+}
+
 /// Returns: a block of class `c` once `h->current[c]` is empty: carves more of the current run,
 /// else takes a partial run, a full run that got frees, an abandoned run, a new run (in that order).
 void* engine_heap::small_slow(thread_heap* h, unsigned c) noexcept {
@@ -76,22 +112,7 @@ void* engine_heap::small_slow(thread_heap* h, unsigned c) noexcept {
         if (h->pending[c].load(std::memory_order_relaxed) != 0 &&
             h->pending[c].exchange(0, std::memory_order_acquire) != 0)
             freed = true;
-        if (freed) {
-            h->full_freed &= ~bit;
-            // O(full runs of the class), and only after frees reached them: a class that only
-            // grows never walks.
-            for (run* f = h->full[c]; f != nullptr;) {
-                run* next = f->next;
-                collect(h, f);
-                if (f->free != nullptr) {
-                    unlink(h->full[c], f);
-                    f->where = run_list::partial;
-                    push(h->partial[c], f);
-                }
-                f = next;
-            }
-            if (h->partial[c] != nullptr) continue;
-        }
+        if (freed && walk_full(h, c)) continue;
         if (run* a = adopt(h, c)) {
             h->current[c] = a;
             continue;
@@ -147,6 +168,15 @@ void engine_heap::retire(thread_heap* h, run* r) noexcept {
 void engine_heap::populate(run* r, std::size_t carved_bytes) noexcept {
     std::byte* at = address_of(r);
     const std::size_t bytes = std::size_t{r->granules} << granule_shift;
+    // Recycled memory is often resident already (it has not decayed): asking costs less than
+    // populating pages that are there.
+    const std::size_t page = virtual_memory::page_size();
+    unsigned char resident[256];
+    if (bytes / page <= sizeof resident && ::mincore(at, bytes, resident) == 0 &&
+        std::all_of(resident, resident + bytes / page, [](unsigned char v) { return (v & 1u) != 0; })) {
+        r->populated = true;
+        return;
+    }
 #ifdef MADV_POPULATE_WRITE
     if (::madvise(at, bytes, MADV_POPULATE_WRITE) != 0) // EINVAL before Linux 5.14
 #endif
@@ -154,7 +184,6 @@ void engine_heap::populate(run* r, std::size_t carved_bytes) noexcept {
         // By hand: a zero byte per page, only on pages above the carved blocks. Below them live
         // blocks (and remote frees' links) may start on a page boundary; a read-modify-write would
         // race with those frees, so those pages are left to fault on their own.
-        const std::size_t page = virtual_memory::page_size();
         for (std::size_t off = (carved_bytes + page - 1) & ~(page - 1); off < bytes; off += page)
             *reinterpret_cast<volatile char*>(at + off) = 0;
     }
@@ -240,6 +269,7 @@ engine_heap::run* engine_heap::adopt(thread_heap* h, unsigned c) noexcept {
 void engine_heap::local_free_slow(thread_heap* h, run* d) noexcept {
     const unsigned c = d->cls;
     if (d->where == run_list::full) {
+        if (h->resume[c] == d) h->resume[c] = nullptr;
         unlink(h->full[c], d);
         d->where = run_list::partial;
         push(h->partial[c], d);

@@ -50,7 +50,7 @@ engine_heap::thread_heap* engine_heap::make_thread_heap() noexcept {
             h->current[c] = &empty_run;
             h->allocs[c].v.store(0, std::memory_order_relaxed);
             h->frees[c].v.store(0, std::memory_order_relaxed);
-            h->partial[c] = h->full[c] = h->spare[c] = nullptr;
+            h->partial[c] = h->full[c] = h->spare[c] = h->resume[c] = nullptr;
             h->pending[c].store(0, std::memory_order_relaxed);
         }
         h->full_freed = 0;
@@ -113,6 +113,7 @@ void engine_heap::abandon(thread_heap* h) noexcept {
         }
         h->partial[c] = h->full[c] = nullptr;
         h->spare[c] = nullptr;
+        h->resume[c] = nullptr;
     }
     h->full_freed = 0;
     {

@@ -311,6 +311,7 @@ private:
     // Small tier (small.cpp).
     [[nodiscard]] STRATA_NOINLINE void* small_slow(thread_heap* h, unsigned c) noexcept;
     void collect(thread_heap* h, run* r) noexcept;
+    [[nodiscard]] bool walk_full(thread_heap* h, unsigned c) noexcept;
     void retire(thread_heap* h, run* r) noexcept;
     run* new_run(thread_heap* h, unsigned c) noexcept;
     run* adopt(thread_heap* h, unsigned c) noexcept;

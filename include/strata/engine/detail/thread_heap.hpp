@@ -108,6 +108,7 @@ struct thread_heap {
     run* partial[class_count];   // runs with free blocks
     run* full[class_count];      // runs the owner found exhausted
     run* spare[class_count];     // an empty run kept in `partial` (at most one per class)
+    run* resume[class_count];    // where the next walk of `full` starts (when still in it)
     std::atomic<std::uint32_t> pending[class_count]; // a full run got a free from another thread
     counter run_bytes;                               // committed bytes of the runs this heap owns
     run* cache = nullptr;                            // empty runs kept for reuse
