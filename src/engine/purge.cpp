@@ -3,7 +3,7 @@
 // stay resident while they may be reused, and decay: maintenance steps purge what has been free for
 // decay_ms, oldest first, and whatever exceeds the caps (retain_bytes, medium_retain_bytes).
 //
-// Exports: engine_heap::now_tick, purge_medium, purge_free_medium, purge_spans, purge_span_piece,
+// Exports: engine_heap::now_ms, now_tick, purge_medium, purge_free_medium, purge_spans, purge_span_piece,
 // oldest_dirty_span, decay_step, maybe_decay, end_frame, start_purge_thread, stop_purge_thread,
 // purge_thread_main, purge_stats, trim.
 #include <sys/mman.h>
@@ -29,9 +29,10 @@ using namespace engine_detail;
 //     only its header and the two list links at the start of its payload, which stay resident. A
 //     mark after the links (a tag, the block's size, the tick a step first saw it free, how far
 //     from its first whole page resident pages reach and how many bytes they hold, from mincore
-//     when it is first seen: an arena's never-touched tail counts nothing) lets later steps age it
-//     and purge it in pieces from its end. medium_handed_out clears the tag, so a mark never outlives an
-//     allocation of its block; a block merged since has another size, and counts as first seen now.
+//     when it is first seen: an arena's never-touched tail counts nothing) lets later steps age
+//     it and purge it in pieces from its end. medium_handed_out clears the tag, so a mark never
+//     outlives an allocation of its block; a block merged since has another size, and counts as
+//     first seen now.
 // The caps are kept at the call that passes them (a free), whatever the age: not in a steady
 // workload's hot path, where memory is reused before it decays.
 namespace {
