@@ -279,7 +279,8 @@ std::size_t engine_heap::purge_spans(purge_pass pass, std::uint32_t now, std::ui
 // -------------------------------------------------------------------------------------------------
 
 /// Effects: one maintenance step: purges decayed medium blocks, then decayed spans, until the
-/// deadline (0: none). Returns: bytes purged. Requires: no lock of the heap held.
+/// deadline (0: none), at least one piece when anything is due. Returns: bytes purged.
+/// Requires: no lock of the heap held.
 std::size_t engine_heap::decay_step(std::uint64_t deadline_ns) noexcept {
     const std::uint32_t now = now_tick();
     next_step_.store(now + step_interval_, std::memory_order_relaxed);
@@ -295,13 +296,16 @@ std::size_t engine_heap::decay_step(std::uint64_t deadline_ns) noexcept {
         lock_guard m(medium_lock_);
         purged += purge_free_medium(purge_pass::decay, now, deadline_ns);
     }
-    if (roll || !past(deadline_ns)) {
+    // The spans get their turn unless the medium blocks gave something back and used the budget
+    // up: a step with anything due purges at least one piece.
+    const bool spans = purged == 0 || !past(deadline_ns);
+    if (roll || spans) {
         lock_guard s(span_lock_);
         if (roll) {
             span_peak_before_ = span_peak_;
             span_peak_ = top_ - free_granules_;
         }
-        if (!past(deadline_ns)) purged += purge_spans(purge_pass::decay, now, deadline_ns);
+        if (spans) purged += purge_spans(purge_pass::decay, now, deadline_ns);
     }
     steps_.fetch_add(1, std::memory_order_relaxed);
     return purged;
