@@ -164,35 +164,47 @@ struct window {
     }
 };
 
-// T threads, each replacing random slots of its own array with blocks from `make` (local, big).
-sample run_own_slots(unsigned threads, std::uint64_t ops, std::uint64_t seed, std::size_t slots,
-                     void* (*make)(rng&)) {
+// Runs worker(t, w) on `threads` fresh threads (t = 0, 1, ...) and returns the window they meet in.
+template <class Worker>
+sample run_workers(unsigned threads, Worker&& worker) {
     window w(threads);
     std::vector<std::thread> pool;
     for (unsigned t = 0; t < threads; ++t)
-        pool.emplace_back([&, t] {
-            rng r(seed * 131 + t);
-            std::vector<void*> mine(slots);
-            for (auto& p : mine)
-                p = make(r);
-            auto churn = [&](std::uint64_t n) {
-                for (std::uint64_t i = 0; i < n; ++i) {
-                    const std::size_t k = r.below(slots);
-                    std::free(mine[k]);
-                    mine[k] = make(r);
-                }
-            };
-            churn(ops / 4);
-            w.start.arrive_and_wait();
-            churn(ops);
-            w.stop.arrive_and_wait();
-            for (void* p : mine)
-                std::free(p);
-        });
+        pool.emplace_back([&, t] { worker(t, w); });
     const sample s = w.measure();
     for (auto& th : pool)
         th.join();
     return s;
+}
+
+// One thread's part of the window: churn(ops / 4) untimed, then churn(ops) between start and stop.
+template <class Churn>
+void warm_then_time(window& w, Churn&& churn, std::uint64_t ops) {
+    churn(ops / 4);
+    w.start.arrive_and_wait();
+    churn(ops);
+    w.stop.arrive_and_wait();
+}
+
+// T threads, each replacing random slots of its own array with blocks from `make` (local, big).
+sample run_own_slots(unsigned threads, std::uint64_t ops, std::uint64_t seed, std::size_t slots,
+                     void* (*make)(rng&)) {
+    return run_workers(threads, [&](unsigned t, window& w) {
+        rng r(seed * 131 + t);
+        std::vector<void*> mine(slots);
+        for (auto& p : mine)
+            p = make(r);
+        auto churn = [&](std::uint64_t n) {
+            for (std::uint64_t i = 0; i < n; ++i) {
+                const std::size_t k = r.below(slots);
+                std::free(mine[k]);
+                mine[k] = make(r);
+            }
+        };
+        warm_then_time(w, churn, ops);
+        for (void* p : mine)
+            std::free(p);
+    });
 }
 
 // A 1-8 MiB block with a byte written on every page.
@@ -253,19 +265,19 @@ private:
     alignas(64) void* cells_[capacity] = {};
 };
 
+// Thread 0 produces, thread 1 consumes.
 sample run_prodcons(std::uint64_t ops, std::uint64_t seed) {
-    window w(2);
     auto q = std::make_unique<ring>();
-    std::thread producer([&] {
-        rng r(seed * 131);
-        for (std::uint64_t i = 0; i < ops / 4; ++i)
-            q->push(make_block(r));
-        w.start.arrive_and_wait();
-        for (std::uint64_t i = 0; i < ops; ++i)
-            q->push(make_block(r));
-        w.stop.arrive_and_wait();
-    });
-    std::thread consumer([&] {
+    return run_workers(2, [&](unsigned t, window& w) {
+        if (t == 0) {
+            rng r(seed * 131);
+            auto produce = [&](std::uint64_t n) {
+                for (std::uint64_t i = 0; i < n; ++i)
+                    q->push(make_block(r));
+            };
+            warm_then_time(w, produce, ops);
+            return;
+        }
         std::uint64_t sum = 0;
         auto drain = [&](std::uint64_t n) {
             for (std::uint64_t i = 0; i < n; ++i) {
@@ -274,16 +286,9 @@ sample run_prodcons(std::uint64_t ops, std::uint64_t seed) {
                 std::free(p);
             }
         };
-        drain(ops / 4);
-        w.start.arrive_and_wait();
-        drain(ops);
-        w.stop.arrive_and_wait();
+        warm_then_time(w, drain, ops);
         if (sum == 1) std::puts(""); // keeps the reads
     });
-    const sample s = w.measure();
-    producer.join();
-    consumer.join();
-    return s;
 }
 
 sample run_larson(unsigned threads, std::uint64_t ops, unsigned rounds, std::uint64_t seed) {
@@ -398,32 +403,22 @@ sample run_tight(std::uint64_t ops, std::uint64_t seed) {
 sample run_falseshare(unsigned threads, std::uint64_t ops, std::uint64_t seed) {
     constexpr std::size_t batch = 64;
     constexpr unsigned writes = 32;
-    window w(threads);
-    std::vector<std::thread> pool;
-    for (unsigned t = 0; t < threads; ++t)
-        pool.emplace_back([&, t] {
-            rng r(seed * 131 + t);
-            volatile unsigned char* b[batch];
-            auto work = [&](std::uint64_t n) {
-                for (std::uint64_t done = 0; done < n; done += batch) {
-                    for (auto& p : b)
-                        p = static_cast<volatile unsigned char*>(make_touched(8 + r.below(57)));
-                    for (unsigned k = 0; k < writes; ++k)
-                        for (auto* p : b)
-                            p[k & 7] = static_cast<unsigned char>(p[k & 7] + 1);
+    return run_workers(threads, [&](unsigned t, window& w) {
+        rng r(seed * 131 + t);
+        volatile unsigned char* b[batch];
+        auto work = [&](std::uint64_t n) {
+            for (std::uint64_t done = 0; done < n; done += batch) {
+                for (auto& p : b)
+                    p = static_cast<volatile unsigned char*>(make_touched(8 + r.below(57)));
+                for (unsigned k = 0; k < writes; ++k)
                     for (auto* p : b)
-                        std::free(const_cast<unsigned char*>(p));
-                }
-            };
-            work(ops / 4);
-            w.start.arrive_and_wait();
-            work(ops);
-            w.stop.arrive_and_wait();
-        });
-    const sample s = w.measure();
-    for (auto& th : pool)
-        th.join();
-    return s;
+                        p[k & 7] = static_cast<unsigned char>(p[k & 7] + 1);
+                for (auto* p : b)
+                    std::free(const_cast<unsigned char*>(p));
+            }
+        };
+        warm_then_time(w, work, ops);
+    });
 }
 
 sample run_threadchurn(unsigned threads, std::uint64_t ops, unsigned rounds, std::uint64_t seed) {
@@ -545,40 +540,30 @@ std::size_t leaky_size(rng& r) {
 
 sample run_leaky(unsigned threads, std::uint64_t ops, std::uint64_t seed) {
     constexpr std::size_t slots = 4096;
-    window w(threads);
-    std::vector<std::thread> pool;
-    for (unsigned t = 0; t < threads; ++t)
-        pool.emplace_back([&, t] {
-            rng r(seed * 131 + t);
-            std::vector<void*> mine(slots), leaked;
-            leaked.reserve(ops / 8 + ops / 32);
-            for (auto& p : mine)
-                p = make_touched(leaky_size(r));
-            auto churn = [&](std::uint64_t n) {
-                for (std::uint64_t i = 0; i < n; ++i) {
-                    void* p = make_touched(leaky_size(r));
-                    if (r.below(10) == 0) {
-                        leaked.push_back(p);
-                    } else {
-                        const std::size_t k = r.below(slots);
-                        std::free(mine[k]);
-                        mine[k] = p;
-                    }
+    return run_workers(threads, [&](unsigned t, window& w) {
+        rng r(seed * 131 + t);
+        std::vector<void*> mine(slots), leaked;
+        leaked.reserve(ops / 8 + ops / 32);
+        for (auto& p : mine)
+            p = make_touched(leaky_size(r));
+        auto churn = [&](std::uint64_t n) {
+            for (std::uint64_t i = 0; i < n; ++i) {
+                void* p = make_touched(leaky_size(r));
+                if (r.below(10) == 0) {
+                    leaked.push_back(p);
+                } else {
+                    const std::size_t k = r.below(slots);
+                    std::free(mine[k]);
+                    mine[k] = p;
                 }
-            };
-            churn(ops / 4);
-            w.start.arrive_and_wait();
-            churn(ops);
-            w.stop.arrive_and_wait();
-            for (void* p : mine)
-                std::free(p);
-            for (void* p : leaked)
-                std::free(p);
-        });
-    const sample s = w.measure();
-    for (auto& th : pool)
-        th.join();
-    return s;
+            }
+        };
+        warm_then_time(w, churn, ops);
+        for (void* p : mine)
+            std::free(p);
+        for (void* p : leaked)
+            std::free(p);
+    });
 }
 
 std::size_t trickle_size(rng& r) {
@@ -640,46 +625,36 @@ std::size_t xchurn_size(rng& r) {
 
 sample run_xchurn32k(unsigned threads, std::uint64_t ops, std::uint64_t seed) {
     constexpr std::size_t slots = 10'000;
-    window w(threads);
     // inbox[t]: the blocks thread (t + T - 1) % T hands thread t to free.
     std::vector<std::unique_ptr<ring>> inbox;
     for (unsigned t = 0; t < threads; ++t)
         inbox.push_back(std::make_unique<ring>());
-    std::vector<std::thread> pool;
-    for (unsigned t = 0; t < threads; ++t)
-        pool.emplace_back([&, t] {
-            rng r(seed * 131 + t);
-            ring& mine_in = *inbox[t];
-            ring& neighbour = *inbox[(t + 1) % threads];
-            std::vector<void*> mine(slots);
-            for (auto& p : mine)
-                p = make_touched(xchurn_size(r));
-            auto drain = [&] {
-                while (void* p = mine_in.try_pop())
-                    std::free(p);
-            };
-            auto churn = [&](std::uint64_t n) {
-                for (std::uint64_t i = 0; i < n; ++i) {
-                    const std::size_t k = r.below(slots);
-                    void* victim = mine[k];
-                    mine[k] = make_touched(xchurn_size(r));
-                    if (r.below(1000) >= 75 || !neighbour.try_push(victim)) std::free(victim);
-                    if ((i & 15) == 0) drain();
-                }
-                drain();
-            };
-            churn(ops / 4);
-            w.start.arrive_and_wait();
-            churn(ops);
-            w.stop.arrive_and_wait(); // nobody hands anything on after this
-            drain();
-            for (void* p : mine)
+    return run_workers(threads, [&](unsigned t, window& w) {
+        rng r(seed * 131 + t);
+        ring& mine_in = *inbox[t];
+        ring& neighbour = *inbox[(t + 1) % threads];
+        std::vector<void*> mine(slots);
+        for (auto& p : mine)
+            p = make_touched(xchurn_size(r));
+        auto drain = [&] {
+            while (void* p = mine_in.try_pop())
                 std::free(p);
-        });
-    const sample s = w.measure();
-    for (auto& th : pool)
-        th.join();
-    return s;
+        };
+        auto churn = [&](std::uint64_t n) {
+            for (std::uint64_t i = 0; i < n; ++i) {
+                const std::size_t k = r.below(slots);
+                void* victim = mine[k];
+                mine[k] = make_touched(xchurn_size(r));
+                if (r.below(1000) >= 75 || !neighbour.try_push(victim)) std::free(victim);
+                if ((i & 15) == 0) drain();
+            }
+            drain();
+        };
+        warm_then_time(w, churn, ops);
+        drain(); // past stop: nobody hands anything on any more
+        for (void* p : mine)
+            std::free(p);
+    });
 }
 
 std::size_t tilesim_size(rng& r) {
@@ -690,42 +665,32 @@ std::size_t tilesim_size(rng& r) {
 
 sample run_tilesim(unsigned threads, std::uint64_t ops, std::uint64_t seed) {
     constexpr std::size_t slots = 16'384;
-    window w(threads);
-    std::vector<std::thread> pool;
-    for (unsigned t = 0; t < threads; ++t)
-        pool.emplace_back([&, t] {
-            rng r(seed * 977 + t);
-            std::vector<void*> mine(slots);
-            for (auto& p : mine)
-                p = make_touched(tilesim_size(r));
-            void* buffer = nullptr; // at most one 3-4 MiB buffer per thread, freed a few ops later
-            std::uint64_t buffer_dies = 0;
-            auto churn = [&](std::uint64_t n) {
-                for (std::uint64_t i = 0; i < n; ++i) {
-                    const std::size_t k = r.below(slots);
-                    std::free(mine[k]);
-                    mine[k] = make_touched(tilesim_size(r));
-                    if (buffer == nullptr && r.below(1000) == 0) {
-                        buffer = make_filled((std::size_t{3} << 20) + r.below((std::size_t{1} << 20) + 1));
-                        buffer_dies = i + 1 + r.below(32);
-                    } else if (buffer != nullptr && i >= buffer_dies) {
-                        std::free(buffer);
-                        buffer = nullptr;
-                    }
+    return run_workers(threads, [&](unsigned t, window& w) {
+        rng r(seed * 977 + t);
+        std::vector<void*> mine(slots);
+        for (auto& p : mine)
+            p = make_touched(tilesim_size(r));
+        void* buffer = nullptr; // at most one 3-4 MiB buffer per thread, freed a few ops later
+        std::uint64_t buffer_dies = 0;
+        auto churn = [&](std::uint64_t n) {
+            for (std::uint64_t i = 0; i < n; ++i) {
+                const std::size_t k = r.below(slots);
+                std::free(mine[k]);
+                mine[k] = make_touched(tilesim_size(r));
+                if (buffer == nullptr && r.below(1000) == 0) {
+                    buffer = make_filled((std::size_t{3} << 20) + r.below((std::size_t{1} << 20) + 1));
+                    buffer_dies = i + 1 + r.below(32);
+                } else if (buffer != nullptr && i >= buffer_dies) {
+                    std::free(buffer);
+                    buffer = nullptr;
                 }
-            };
-            churn(ops / 4);
-            w.start.arrive_and_wait();
-            churn(ops);
-            w.stop.arrive_and_wait();
-            std::free(buffer);
-            for (void* p : mine)
-                std::free(p);
-        });
-    const sample s = w.measure();
-    for (auto& th : pool)
-        th.join();
-    return s;
+            }
+        };
+        warm_then_time(w, churn, ops);
+        std::free(buffer);
+        for (void* p : mine)
+            std::free(p);
+    });
 }
 
 long resident_kib() {
