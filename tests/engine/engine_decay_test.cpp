@@ -1,8 +1,6 @@
 // engine_heap's decaying purge (src/engine/purge.cpp): free spans and big free medium blocks stay
 // resident until they decay or pass a cap, oldest first; the span bins reuse warm memory first;
 // end_frame() stops at its budget. A fake clock makes every age exact; mincore tells residency.
-#include <sys/mman.h>
-#include <sys/resource.h>
 
 #include <algorithm>
 #include <atomic>
@@ -15,6 +13,8 @@
 #include <gtest/gtest.h>
 
 #include "strata/engine/engine_heap.hpp"
+
+#include "support/residency.hpp"
 
 namespace {
 
@@ -40,14 +40,7 @@ engine_options decay_options(std::uint32_t decay_ms = 100) {
 }
 
 /// Returns: the resident pages of the whole pages of [p, p + n).
-std::size_t resident(const void* p, std::size_t n) {
-    const auto lo = (reinterpret_cast<std::uintptr_t>(p) + page - 1) & ~(page - 1);
-    const auto hi = (reinterpret_cast<std::uintptr_t>(p) + n) & ~(page - 1);
-    if (hi <= lo) return 0;
-    std::vector<unsigned char> v((hi - lo) / page);
-    if (::mincore(reinterpret_cast<void*>(lo), hi - lo, v.data()) != 0) return SIZE_MAX;
-    return static_cast<std::size_t>(std::count_if(v.begin(), v.end(), [](unsigned char c) { return c & 1; }));
-}
+std::size_t resident(const void* p, std::size_t n) { return strata::test::resident_pages(p, n); }
 
 char* written(engine_heap& h, std::size_t n, char fill = 1) {
     auto* p = static_cast<char*>(h.allocate(n));
@@ -182,6 +175,30 @@ TEST(EngineDecay, EndFrameStopsAtItsBudget) {
         EXPECT_EQ(resident(p, 16 * mib), 0u);
     EXPECT_EQ(h.end_frame(), 0u);
 }
+
+// Bad input: a budget of 0 (or less) is a step of one piece; a second purge thread is refused; a
+// stop with no thread does nothing.
+TEST(EngineDecay, AZeroBudgetStillPurgesOnePiece) {
+    engine_heap h(decay_options(100));
+    char* p = written(h, 12 * mib);
+    ASSERT_NE(p, nullptr);
+    h.deallocate(p);
+    advance(200);
+    EXPECT_EQ(h.end_frame(std::chrono::microseconds{0}), mib);
+    EXPECT_EQ(h.end_frame(std::chrono::microseconds{-5}), mib);
+    EXPECT_EQ(resident(p + 10 * mib, 2 * mib), 0u); // the pieces come off the span's end
+    EXPECT_TRUE(h.check());
+}
+
+TEST(EngineDecay, OnePurgeThreadAtATime) {
+    engine_heap h(decay_options(100));
+    h.stop_purge_thread();                                           // none runs: nothing happens
+    EXPECT_TRUE(h.start_purge_thread(std::chrono::milliseconds{0})); // counts as 1 ms
+    EXPECT_FALSE(h.start_purge_thread());
+    h.stop_purge_thread();
+    h.stop_purge_thread();
+    EXPECT_TRUE(h.start_purge_thread(std::chrono::milliseconds{5}));
+} // the destructor stops it
 
 TEST(EngineDecay, SlowPathsStepWithoutFrameCalls) {
     engine_heap h(decay_options(100));
@@ -362,11 +379,7 @@ TEST(EngineDecay, RandomAgesAndBudgetsKeepEveryLiveByte) {
 }
 
 #if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
-long minor_faults() {
-    rusage u{};
-    getrusage(RUSAGE_SELF, &u);
-    return u.ru_minflt;
-}
+using strata::test::minor_faults;
 
 // Big buffers of 2-25 MiB, written whole, two alive at a time: once the heap has seen the sizes,
 // they are served from warm memory (medium arenas and the span bins), so nothing faults.

@@ -29,10 +29,14 @@
 
 #include <gtest/gtest.h>
 
+#include "support/residency.hpp"
+
 namespace {
 
 using strata::engine_heap;
 using strata::engine_options;
+using strata::test::minor_faults;
+using strata::test::resident_pages;
 
 engine_options small_options() {
     engine_options o;
@@ -503,15 +507,6 @@ TEST(EngineHeap, MediumRequestsOutliveTheLastArena) {
 }
 
 // Resident pages among the whole pages of [p, p + n).
-std::size_t resident_pages(const void* p, std::size_t n) {
-    const auto page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
-    const std::uintptr_t lo = (reinterpret_cast<std::uintptr_t>(p) + page - 1) & ~(page - 1);
-    const std::uintptr_t hi = (reinterpret_cast<std::uintptr_t>(p) + n) & ~(page - 1);
-    std::vector<unsigned char> v((hi - lo) / page);
-    if (v.empty() || mincore(reinterpret_cast<void*>(lo), hi - lo, v.data()) != 0) return 0;
-    return static_cast<std::size_t>(std::count_if(v.begin(), v.end(), [](unsigned char c) { return c & 1; }));
-}
-
 // populate_after_bytes counts each thread's runs: a light thread's first run of a class stays lazy
 // however much the rest of the process holds (guards: many light threads each faulting runs in whole).
 TEST(EngineHeap, ALightThreadsRunsStayLazyInABigProcess) {
@@ -755,12 +750,6 @@ TEST(EngineHeap, ShrinkInPlaceGivesTheTailBack) {
 }
 
 #if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
-long minor_faults() {
-    rusage u{};
-    getrusage(RUSAGE_SELF, &u);
-    return u.ru_minflt;
-}
-
 TEST(EngineHeap, SteadyChurnDoesNotFault) {
     engine_options o = small_options();
     o.populate_after_bytes = 0; // every run faulted in whole when made (the default waits for 8 MiB)

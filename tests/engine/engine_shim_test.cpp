@@ -119,7 +119,8 @@ TEST(EngineShim, BadSizesInTheEnvironmentKeepTheDefault) {
                            " (not a whole number of GiB that fits); using the default\n");
     }
     for (const char* bad : {"STRATA_MALLOC_RETAIN_MB=16M", "STRATA_MALLOC_PURGE_KB=1e3",
-                            "STRATA_MALLOC_MEDIUM_RETAIN_MB=17592186044416"}) {
+                            "STRATA_MALLOC_MEDIUM_RETAIN_MB=17592186044416", "STRATA_MALLOC_DECAY_MS=500ms",
+                            "STRATA_MALLOC_PURGE_THREAD_MS=-1"}) {
         EXPECT_EQ(run_capturing("", {bad}, err), 0) << bad << ": " << err;
         EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
         EXPECT_NE(err.find(std::string("ignoring ") + bad), std::string::npos) << err;
