@@ -3,6 +3,7 @@
 #   URL          a running `strata-lab serve` (http://127.0.0.1:PORT/)
 #   STRATA_LAB   the strata-lab binary: started here on a free port and stopped afterwards
 #   SHOT_DIR     where the screenshots go (default build/release/live): <demo>.png and overview.png
+# Runs every tests/browser/live*.test.mjs against that server.
 # Needs node (>= 18), npm and Debian's chromium (/usr/bin/chromium, or CHROMIUM=...); downloads no browser.
 set -eu
 unset CDPATH # a cd into a relative path would echo it, or go elsewhere
@@ -45,4 +46,11 @@ http://*|https://*) url=$target ;;
     done
     ;;
 esac
-node "$here/live.test.mjs" "$url" "$shots"
+# Every live*.test.mjs, one after the other against the same server: the demos (live.test.mjs) and
+# each view's own file.
+rc=0
+for t in "$here"/live*.test.mjs; do
+    echo "+ node $(basename "$t") $url"
+    node "$t" "$url" "$shots" || rc=1
+done
+exit $rc
