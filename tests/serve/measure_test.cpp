@@ -73,6 +73,8 @@ TEST_F(MeasureApi, RaceSeriesAndSummaries) {
     for (std::size_t i = 1; i < points; ++i)
         EXPECT_LT(st["ops"][i - 1].get<std::uint64_t>(), st["ops"][i].get<std::uint64_t>());
     const std::uint64_t heap = st["heap_bytes"];
+    EXPECT_LT(st["drain_from"].get<std::uint64_t>(), st["operations"].get<std::uint64_t>());
+    EXPECT_GT(st["drain_from"].get<std::uint64_t>(), st["operations"].get<std::uint64_t>() / 2);
     std::set<std::string> names;
     ASSERT_EQ(st["runs"].size(), 4u);
     for (const json& r : st["runs"]) {
@@ -96,8 +98,13 @@ TEST_F(MeasureApi, RaceSeriesAndSummaries) {
         }
         EXPECT_EQ(r["peak_in_use"].get<std::uint64_t>(), peak);
         EXPECT_NEAR(r["mean_fragmentation"].get<double>(), sum / static_cast<double>(points), 1e-9);
-        EXPECT_DOUBLE_EQ(r["final_fragmentation"].get<double>(), r["fragmentation"].back().get<double>());
-        EXPECT_EQ(r["final_largest_free"], r["largest_free"].back());
+        // "final": the last sample before the drain (the workload's closing frees).
+        std::size_t last = 0;
+        for (std::size_t i = 0; i < points; ++i)
+            if (st["ops"][i].get<std::uint64_t>() <= st["drain_from"].get<std::uint64_t>()) last = i;
+        EXPECT_DOUBLE_EQ(r["final_fragmentation"].get<double>(), r["fragmentation"][last].get<double>());
+        EXPECT_EQ(r["final_largest_free"], r["largest_free"][last]);
+        EXPECT_EQ(r["in_use"].back(), 0) << r["name"] << ": the drain frees everything";
         EXPECT_TRUE(r["failures"].is_number_unsigned());
     }
     EXPECT_EQ(names, (std::set<std::string>{"pool (1 KiB slots)", "buddy", "tlsf", "first-fit"}));

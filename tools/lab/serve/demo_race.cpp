@@ -56,15 +56,29 @@ double fragmentation(std::uint64_t free_bytes, std::uint64_t largest) noexcept {
     return 1.0 - static_cast<double>(std::min(largest, free_bytes)) / static_cast<double>(free_bytes);
 }
 
-/// Replays `w` through A's adapter and returns its series (one point per sample) and summary;
+/// Returns: the memory operations up to and including the last allocation: after it the workload
+/// only frees what is left (the drain), which ends with every heap empty and in one piece.
+std::uint64_t before_drain(const op_workload& w) noexcept {
+    std::uint64_t n = 0, last_alloc = 0;
+    for (const op& o : w.ops) {
+        if (o.kind == op_kind::frame) continue;
+        ++n;
+        if (o.kind != op_kind::free) last_alloc = n;
+    }
+    return last_alloc;
+}
+
+/// Replays `w` through A's adapter and returns its series (one point per sample) and summary. The
+/// "final" values are those of the last sample before the drain (`steady_end` operations);
 /// `ops` (when given) gets the operation count after which each sample was taken.
 template <class A>
-json race_one(const char* name, const op_workload& w, json* ops = nullptr) {
+json race_one(const char* name, const op_workload& w, std::uint64_t steady_end, json* ops = nullptr) {
     // The sampling pass alone: no warm-up, no timed passes.
     const replay_result r = replay<in_heap<A>>(w, {.warmup = 0, .repeats = 0, .latency_passes = 0});
     json in_use = json::array(), free_bytes = json::array(), largest = json::array(), frag = json::array();
-    std::uint64_t peak = 0;
-    double frag_sum = 0;
+    std::uint64_t peak = 0, final_largest = 0;
+    double frag_sum = 0, final_frag = 0;
+    bool have_final = false;
     for (const memory_sample& s : r.series) {
         const std::uint64_t used = race_heap_bytes - s.free_bytes;
         const double f = fragmentation(s.free_bytes, s.largest_free);
@@ -74,6 +88,11 @@ json race_one(const char* name, const op_workload& w, json* ops = nullptr) {
         frag.push_back(f);
         peak = std::max(peak, used);
         frag_sum += f;
+        if (s.op < steady_end || !have_final) {
+            final_frag = f;
+            final_largest = s.largest_free;
+            have_final = true;
+        }
         if (ops != nullptr) ops->push_back(s.op + 1);
     }
     const std::size_t n = r.series.size();
@@ -85,8 +104,8 @@ json race_one(const char* name, const op_workload& w, json* ops = nullptr) {
             {"failures", r.failed},
             {"peak_in_use", peak},
             {"mean_fragmentation", n == 0 ? 0.0 : frag_sum / static_cast<double>(n)},
-            {"final_fragmentation", n == 0 ? 0.0 : frag.back().get<double>()},
-            {"final_largest_free", n == 0 ? std::uint64_t{0} : r.series.back().largest_free}};
+            {"final_fragmentation", final_frag},
+            {"final_largest_free", final_largest}};
 }
 
 json run_race(const json& args) {
@@ -95,15 +114,18 @@ json run_race(const json& args) {
     std::lock_guard lock(measure_mutex());
     const op_workload w = gen::bimodal(scale, seed);
     // Every allocator is sampled after the same operations (the x axis, taken from the first).
+    const std::uint64_t steady_end = before_drain(w);
     json ops = json::array();
-    json runs = {race_one<pool>("pool (1 KiB slots)", w, &ops), race_one<buddy>("buddy", w),
-                 race_one<tlsf>("tlsf", w), race_one<free_list_first_fit>("first-fit", w)};
+    json runs = {race_one<pool>("pool (1 KiB slots)", w, steady_end, &ops),
+                 race_one<buddy>("buddy", w, steady_end), race_one<tlsf>("tlsf", w, steady_end),
+                 race_one<free_list_first_fit>("first-fit", w, steady_end)};
     return {{"workload", w.description},
             {"operations", w.memory_ops()},
             {"peak_live_bytes", w.peak_live_bytes},
             {"heap_bytes", race_heap_bytes},
             {"seed", seed},
             {"ops", ops},
+            {"drain_from", steady_end},
             {"runs", std::move(runs)}};
 }
 

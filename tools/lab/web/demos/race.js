@@ -11,7 +11,8 @@ export async function mount(root, ctx) {
         '16 B–1 KiB) in 256 KiB each. Top: the bytes each holds for its live blocks (padding and rounding included). ' +
         'Bottom: its fragmentation (frag.), 1 − largest free block / free bytes: 0 when the free memory is one piece, near 1 ' +
         'when it is shattered. (A pool\'s free memory is all 1 KiB slots, so it reads near 1, yet every request fits a slot: ' +
-        'its cost is the bytes in use and the refusals.) Press Run, then watch it replay.');
+        'its cost is the bytes in use and the refusals.) The workload ends by freeing what is left (the drain): ' +
+        'the table\'s last values are taken just before it. Press Run, then watch it replay.');
     let timer = null;
     let plots = []; // the uPlots drawn last: destroyed before the next ones (they hold listeners)
     const { act, load } = bind(p, ctx, 'race', (st) => {
@@ -28,7 +29,7 @@ export async function mount(root, ctx) {
             ...st.runs.map((r, i) => [`failures_${i}`, `${r.name} refusals`, r.failures])]);
         const n = st.ops.length;
         // The last column is the refusals (tests read it back).
-        const head = ['allocator', 'peak in use', 'mean frag.', 'final frag.', 'final largest free', 'refusals'];
+        const head = ['allocator', 'peak in use', 'mean frag.', 'frag. before the drain', 'largest free before the drain', 'refusals'];
         const table = el('table', { class: 'small', 'data-k': 'final' }, el('tr', {}, ...head.map((t) => el('th', { text: t }))));
         st.runs.forEach((r, i) => {
             table.append(el('tr', { 'data-name': r.name },
