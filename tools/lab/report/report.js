@@ -280,9 +280,11 @@ function plotSeries(parent, wl, key, title, caption, withLive) {
         maxY = maxOf(a.series[key], maxY);
         minY = minOf(a.series[key].filter(v => v !== null && v > 0), minY);
     }
-    if (live) maxY = maxOf(live, maxY);
-    // Allocators that differ by more than 16x share the chart on a log2 axis (0 has no place on it).
+    // Allocators that differ by more than 16x share the chart on a log2 axis (0 has no place on it),
+    // reaching down to the live bytes' smallest non-zero value too.
     const logY = isFinite(minY) && maxY / minY > 16;
+    if (live) maxY = maxOf(live, maxY);
+    if (live && logY) minY = minOf(live.filter(v => v !== null && v > 0), minY);
     const yLo = logY ? 2 ** Math.floor(Math.log2(minY / 2)) : 0, yHi = logY ? 2 ** Math.ceil(Math.log2(maxY)) : maxY * 1.05;
     const pos = ys => (logY ? ys.map(v => (v !== null && v > 0 ? v : null)) : ys);
     const tables = allocs.map(a => decimate(a.series.op, pos(a.series[key])));
