@@ -38,7 +38,7 @@ if (!/var uPlot=/.test(html)) fail('uPlot is not inlined (this strata-lab was bu
 const m = html.match(/<script type="application\/json" id="strata-data">([\s\S]*?)<\/script>/);
 if (!m) fail('no embedded JSON');
 const data = m ? JSON.parse(m[1]) : { workloads: [] };
-const withSeries = (w, k) => w.allocators.filter(a => a.series && Array.isArray(a.series[k]) && a.series[k].length);
+const withSeries = (w, k) => w.allocators.filter(a => a.series && Array.isArray(a.series.op) && Array.isArray(a.series[k]) && a.series[k].length);
 const hist = a => (a.histogram_filtered && a.histogram_filtered.length ? a.histogram_filtered : a.histogram_raw) || [];
 const tail = a => (a.tail_filtered && a.tail_filtered.length ? a.tail_filtered : a.tail_raw) || [];
 const want = []; // { title, lines }

@@ -173,7 +173,7 @@ for (const w of data.workloads || []) {
 
 // ---- footprint / largest free ------------------------------------------------------------------------
 for (const w of data.workloads || []) for (const [key, name] of [['footprint', 'Footprint'], ['largest_free', 'Largest free block']]) {
-    const allocs = (w.allocators || []).filter(a => a.series && Array.isArray(a.series[key]) && a.series[key].length);
+    const allocs = (w.allocators || []).filter(a => a.series && Array.isArray(a.series.op) && Array.isArray(a.series[key]) && a.series[key].length);
     const title = `${name} over time: ${w.name}`, c = chartTitled(title);
     if (!allocs.length) { if (c) fail(`${title}: a chart without data`); continue; }
     if (!c) { fail(`${title}: no chart`); continue; }

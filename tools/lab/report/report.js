@@ -271,7 +271,7 @@ function plotTail(parent, wl) {
 
 // ---- a series over the replay (footprint, largest free block) -------------------------------------
 function plotSeries(parent, wl, key, title, caption, withLive) {
-    const allocs = wl.allocators.filter(a => a.series && Array.isArray(a.series[key]) && a.series[key].length);
+    const allocs = wl.allocators.filter(a => a.series && Array.isArray(a.series.op) && Array.isArray(a.series[key]) && a.series[key].length);
     if (!allocs.length) return false;
     const live = withLive && Array.isArray(allocs[0].series.live_bytes) ? allocs[0].series.live_bytes : null;
     let maxOp = 1, maxY = 1, minY = Infinity;
