@@ -1,7 +1,8 @@
 // Makes a report document with one 200,000-point series out of a report's embedded JSON:
 //   node long-series.mjs REPORT.html OUT.json
-// report.js once spread series into Math.max(...), which overflows the stack at this length, so the
-// report drew nothing; the browser stage renders this document with `strata-lab report --from`.
+// The browser stage renders this document with `strata-lab report --from` and runs report.test.mjs on
+// it: a series this long must not be spread into Math.max(...) (that overflows the stack) and must not
+// slow the page (report.js hands uPlot at most 4,000 points per line: each bucket's lowest and highest).
 import { readFileSync, writeFileSync } from 'node:fs';
 
 const [from, out] = process.argv.slice(2);

@@ -1,5 +1,6 @@
 // The strata-lab HTML report writer (tools/lab/report/html_report.cpp): one self-contained page with the
-// race JSON embedded and escaped. The rendering itself is tested in a browser: tests/browser.
+// race JSON embedded and escaped, and uPlot inlined when the build has it. The charts are tested in
+// node (tests/lab/report_plots.mjs) and in a browser (tests/browser).
 #include "html_report.hpp"
 
 #include <sstream>
@@ -66,8 +67,8 @@ TEST(html_report, is_one_self_contained_page) {
 
 TEST(html_report, embeds_the_json_escaped) {
     const std::string html = render(sample_json);
-    // Only the page's own two </script> tags (data, module): none from the JSON.
-    EXPECT_EQ(count(html, "</script"), 2U);
+    // Only the page's own three </script> tags (data, uPlot, module): none from the JSON.
+    EXPECT_EQ(count(html, "</script"), 3U);
     EXPECT_EQ(count(html, "<!--"), 0U);
     const auto start = html.find("<script type=\"application/json\" id=\"strata-data\">");
     ASSERT_NE(start, std::string::npos);
@@ -84,4 +85,28 @@ TEST(html_report, names_every_workload_and_allocator) {
     const std::string html = render(sample_json);
     for (const char* name : {"frame_scratch", "particles", "malloc", "tlsf_arena_42", "buddy_pool"})
         EXPECT_NE(html.find(std::string("\"") + name + "\""), std::string::npos) << name;
+}
+
+TEST(html_report, inlines_uplot_when_built_with_it) {
+    const std::string html = render(sample_json);
+    // uPlot's classic script comes before the module that uses it; its CSS is inline too.
+    const auto uplot = html.find("<script>\n");
+    const auto module = html.find("<script type=\"module\">");
+    ASSERT_NE(uplot, std::string::npos);
+    ASSERT_NE(module, std::string::npos);
+    EXPECT_LT(uplot, module);
+    if (!strata::lab::html_report_has_uplot()) {
+        // The page still renders its tables and says the charts need uPlot.
+        EXPECT_EQ(html.find("var uPlot="), std::string::npos);
+        EXPECT_NE(html.find("The charts need uPlot"), std::string::npos);
+        GTEST_SKIP() << "this build has no uPlot (npm ci in tools/lab/web at configure time)";
+    }
+    const auto iife = html.find("var uPlot=");
+    ASSERT_NE(iife, std::string::npos);
+    EXPECT_GT(iife, uplot);
+    EXPECT_LT(iife, module);
+    EXPECT_NE(html.find(".uplot"), std::string::npos);
+    EXPECT_GT(html.size(), 50'000U);
+    // The module draws with it (uPlot.paths.bars for the comparisons).
+    EXPECT_NE(html.find("uPlot.paths.bars"), std::string::npos);
 }

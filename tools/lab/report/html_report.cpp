@@ -1,6 +1,9 @@
 #include "html_report.hpp"
 
+#include <algorithm>
+#include <iterator>
 #include <ostream>
+#include <span>
 
 #include "strata_lab_report_assets.hpp"
 
@@ -8,9 +11,19 @@ namespace strata::lab {
 
 namespace {
 
-constexpr std::string_view css_placeholder = "/*@STRATA_REPORT_CSS@*/";
-constexpr std::string_view js_placeholder = "/*@STRATA_REPORT_JS@*/";
 constexpr std::string_view json_placeholder = "/*@STRATA_REPORT_JSON@*/";
+
+// The placeholders the template holds and the asset each one stands for.
+struct placeholder {
+    std::string_view text;
+    std::span<const std::string_view> pieces;
+};
+constexpr placeholder placeholders[] = {
+    {"/*@STRATA_REPORT_CSS@*/", report_assets::css},
+    {"/*@STRATA_REPORT_JS@*/", report_assets::js},
+    {"/*@STRATA_REPORT_UPLOT_CSS@*/", report_assets::uplot_css},
+    {"/*@STRATA_REPORT_UPLOT_JS@*/", report_assets::uplot_js},
+};
 
 } // namespace
 
@@ -29,8 +42,11 @@ std::string escape_json_for_script(std::string_view json) {
     return out;
 }
 
+bool html_report_has_uplot() noexcept { return report_assets::has_uplot; }
+
 void write_html_report(std::ostream& out, const std::string& json_document) {
-    const std::string_view tpl = report_assets::template_html;
+    static_assert(std::size(report_assets::template_html) == 1, "template.html is one piece");
+    const std::string_view tpl = report_assets::template_html[0];
     std::size_t pos = 0;
     while (pos < tpl.size()) {
         const std::size_t at = tpl.find("/*@STRATA_REPORT_", pos);
@@ -40,19 +56,21 @@ void write_html_report(std::ostream& out, const std::string& json_document) {
         }
         out << tpl.substr(pos, at - pos);
         const std::string_view rest = tpl.substr(at);
-        if (rest.starts_with(css_placeholder)) {
-            out << report_assets::css;
-            pos = at + css_placeholder.size();
-        } else if (rest.starts_with(js_placeholder)) {
-            out << report_assets::js;
-            pos = at + js_placeholder.size();
-        } else if (rest.starts_with(json_placeholder)) {
+        if (rest.starts_with(json_placeholder)) {
             out << escape_json_for_script(json_document);
             pos = at + json_placeholder.size();
-        } else {
+            continue;
+        }
+        const auto* hit = std::find_if(std::begin(placeholders), std::end(placeholders),
+                                       [&](const placeholder& p) { return rest.starts_with(p.text); });
+        if (hit == std::end(placeholders)) {
             out << tpl.substr(at, 2);
             pos = at + 2;
+            continue;
         }
+        for (const std::string_view piece : hit->pieces)
+            out << piece;
+        pos = at + hit->text.size();
     }
 }
 
