@@ -1,5 +1,5 @@
 import { bytes, byteMap, el, facts, numberInput, section, select, svg } from '../draw.js';
-import { bind } from './common.js';
+import { bind, width } from './common.js';
 
 export async function mount(root, ctx) {
     const p = section(root, 'arena', 'Arena (bump allocator)',
@@ -16,11 +16,13 @@ export async function mount(root, ctx) {
             if (a.padding) pieces.push({ offset: a.offset - a.padding, size: a.padding, used: false, pad: true });
             pieces.push({ offset: a.offset, size: a.size, used: true, id: a.id });
         }
+        const W = width(p.view);
         const map = byteMap(st.capacity, [...st.blocks.filter((b) => !b.used), ...pieces], {
+            width: W,
             cls: (b) => (b.pad ? 'pad' : b.used ? 'used' : 'free'),
             label: (b) => (b.pad ? '' : b.used ? '#' + b.id : 'free'),
         });
-        const x = (st.head / st.capacity) * 1000;
+        const x = (st.head / st.capacity) * W;
         map.append(svg('line', { class: 'head', x1: x, x2: x, y1: 0, y2: 46 }));
         p.view.replaceChildren(map, el('div', { class: 'legend' },
             el('span', {}, el('i', { style: 'background:var(--used)' }), 'allocation'),

@@ -1,12 +1,15 @@
 // What every demo section shares: run an operation, show refusals, redraw from the returned state.
 import { message } from '../draw.js';
 
-// bind(parts, ctx, name, render, { reset }): render(state, answer, op) draws a section; op is 'state'
-// for a load(). Returns
+// bind(parts, ctx, name, render, { reset }): render(state, answer, op, resized) draws a section; op
+// is 'state' for a load(); resized is true when the same answer is drawn again because the section
+// changed width (render must then draw the same picture at the new width: maps are drawn at
+// width(parts.view) pixels, so labels keep their size and fit at every width). Returns
 //   act(op, args): runs the operation through the API, says what happened and redraws;
 //   later(f): runs f in turn with the section's operations;
 //   load(): redraws from the allocator's current state (at mount, and when the session is replaced);
-//   draw(answer): redraws from an answer.
+//   draw(answer): redraws from an answer;
+//   current(): the state drawn last (a queued click checks its block is still live against it).
 // A section's operations run one at a time, in the order they were clicked: the server answers on
 // several threads, so two requests in flight could run, and come back, in either order, and the page
 // would end up showing an older state than the allocator's. Every request also gets a sequence
@@ -24,16 +27,31 @@ export function bind(parts, ctx, name, render, { reset } = {}) {
     let drawn = 0; // the sequence number of the answer drawn last
     let loads = 0; // load() calls so far: a click made before the latest one is not run
     let queue = Promise.resolve();
+    let last = null; // { answer, op } drawn last, drawn again when the width changes
     const bump = () => { section.dataset.rev = String(++rev); };
+    const paint = (answer, op, resized) => {
+        const focus = focusKey(section);
+        render(answer.state, answer, op, resized);
+        refocus(section, parts, focus);
+        section.dataset.width = String(width(parts.view)); // the width the maps were drawn at
+    };
     const draw = (answer, seq = ++sent, op = 'state') => {
         if (seq < drawn) return false;
         drawn = seq;
-        const focus = focusKey(section);
-        render(answer.state, answer, op);
-        refocus(section, parts, focus);
+        last = { answer, op };
+        paint(answer, op, false);
         bump();
         return true;
     };
+    // The maps follow the section's width: a new width redraws the last answer (once a frame).
+    let pending = 0;
+    new ResizeObserver(() => {
+        if (pending) return;
+        pending = requestAnimationFrame(() => {
+            pending = 0;
+            if (last && String(width(parts.view)) !== section.dataset.width) paint(last.answer, last.op, true);
+        });
+    }).observe(parts.view);
     const run = async (op, args, clickedAt) => {
         if (clickedAt !== loads) return null; // the session was replaced since the click
         if (typeof args === 'function') {
@@ -83,7 +101,23 @@ export function bind(parts, ctx, name, render, { reset } = {}) {
     };
     const load = async () => (await fetchState())();
     if (ctx.onReset) ctx.onReset(fetchState);
-    return { act, draw, later, load };
+    return { act, draw, later, load, current: () => (last ? last.answer.state : null) };
+}
+
+// width(e): the pixel width to draw e's maps at (its content width; 1000 before it is laid out).
+export function width(e) {
+    const w = Math.floor(e.clientWidth);
+    return w > 0 ? w : 1000;
+}
+
+// unless(gone, args, why): for act(op, () => ...): args, or null (nothing sent) with `why` shown when
+// gone() is true. A click waits for the clicks before it, so a block drawn live when clicked (a
+// double click on it, say) can be gone by the time it runs: the page then sends nothing, and never
+// a stale id.
+export function unless(parts, gone, args, why) {
+    if (!gone()) return args;
+    message(parts.msg, why, true);
+    return null;
 }
 
 // Redrawing replaces the section's clickable blocks and cells; a keyboard user's focus goes back to

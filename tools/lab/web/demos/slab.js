@@ -28,14 +28,15 @@ export async function mount(root, ctx) {
                 el('div', { style: 'font-size:12px;color:#555', text: `slab @${s.offset}: ${s.state}, ${s.live}/${s.capacity}` }),
                 el('div', { class: 'grid' }, ...cells)));
         }
-        const column = el('div', { 'data-k': 'magazine', style: 'min-width:150px' }, el('b', { text: 'this thread' }));
+        // This thread's two magazines, side by side under their heading, each label over its own stack.
+        const mags = el('div', { class: 'mags' });
         for (const [k, m] of [['loaded', mag.loaded], ['previous', mag.previous]]) {
-            const box = el('div', { class: 'grid', style: 'flex-direction:column-reverse;width:30px' });
-            if (m) for (let i = 0; i < m.capacity; i++) box.append(el('div', { class: 'cell', style: `width:26px;height:12px;${i < m.count ? 'background:var(--accent)' : ''}` }));
-            column.append(el('div', { style: 'display:inline-block;margin:4px 10px 0 0;vertical-align:top;font-size:12px' },
-                el('div', { text: m ? `${k} ${m.count}/${m.capacity}` : `${k}: none` }), box));
+            const box = el('div', { class: 'rounds' });
+            if (m) for (let i = 0; i < m.capacity; i++) box.append(el('div', { class: 'round' + (i < m.count ? ' full' : '') }));
+            mags.append(el('div', { class: 'mag', 'data-mag': k }, el('div', { class: 'label', text: m ? `${k} ${m.count}/${m.capacity}` : `${k}: none` }), box));
         }
-        p.view.replaceChildren(el('div', { class: 'cols' }, el('div', { style: 'flex:1' }, rows), column),
+        const column = el('div', { class: 'magcol', 'data-k': 'magazine' }, el('div', { class: 'label', text: 'this thread\'s magazines' }), mags);
+        p.view.replaceChildren(el('div', { class: 'cols' }, el('div', { class: 'slabrows' }, rows), column),
             el('div', { class: 'legend' },
                 el('span', {}, el('i', { style: 'background:var(--used)' }), 'yours'),
                 el('span', {}, el('i', { style: 'background:var(--accent)' }), 'in this thread\'s magazines'),
