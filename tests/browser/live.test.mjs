@@ -141,24 +141,27 @@ try {
             const pre = (await api('tlsf')).state;
             await click('tlsf', 'button[data-action=alloc]');
             const post = (await api('tlsf')).state;
-            const onBits = (key) => page.$$eval(`section#tlsf [data-k=${key}] .bit[data-sl]`,
+            const onBits = (key) => page.$$eval(`section#tlsf [data-k~=${key}] .bit[data-sl]`,
                 (bs) => bs.filter((b) => b.dataset.on === '1').map((b) => [Number(b.dataset.fl), Number(b.dataset.sl)]));
             const apiBits = (sl) => sl.flatMap((m, f) => Array.from({ length: 32 }, (_, s) => [f, s]).filter(([, s]) => (m >>> s) & 1));
             same(await onBits('search-bitmaps'), apiBits(pre.sl_bitmaps), 'tlsf: the search is drawn on the bitmaps before the allocation');
             same(await onBits('bitmaps'), apiBits(post.sl_bitmaps), 'tlsf: then the bitmaps after it');
-            const ch = await page.$eval('section#tlsf [data-k=search-bitmaps] .bit.chosen[data-sl]', (b) => [Number(b.dataset.fl), Number(b.dataset.sl), b.dataset.on]);
+            const ch = await page.$eval('section#tlsf [data-k~=search-bitmaps] .bit.chosen[data-sl]', (b) => [Number(b.dataset.fl), Number(b.dataset.sl), b.dataset.on]);
             same(ch[2], '1', 'tlsf: the chosen class is drawn as a non-empty list, as the search saw it');
+            const newest = post.blocks.filter((b) => b.used).reduce((a, b) => (b.id > a.id ? b : a));
+            same(await page.$$eval('section#tlsf rect.hit', (rs) => rs.map((r) => Number(r.dataset.offset))), [newest.offset],
+                 'tlsf: the block the allocation got is outlined');
             await click('tlsf', 'rect.used');
             await page.fill('section#tlsf input[type=number]', '90');
             await click('tlsf', 'button[data-action=probe]');
             const a = await api('tlsf', 'probe', { size: 90 });
             const st = a.state;
             same(await rects('tlsf'), st.blocks.map((b) => ({ offset: b.offset, size: b.size, used: b.used })), 'tlsf blocks');
-            const bits = await page.$$eval('section#tlsf [data-k=bitmaps] .bit[data-sl]', (bs) => bs.map((b) => [Number(b.dataset.fl), Number(b.dataset.sl), Number(b.dataset.on)]));
+            const bits = await page.$$eval('section#tlsf [data-k~=bitmaps] .bit[data-sl]', (bs) => bs.map((b) => [Number(b.dataset.fl), Number(b.dataset.sl), Number(b.dataset.on)]));
             same(bits.filter((b) => b[2]).map((b) => [b[0], b[1]]),
                  bits.filter((b) => (st.sl_bitmaps[b[0]] >>> b[1]) & 1).map((b) => [b[0], b[1]]), 'tlsf second-level bitmaps');
             same(a.result.search.path, 'second-level', 'tlsf: the freed hole is found by the second-level scan');
-            const chosen = await page.$eval('section#tlsf [data-k=search-bitmaps] .bit.chosen[data-sl]', (b) => [Number(b.dataset.fl), Number(b.dataset.sl)]);
+            const chosen = await page.$eval('section#tlsf [data-k~=search-bitmaps] .bit.chosen[data-sl]', (b) => [Number(b.dataset.fl), Number(b.dataset.sl)]);
             same(chosen, [a.result.search.chosen.fl, a.result.search.chosen.sl], 'tlsf chosen class');
         },
         async slab() {

@@ -43,17 +43,24 @@ export async function mount(root, ctx) {
     const size = numberInput(100, 1, 65536, 'bytes');
     let lastSearch = null;
     let searchOp = null; // 'alloc' or 'probe': the operation that ran lastSearch
+    let searchId = null; // the block an allocating search handed out
     const { act, load, current } = bind(p, ctx, 'tlsf', (st, answer, op) => {
-        if (answer && answer.result && answer.result.search) { lastSearch = answer.result.search; searchOp = op; }
+        if (answer && answer.result && answer.result.search) {
+            lastSearch = answer.result.search;
+            searchOp = op;
+            searchId = answer.ok && op === 'alloc' ? answer.result.id : null;
+        }
         facts(p.facts, [['in_use', 'in use', st.in_use], ['live_allocations', 'live', st.live_allocations],
             ['largest_free_block', 'largest free', st.largest_free_block], ['fl_bitmap', 'fl bitmap', '0b' + st.fl_bitmap.toString(2)],
             ['check', 'check()', st.check ? 'ok' : 'FAILED']]);
         const search = lastSearch;
         const chosen = search && search.chosen;
-        const hitList = chosen && st.lists.find((l) => l.fl === chosen.fl && l.sl === chosen.sl);
+        // Outlined: the block the allocation got, or, for a probe, the free blocks of the chosen list.
+        const hitList = chosen && searchOp === 'probe' && st.lists.find((l) => l.fl === chosen.fl && l.sl === chosen.sl);
         const map = byteMap(st.capacity, st.blocks, {
             width: width(p.view),
-            cls: (b) => (b.used ? 'used' : 'free') + (hitList && !b.used && hitList.blocks.includes(b.offset) ? ' hit' : ''),
+            cls: (b) => (b.used ? 'used' : 'free') + ((hitList && !b.used && hitList.blocks.includes(b.offset)) ||
+                (b.used && searchId !== null && b.id === searchId) ? ' hit' : ''),
             label: (b) => (b.used ? '#' + b.id : `${b.size}`),
             onClick: (b) => b.id && act('free', () => unless(p, () => !current().blocks.some((x) => x.used && x.id === b.id),
                 { id: b.id }, `block #${b.id} is already free`)),
@@ -72,14 +79,22 @@ export async function mount(root, ctx) {
                     : 'both scans empty: no list guarantees a fit') +
             (search.taken ? `; the block came from class (${search.taken.fl}, ${search.taken.sl})` : '')) : null;
         // The search on the bitmaps it ran on (before its allocation), then the heap's bitmaps now.
+        // One picture when they are the same bits (a probe, or nothing changed since the search).
         const pictures = [];
-        if (search && search.sl_bitmaps) {
-            pictures.push(bitmaps(st, search, { search, key: 'search-bitmaps',
-                title: searchOp === 'probe' ? `the search for ${search.size} B (only shown: nothing allocated)`
-                    : `the search for ${search.size} B, on the bitmaps as they were when it ran (before the allocation)` }));
+        const sameBits = search && search.sl_bitmaps && search.fl_bitmap === st.fl_bitmap &&
+            search.sl_bitmaps.every((m, f) => m === st.sl_bitmaps[f]);
+        if (sameBits) {
+            pictures.push(bitmaps(st, st, { search, key: 'search-bitmaps bitmaps',
+                title: `the search for ${search.size} B, on the bitmaps now` + (searchOp === 'probe' ? ' (only shown: nothing allocated)' : '') }));
+        } else {
+            if (search && search.sl_bitmaps) {
+                pictures.push(bitmaps(st, search, { search, key: 'search-bitmaps',
+                    title: `the search for ${search.size} B, on the bitmaps as they were when it ran (before the allocation)` }));
+            }
+            pictures.push(bitmaps(st, st, { was: search && search.sl_bitmaps ? search : null, key: 'bitmaps',
+                title: search && search.sl_bitmaps ? (searchOp === 'alloc' ? 'after it: the bitmaps now (changed bits outlined)'
+                    : 'the bitmaps now (bits changed since the search are outlined)') : 'the bitmaps now' }));
         }
-        pictures.push(bitmaps(st, st, { was: search && search.sl_bitmaps ? search : null, key: 'bitmaps',
-            title: search && search.sl_bitmaps ? 'the bitmaps now (bits changed since the search are outlined)' : 'the bitmaps now' }));
         p.view.replaceChildren(explain || '', ...pictures, map, el('div', { class: 'scroll' }, lists));
     }, { reset: () => { lastSearch = null; } }); // a new session's heap: the last search was on the old one
     p.controls.append(el('label', {}, 'size ', size),
