@@ -598,6 +598,24 @@ try {
             }
             return out;
         });
+        // Pairs of labels (elements holding text only) on one line less than 3 px apart: "a | b". In
+        // the magazine column, the facts, the legends and the TLSF bitmap labels (the bits are cells, 2 px apart).
+        const crowded = (demo) => page.$$eval(`section#${demo} :is([data-k=magazine], dl.facts, .legend, .bits)`, (boxes) => {
+            const out = [];
+            for (const box of boxes) {
+                const leaves = [...box.querySelectorAll('*')].filter((e) => !e.children.length && !e.matches('.bit') && e.textContent.trim() && e.getClientRects().length)
+                    .map((e) => [e, e.getBoundingClientRect()]);
+                for (let i = 0; i < leaves.length; i++) {
+                    for (let j = i + 1; j < leaves.length; j++) {
+                        const [a, r] = leaves[i], [b, q] = leaves[j];
+                        const h = Math.min(r.bottom, q.bottom) - Math.max(r.top, q.top);
+                        const gap = Math.max(q.left - r.right, r.left - q.right);
+                        if (h > 0.5 && gap < 3) out.push(`${a.textContent.slice(0, 24)} | ${b.textContent.slice(0, 24)}`);
+                    }
+                }
+            }
+            return out;
+        });
         const overflow = () => page.evaluate(() => ({ scroll: document.scrollingElement.scrollWidth, inner: innerWidth }));
         // Every map drawn at its section's width: its viewBox is the view's width, its box within it.
         const mapsFit = () => page.$$eval('section.demo:is(#arena, #stack, #buddy, #tlsf, #device) svg.map', (ss) => ss.map((s) => {
@@ -622,6 +640,8 @@ try {
                         check(o.scroll <= o.inner, `${name} at ${w} px: the page overflows (${o.scroll} > ${o.inner})`);
                         const hits = await overlaps(name);
                         check(hits.length === 0, `${name} at ${w} px: neighbours overlap: ${hits.slice(0, 5).join('; ')}`);
+                        const close = await crowded(name);
+                        check(close.length === 0, `${name} at ${w} px: labels run into each other: ${close.slice(0, 5).join('; ')}`);
                     } catch (e) {
                         fail(`${name} at ${w} px: ${e.message}`);
                     }
