@@ -495,6 +495,12 @@ try {
         const positions = (sel) => page.$$eval(sel, (es) => es.map((e) => { const r = e.getBoundingClientRect(); return [Math.round(r.x), Math.round(r.y)]; }));
         const steps = {
             async arena() {
+                // A size the server would refuse as malformed (none, 0, a fraction) is not sent.
+                for (const bad of ['', '0', '1.5']) {
+                    await page.fill('section#arena input[type=number]', bad);
+                    await click('arena', 'button[data-action=alloc]');
+                    check(/size must be a whole number/.test(await refusedShown('arena', `the size "${bad}"`)), `arena: the size "${bad}" is not sent`);
+                }
                 await page.fill('section#arena input[type=number]', '4096');
                 await click('arena', 'button[data-action=alloc]');
                 await refusedShown('arena', 'a request past the end');
@@ -553,6 +559,9 @@ try {
                 await refusedShown('slab', 'a free with nothing held');
                 await click('slab', 'button[data-action=flush]');
                 await refusedShown('slab', 'a flush with empty magazines');
+                await page.fill('section#slab input[type=number]', '65');
+                await click('slab', 'button[data-action=alloc]');
+                check(/count must be/.test(await refusedShown('slab', 'a count above 64')), 'slab: the count 65 is not sent');
                 await page.fill('section#slab input[type=number]', '64');
                 await click('slab', 'button[data-action=alloc]');
                 check(await until('slab', () => click('slab', 'button[data-action=alloc]'), 6), 'slab: fills up');

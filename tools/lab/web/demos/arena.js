@@ -1,5 +1,5 @@
 import { bytes, byteMap, el, facts, numberInput, section, select, svg } from '../draw.js';
-import { bind, width } from './common.js';
+import { bind, checked, width } from './common.js';
 
 export async function mount(root, ctx) {
     const p = section(root, 'arena', 'Arena (bump allocator)',
@@ -31,7 +31,7 @@ export async function mount(root, ctx) {
             el('span', {}, el('i', { style: 'background:var(--accent)' }), `head (${bytes(st.head)})`)));
     });
     p.controls.append(el('label', {}, 'size ', size), el('label', {}, 'align ', align),
-        el('button', { 'data-action': 'alloc', on: { click: () => act('alloc', { size: Number(size.value), align: Number(align.value) }) } }, 'Allocate'),
+        el('button', { 'data-action': 'alloc', on: { click: () => act('alloc', checked(p, size, 'size', (n) => ({ size: n, align: Number(align.value) }))) } }, 'Allocate'),
         el('button', { 'data-action': 'reset', on: { click: () => act('reset') } }, 'Reset'));
     await load();
 }

@@ -1,5 +1,5 @@
 import { actionable, el, facts, numberInput, section, svg } from '../draw.js';
-import { bind, unless, width } from './common.js';
+import { bind, checked, unless, width } from './common.js';
 
 // The buddy tree: one row per order, largest on top. A block is drawn on its order's row and its
 // ancestors (split blocks) are outlined above it, so splits and merges read as a tree.
@@ -56,6 +56,6 @@ export async function mount(root, ctx) {
             el('span', { text: `rows: orders ${orders - 1} (${st.region} B) at the top down to 0 (${st.min_block} B); dashed: split parents` })));
     }, { reset: () => { freedAt.clear(); mergedAt = null; } });
     p.controls.append(el('label', {}, 'size ', size),
-        el('button', { 'data-action': 'alloc', on: { click: () => act('alloc', { size: Number(size.value) }) } }, 'Allocate'));
+        el('button', { 'data-action': 'alloc', on: { click: () => act('alloc', checked(p, size, 'size', (n) => ({ size: n }))) } }, 'Allocate'));
     await load();
 }

@@ -110,6 +110,20 @@ export function width(e) {
     return w > 0 ? w : 1000;
 }
 
+// checked(parts, input, what, make): the arguments make(n) for the number typed in `input`, read at
+// the click; when it is not a whole number within the input's min and max (an empty field, 0, 1.5),
+// a function for act() that says so in its turn and sends nothing: the server would answer 400.
+export function checked(parts, input, what, make) {
+    const text = input.value.trim();
+    const n = Number(text);
+    const lo = Number(input.min), hi = Number(input.max);
+    if (text !== '' && Number.isInteger(n) && n >= lo && n <= hi) return make(n);
+    return () => {
+        message(parts.msg, `${what} must be a whole number from ${lo} to ${hi}`, true);
+        return null;
+    };
+}
+
 // unless(gone, args, why): for act(op, () => ...): args, or null (nothing sent) with `why` shown when
 // gone() is true. A click waits for the clicks before it, so a block drawn live when clicked (a
 // double click on it, say) can be gone by the time it runs: the page then sends nothing, and never

@@ -1,5 +1,5 @@
 import { actionable, bytes, el, facts, message, numberInput, section, select, svg } from '../draw.js';
-import { bind, unless, width } from './common.js';
+import { bind, checked, unless, width } from './common.js';
 
 // The device pool: one bar per block of device memory (its offset_heap's blocks, x by offset),
 // buffers and images coloured apart, the granularity pages as ticks under each bar, dedicated
@@ -45,7 +45,7 @@ export async function mount(root, ctx) {
     if (wide > 0) defragButton.style.minWidth = `${Math.ceil(wide)}px`;
     defragButton.style.visibility = '';
     p.controls.append(el('label', {}, 'size ', size), el('label', {}, ' align ', align), el('label', {}, ' ', kind),
-        el('button', { 'data-action': 'alloc', on: { click: () => act('alloc', { size: Number(size.value), align: Number(align.value), kind: kind.value }) } }, 'Allocate'),
+        el('button', { 'data-action': 'alloc', on: { click: () => act('alloc', checked(p, size, 'size', (n) => ({ size: n, align: Number(align.value), kind: kind.value }))) } }, 'Allocate'),
         el('button', { 'data-action': 'alloc-random', on: { click: () => act('alloc', { kind: kind.value }) } }, 'Allocate a random one'),
         el('button', { 'data-action': 'free', on: { click: () => act('free') } }, 'Free a random one'),
         el('button', { 'data-action': 'fragment', on: { click: () => act('fragment') } }, 'Fragment'),

@@ -1,5 +1,5 @@
 import { el, facts, numberInput, section } from '../draw.js';
-import { bind } from './common.js';
+import { bind, checked } from './common.js';
 
 const HOLDER = { yours: 'live', magazine: 'mag', depot: 'depot' };
 
@@ -44,8 +44,8 @@ export async function mount(root, ctx) {
                 el('span', {}, el('i', { style: 'background:var(--free)' }), 'free in the slab')));
     });
     p.controls.append(el('label', {}, 'count ', count),
-        el('button', { 'data-action': 'alloc', on: { click: () => act('alloc', { count: Number(count.value) }) } }, 'Allocate'),
-        el('button', { 'data-action': 'free', on: { click: () => act('free', { count: Number(count.value) }) } }, 'Free newest'),
+        el('button', { 'data-action': 'alloc', on: { click: () => act('alloc', checked(p, count, 'count', (n) => ({ count: n }))) } }, 'Allocate'),
+        el('button', { 'data-action': 'free', on: { click: () => act('free', checked(p, count, 'count', (n) => ({ count: n }))) } }, 'Free newest'),
         el('button', { 'data-action': 'flush', on: { click: () => act('flush') } }, 'Flush'));
     await load();
 }

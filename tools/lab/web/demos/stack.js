@@ -1,5 +1,5 @@
 import { byteMap, el, facts, numberInput, section, select, svg } from '../draw.js';
-import { bind, unless, width } from './common.js';
+import { bind, checked, unless, width } from './common.js';
 
 export async function mount(root, ctx) {
     const p = section(root, 'stack', 'Stack (LIFO with markers)',
@@ -47,7 +47,7 @@ export async function mount(root, ctx) {
             el('span', {}, el('i', { style: 'background:var(--free)' }), 'free')));
     });
     p.controls.append(el('label', {}, 'size ', size), el('label', {}, 'align ', align),
-        el('button', { 'data-action': 'alloc', on: { click: () => act('alloc', { size: Number(size.value), align: Number(align.value) }) } }, 'Allocate'),
+        el('button', { 'data-action': 'alloc', on: { click: () => act('alloc', checked(p, size, 'size', (n) => ({ size: n, align: Number(align.value) }))) } }, 'Allocate'),
         el('button', { 'data-action': 'pop', on: { click: () => act('pop') } }, 'Pop newest'),
         el('button', { 'data-action': 'mark', on: { click: () => act('mark') } }, 'Save marker'),
         el('button', { 'data-action': 'reset', on: { click: () => act('reset') } }, 'Reset'));

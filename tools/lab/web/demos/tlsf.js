@@ -1,5 +1,5 @@
 import { byteMap, el, facts, numberInput, section } from '../draw.js';
-import { bind, unless, width } from './common.js';
+import { bind, checked, unless, width } from './common.js';
 
 // Bitmaps as rows of cells: bits = {fl_bitmap, sl_bitmaps}. With a search (drawn on the bitmaps it
 // ran on, those before its allocation): the start class, the masked-off bits and the chosen class.
@@ -98,7 +98,7 @@ export async function mount(root, ctx) {
         p.view.replaceChildren(explain || '', ...pictures, map, el('div', { class: 'scroll' }, lists));
     }, { reset: () => { lastSearch = null; } }); // a new session's heap: the last search was on the old one
     p.controls.append(el('label', {}, 'size ', size),
-        el('button', { 'data-action': 'alloc', on: { click: () => act('alloc', { size: Number(size.value) }) } }, 'Allocate'),
-        el('button', { 'data-action': 'probe', on: { click: () => act('probe', { size: Number(size.value) }) } }, 'Show the search only'));
+        el('button', { 'data-action': 'alloc', on: { click: () => act('alloc', checked(p, size, 'size', (n) => ({ size: n }))) } }, 'Allocate'),
+        el('button', { 'data-action': 'probe', on: { click: () => act('probe', checked(p, size, 'size', (n) => ({ size: n }))) } }, 'Show the search only'));
     await load();
 }
