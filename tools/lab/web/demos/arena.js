@@ -29,7 +29,7 @@ export async function mount(root, ctx) {
             el('span', {}, el('i', { style: 'background:var(--pad)' }), 'alignment padding'),
             el('span', {}, el('i', { style: 'background:var(--free)' }), 'free'),
             el('span', {}, el('i', { style: 'background:var(--accent)' }), `head (${bytes(st.head)})`)));
-    });
+    }, { follow: true });
     p.controls.append(el('label', {}, 'size ', size), el('label', {}, 'align ', align),
         el('button', { 'data-action': 'alloc', on: { click: () => act('alloc', checked(p, size, 'size', (n) => ({ size: n, align: Number(align.value) }))) } }, 'Allocate'),
         el('button', { 'data-action': 'reset', on: { click: () => act('reset') } }, 'Reset'));

@@ -54,7 +54,7 @@ export async function mount(root, ctx) {
         }
         p.view.replaceChildren(s, el('div', { class: 'legend' },
             el('span', { text: `rows: orders ${orders - 1} (${st.region} B) at the top down to 0 (${st.min_block} B); dashed: split parents` })));
-    }, { reset: () => { freedAt.clear(); mergedAt = null; } });
+    }, { reset: () => { freedAt.clear(); mergedAt = null; }, follow: true });
     p.controls.append(el('label', {}, 'size ', size),
         el('button', { 'data-action': 'alloc', on: { click: () => act('alloc', checked(p, size, 'size', (n) => ({ size: n }))) } }, 'Allocate'));
     await load();

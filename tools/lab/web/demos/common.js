@@ -1,10 +1,11 @@
 // What every demo section shares: run an operation, show refusals, redraw from the returned state.
 import { message } from '../draw.js';
 
-// bind(parts, ctx, name, render, { reset }): render(state, answer, op, resized) draws a section; op
-// is 'state' for a load(); resized is true when the same answer is drawn again because the section
-// changed width (render must then draw the same picture at the new width: maps are drawn at
-// width(parts.view) pixels, so labels keep their size and fit at every width). Returns
+// bind(parts, ctx, name, render, { reset, follow }): render(state, answer, op, resized) draws a
+// section; op is 'state' for a load(). With follow, the section's maps are drawn at width(parts.view)
+// pixels (labels keep their size and fit at every width) and follow its width: when it changes, the
+// last answer is drawn again with resized true (render then draws the same picture at the new width
+// and keeps nothing new from the answer). Returns
 //   act(op, args): runs the operation through the API, says what happened and redraws;
 //   later(f): runs f in turn with the section's operations;
 //   load(): redraws from the allocator's current state (at mount, and when the session is replaced);
@@ -17,10 +18,11 @@ import { message } from '../draw.js';
 // overtakes an operation sent before it). Errors are always shown. A click queued behind a request
 // that ended in a session reset is not run: it named the old session's blocks.
 // reset() runs before a load() draws: the section forgets what it kept from the old session.
+// section.dataset.width is the width a following section's maps were drawn at.
 // ctx.onReset(fetchState) registers the section with app.js for session resets.
 // section.dataset.rev counts redraws (and errors and local answers shown) so tests (and curious
 // users) can tell a fresh picture.
-export function bind(parts, ctx, name, render, { reset } = {}) {
+export function bind(parts, ctx, name, render, { reset, follow = false } = {}) {
     const section = parts.view.closest('section');
     let rev = 0;
     let sent = 0; // the last request's sequence number
@@ -33,7 +35,7 @@ export function bind(parts, ctx, name, render, { reset } = {}) {
         const focus = focusKey(section);
         render(answer.state, answer, op, resized);
         refocus(section, parts, focus);
-        section.dataset.width = String(width(parts.view)); // the width the maps were drawn at
+        if (follow) section.dataset.width = String(width(parts.view));
     };
     const draw = (answer, seq = ++sent, op = 'state') => {
         if (seq < drawn) return false;
@@ -45,13 +47,15 @@ export function bind(parts, ctx, name, render, { reset } = {}) {
     };
     // The maps follow the section's width: a new width redraws the last answer (once a frame).
     let pending = 0;
-    new ResizeObserver(() => {
-        if (pending) return;
-        pending = requestAnimationFrame(() => {
-            pending = 0;
-            if (last && String(width(parts.view)) !== section.dataset.width) paint(last.answer, last.op, true);
-        });
-    }).observe(parts.view);
+    if (follow) {
+        new ResizeObserver(() => {
+            if (pending) return;
+            pending = requestAnimationFrame(() => {
+                pending = 0;
+                if (last && String(width(parts.view)) !== section.dataset.width) paint(last.answer, last.op, true);
+            });
+        }).observe(parts.view);
+    }
     const run = async (op, args, clickedAt) => {
         if (clickedAt !== loads) return null; // the session was replaced since the click
         if (typeof args === 'function') {

@@ -22,9 +22,9 @@ export async function mount(root, ctx) {
     kind.options[0].textContent = 'buffer (linear)';
     kind.options[1].textContent = 'image (optimal)';
     let defragButton = null;
-    const { act, load, current } = bind(p, ctx, 'device', (st, answer, op) => {
+    const { act, load, current } = bind(p, ctx, 'device', (st, answer, op, resized) => {
         const r = answer && answer.ok && answer.result;
-        if (r && !r.reason && op !== 'state') message(p.msg, says(op, r, st));
+        if (r && !r.reason && op !== 'state' && !resized) message(p.msg, says(op, r, st));
         facts(p.facts, [['used_bytes', 'used', st.used_bytes], ['free_bytes', 'free', st.free_bytes],
             ['largest_free_block', 'largest free', st.largest_free_block],
             ['fragmentation', 'fragmentation', (st.fragmentation * 100).toFixed(1) + '%'],
@@ -33,7 +33,7 @@ export async function mount(root, ctx) {
         defragButton.textContent = st.pass_in_flight ? 'Defragment: commit the moves' : 'Defragment: next pass';
         p.view.replaceChildren(...draw(st, width(p.view), (id) => act('free', () => unless(p,
             () => !current().allocations.some((a) => a.id === id), { id }, `#${id} is already free`))));
-    });
+    }, { follow: true });
     defragButton = el('button', { 'data-action': 'defrag', on: { click: () => act('defrag') } }, 'Defragment: next pass');
     // The button's label changes with the phase: it keeps the width of the longer one, so the
     // controls after it do not move.

@@ -45,7 +45,7 @@ export async function mount(root, ctx) {
             el('span', {}, el('i', { style: 'background:var(--used)' }), 'allocation (click: free it)'),
             el('span', {}, el('i', { style: 'background:var(--pad)' }), 'padding'),
             el('span', {}, el('i', { style: 'background:var(--free)' }), 'free')));
-    });
+    }, { follow: true });
     p.controls.append(el('label', {}, 'size ', size), el('label', {}, 'align ', align),
         el('button', { 'data-action': 'alloc', on: { click: () => act('alloc', checked(p, size, 'size', (n) => ({ size: n, align: Number(align.value) }))) } }, 'Allocate'),
         el('button', { 'data-action': 'pop', on: { click: () => act('pop') } }, 'Pop newest'),

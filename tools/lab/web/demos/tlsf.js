@@ -96,7 +96,7 @@ export async function mount(root, ctx) {
                     : 'the bitmaps now (bits changed since the search are outlined)') : 'the bitmaps now' }));
         }
         p.view.replaceChildren(explain || '', ...pictures, map, el('div', { class: 'scroll' }, lists));
-    }, { reset: () => { lastSearch = null; } }); // a new session's heap: the last search was on the old one
+    }, { reset: () => { lastSearch = null; searchId = null; }, follow: true }); // a new session's heap: the last search was on the old one
     p.controls.append(el('label', {}, 'size ', size),
         el('button', { 'data-action': 'alloc', on: { click: () => act('alloc', checked(p, size, 'size', (n) => ({ size: n }))) } }, 'Allocate'),
         el('button', { 'data-action': 'probe', on: { click: () => act('probe', checked(p, size, 'size', (n) => ({ size: n }))) } }, 'Show the search only'));
