@@ -6,7 +6,7 @@ const HOLDER = { yours: 'live', magazine: 'mag', depot: 'depot' };
 export async function mount(root, ctx) {
     const p = section(root, 'slab', 'Slab cache + magazines',
         'Rows are slabs (partial or full; empty ones are only counted). Allocate takes objects from this thread\'s ' +
-        'loaded magazine first (the column on the right); freeing puts them back there, not in the slab. ' +
+        'loaded magazine first (its two magazines are drawn beside the rows, below them when narrow); freeing puts them back there, not in the slab. ' +
         'When both magazines are full, a full one is parked in the depot. Flush sends everything back to the slabs.');
     const count = numberInput(4, 1, 64, 'objects');
     const { act, load } = bind(p, ctx, 'slab', (st) => {
