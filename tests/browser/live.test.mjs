@@ -38,25 +38,25 @@ try {
     let sessionLoss = false;
     // The error-answer checks expect one HTTP status (502) or a failed request, and its console line.
     let expected = null; // { status, console: RegExp } or { failed: true, console: RegExp }
-    page.on('console', (m) => {
-        if (m.type() === 'error' && !(sessionLoss && /404/.test(m.text())) && !(expected && expected.console.test(m.text())))
-            fail('console error: ' + m.text());
-    });
-    page.on('pageerror', (e) => fail('page error: ' + e.message));
-    page.on('requestfailed', (r) => { if (!(expected && expected.failed)) fail('request failed: ' + r.url()); });
-    page.on('request', (r) => { if (!r.url().startsWith(origin)) fail('request leaves the server: ' + r.url()); });
-    page.on('response', (r) => {
-        if (r.status() >= 400 && !(sessionLoss && r.status() === 404) && !(expected && expected.status === r.status()))
-            fail(`HTTP ${r.status()} for ${r.url()}`);
-    });
+    const watch = (pg) => {
+        pg.on('console', (m) => {
+            if (m.type() === 'error' && !(sessionLoss && /404/.test(m.text())) && !(expected && expected.console.test(m.text())))
+                fail('console error: ' + m.text());
+        });
+        pg.on('pageerror', (e) => fail('page error: ' + e.message));
+        pg.on('requestfailed', (r) => { if (!(expected && expected.failed)) fail('request failed: ' + r.url()); });
+        pg.on('request', (r) => { if (!r.url().startsWith(origin)) fail('request leaves the server: ' + r.url()); });
+        pg.on('response', (r) => {
+            if (r.status() >= 400 && !(sessionLoss && r.status() === 404) && !(expected && expected.status === r.status()))
+                fail(`HTTP ${r.status()} for ${r.url()}`);
+        });
+    };
+    watch(page);
     await page.goto(url, { waitUntil: 'load' });
     await page.waitForFunction(() => document.body.dataset.ready === '1' || document.querySelector('.status.error'), null, { timeout: 30000 });
     check(await page.evaluate(() => document.body.dataset.ready === '1'), 'the page did not finish loading: ' +
           await page.textContent('#status'));
 
-    // Built without uPlot (no npm at configure time), the page says so instead of plotting.
-    const uplot = await page.evaluate(async () => (await (await fetch('/api/info')).json()).uplot);
-    if (!uplot) console.log('note: this strata-lab has no uPlot; checking the "plots unavailable" notes instead');
     // The allocator's state, from the API, with the page's session.
     const api = (demo, op = 'state', args = {}) => page.evaluate(async ([d, o, a]) => {
         const r = await fetch(`/api/${d}/${o}`, { method: 'POST', headers: { 'Content-Type': 'application/json' },
@@ -137,18 +137,31 @@ try {
             await click('tlsf', 'button[data-action=alloc]');
             await page.fill('section#tlsf input[type=number]', '300');
             await click('tlsf', 'button[data-action=alloc]');
+            // An allocation's search is drawn on the bitmaps as they were when it ran (before it).
+            const pre = (await api('tlsf')).state;
             await click('tlsf', 'button[data-action=alloc]');
+            const post = (await api('tlsf')).state;
+            const onBits = (key) => page.$$eval(`section#tlsf [data-k~=${key}] .bit[data-sl]`,
+                (bs) => bs.filter((b) => b.dataset.on === '1').map((b) => [Number(b.dataset.fl), Number(b.dataset.sl)]));
+            const apiBits = (sl) => sl.flatMap((m, f) => Array.from({ length: 32 }, (_, s) => [f, s]).filter(([, s]) => (m >>> s) & 1));
+            same(await onBits('search-bitmaps'), apiBits(pre.sl_bitmaps), 'tlsf: the search is drawn on the bitmaps before the allocation');
+            same(await onBits('bitmaps'), apiBits(post.sl_bitmaps), 'tlsf: then the bitmaps after it');
+            const ch = await page.$eval('section#tlsf [data-k~=search-bitmaps] .bit.chosen[data-sl]', (b) => [Number(b.dataset.fl), Number(b.dataset.sl), b.dataset.on]);
+            same(ch[2], '1', 'tlsf: the chosen class is drawn as a non-empty list, as the search saw it');
+            const newest = post.blocks.filter((b) => b.used).reduce((a, b) => (b.id > a.id ? b : a));
+            same(await page.$$eval('section#tlsf rect.hit', (rs) => rs.map((r) => Number(r.dataset.offset))), [newest.offset],
+                 'tlsf: the block the allocation got is outlined');
             await click('tlsf', 'rect.used');
             await page.fill('section#tlsf input[type=number]', '90');
             await click('tlsf', 'button[data-action=probe]');
             const a = await api('tlsf', 'probe', { size: 90 });
             const st = a.state;
             same(await rects('tlsf'), st.blocks.map((b) => ({ offset: b.offset, size: b.size, used: b.used })), 'tlsf blocks');
-            const bits = await page.$$eval('section#tlsf .bit[data-sl]', (bs) => bs.map((b) => [Number(b.dataset.fl), Number(b.dataset.sl), Number(b.dataset.on)]));
+            const bits = await page.$$eval('section#tlsf [data-k~=bitmaps] .bit[data-sl]', (bs) => bs.map((b) => [Number(b.dataset.fl), Number(b.dataset.sl), Number(b.dataset.on)]));
             same(bits.filter((b) => b[2]).map((b) => [b[0], b[1]]),
                  bits.filter((b) => (st.sl_bitmaps[b[0]] >>> b[1]) & 1).map((b) => [b[0], b[1]]), 'tlsf second-level bitmaps');
             same(a.result.search.path, 'second-level', 'tlsf: the freed hole is found by the second-level scan');
-            const chosen = await page.$eval('section#tlsf .bit.chosen[data-sl]', (b) => [Number(b.dataset.fl), Number(b.dataset.sl)]);
+            const chosen = await page.$eval('section#tlsf [data-k~=search-bitmaps] .bit.chosen[data-sl]', (b) => [Number(b.dataset.fl), Number(b.dataset.sl)]);
             same(chosen, [a.result.search.chosen.fl, a.result.search.chosen.sl], 'tlsf chosen class');
         },
         async slab() {
@@ -240,34 +253,7 @@ try {
             for (let i = 0; i < 3; i++) await click('device', 'button[data-action=defrag]');
             check(/^pass \d+ planned|^defragmentation done/.test(await msg('device')), 'device: the pass is described: ' + await msg('device'));
         },
-        async race() {
-            await click('race', 'button[data-action=run]');
-            if (!uplot) {
-                check(await page.$('section#race .noplots'), 'race: says plots are unavailable');
-                return;
-            }
-            await page.waitForSelector('section#race .plot[data-done="1"]', { timeout: 30000 });
-            const st = (await api('race')).state;
-            same(await page.$$eval('section#race [data-k=final] tr[data-name]', (rs) => rs.map((r) => [r.dataset.name, Number(r.lastChild.textContent)])),
-                 st.runs.map((r) => [r.name, r.failures]), 'race: failures per allocator');
-            check(await page.$('section#race .plot canvas'), 'race: the plot is drawn');
-            same(await page.$$eval('section#race .u-legend .u-series', (s) => s.length), st.runs.length + 1, 'race: one series per allocator');
-        },
-        async latency() {
-            await click('latency', 'button[data-action=run]');
-            const st = (await api('latency')).state;
-            same(Number(await fact('latency', 'samples')), st.samples, 'latency: samples');
-            check(await page.$(uplot ? 'section#latency .plot canvas' : 'section#latency .noplots'), 'latency: the histogram is drawn');
-            same(await page.$$eval('section#latency [data-k=percentiles] tr[data-name]', (rs) => rs.map((r) => r.dataset.name)),
-                 st.runs.map((r) => r.name), 'latency: rows');
-        },
-        async layout() {
-            await click('layout', 'button[data-action=run]');
-            const st = (await api('layout')).state;
-            same(Number(await fact('layout', 'aos_lines')), st.aos.lines, 'layout: AoS lines');
-            same(Number(await fact('layout', 'soa_lines')), st.soa.lines, 'layout: SoA lines');
-            same(st.aos.lines, 8 * st.soa.lines, 'layout: a 32-byte entity loads 8x the lines of a 4-byte column');
-        },
+        // race, latency and layout: tests/browser/live-measure.test.mjs.
     };
     for (const [name, run] of Object.entries(demos)) {
         const before = failures.length;
@@ -471,10 +457,6 @@ try {
             await click('handles', 'button[data-action=use-kept]');
             check(/no handle kept/.test(await msg('handles')), 'session loss: "Use the kept handle" says none is kept: ' + await msg('handles'));
             same(!!(await page.$('section#tlsf [data-k=search]')), false, 'session loss: the old heap\'s TLSF search is not shown');
-            for (const name of ['race', 'latency', 'layout']) {
-                same(await page.$$eval(`section#${name} dd`, (dd) => dd.length), 0, `session loss: ${name} shows no numbers`);
-                same(await page.textContent(`section#${name} .view`), 'Not run yet.', `session loss: ${name} is not run yet`);
-            }
         } catch (e) {
             fail(`session loss: ${e.message}`);
         }
@@ -483,6 +465,220 @@ try {
     }
     await page.evaluate(() => window.scrollTo(0, 0));
     await page.screenshot({ path: join(shots, 'overview.png'), fullPage: true });
+    await widths();
+
+    // Every allocator demo at 480 and 1920 px on a page of its own (a new session): normal use,
+    // refusals included (each answered 200 ok:false, shown as a refusal; the listeners above fail on
+    // any 4xx or console error), no horizontal overflow, no overlapping neighbours in the control
+    // bars, legends, facts and labels, maps that follow a resize; SHOT_DIR/<demo>-<width>.png.
+    async function widths() {
+        const refusedShown = async (demo, what) => {
+            const m = await page.$eval(`section#${demo} .msg[role=status]`, (e) => ({ text: e.textContent, refused: e.classList.contains('refused') }));
+            check(m.refused && m.text.length > 0, `${demo}: ${what} is shown as a refusal (${JSON.stringify(m)})`);
+            return m.text;
+        };
+        const until = async (demo, f, max = 80) => { // clicks f() until the section shows a refusal
+            for (let i = 0; i < max; i++) {
+                await f();
+                if (await page.$eval(`section#${demo} .msg[role=status]`, (e) => e.classList.contains('refused'))) return true;
+            }
+            return false;
+        };
+        // Clicks `selector` twice at once: the second click waits for the first, finds its block gone
+        // and sends nothing (no stale id, no 400).
+        const twice = async (demo, selector) => {
+            const rev = Number(await page.getAttribute(`section#${demo}`, 'data-rev'));
+            await page.$eval(`section#${demo} ${selector}`, (e) => { e.dispatchEvent(new MouseEvent('click', { bubbles: true })); e.dispatchEvent(new MouseEvent('click', { bubbles: true })); });
+            await page.waitForFunction(([d, r]) => Number(document.querySelector(`section#${d}`).dataset.rev) >= r + 2, [demo, rev], { timeout: 30000 });
+            check(/already free/.test(await msg(demo)), `${demo}: a double click frees once and says so: ${await msg(demo)}`);
+        };
+        const positions = (sel) => page.$$eval(sel, (es) => es.map((e) => { const r = e.getBoundingClientRect(); return [Math.round(r.x), Math.round(r.y)]; }));
+        const steps = {
+            async arena() {
+                // A size the server would refuse as malformed (none, 0, a fraction) is not sent.
+                for (const bad of ['', '0', '1.5']) {
+                    await page.fill('section#arena input[type=number]', bad);
+                    await click('arena', 'button[data-action=alloc]');
+                    check(/size must be a whole number/.test(await refusedShown('arena', `the size "${bad}"`)), `arena: the size "${bad}" is not sent`);
+                }
+                await page.fill('section#arena input[type=number]', '4096');
+                await click('arena', 'button[data-action=alloc]');
+                await refusedShown('arena', 'a request past the end');
+                await page.fill('section#arena input[type=number]', '100');
+                await click('arena', 'button[data-action=alloc]');
+            },
+            async stack() {
+                await click('stack', 'button[data-action=pop]');
+                await refusedShown('stack', 'a pop of the empty stack');
+                await click('stack', 'button[data-action=alloc]');
+                const bar = 'section#stack .controls:not(.markers) > *';
+                const before = await positions(bar);
+                await click('stack', 'button[data-action=mark]');
+                same(await positions(bar), before, 'stack: the control bar stays put as a rewind button appears');
+                await click('stack', 'button[data-action=alloc]');
+                const oldest = Math.min(...await page.$$eval('section#stack rect.clickable', (rs) => rs.map((r) => Number(r.dataset.offset))));
+                await click('stack', `rect.clickable[data-offset="${oldest}"]`); // the older block: a stack frees LIFO
+                check(/out of order/.test(await refusedShown('stack', 'an out-of-order free')), 'stack: the refusal says out of order');
+                // Pop both, then rewind, clicked at once: the marker is gone when the rewind runs.
+                const rev = Number(await page.getAttribute('section#stack', 'data-rev'));
+                await page.evaluate(() => {
+                    const b = (s) => document.querySelector(`section#stack button[data-action=${s}]`);
+                    const rewind = b('rewind');
+                    b('pop').click(); b('pop').click(); rewind.click();
+                });
+                await page.waitForFunction((r) => Number(document.querySelector('section#stack').dataset.rev) >= r + 3, rev, { timeout: 30000 });
+                check(/gone/.test(await refusedShown('stack', 'a rewind to a marker the top fell below')), 'stack: the marker is gone');
+                same(await positions(bar), before, 'stack: the control bar stays put as the rewind button goes');
+                await click('stack', 'button[data-action=alloc]');
+                await click('stack', 'button[data-action=mark]');
+            },
+            async pool() {
+                check(await until('pool', () => click('pool', 'button[data-action=alloc]'), 40), 'pool: fills up');
+                await refusedShown('pool', 'an allocation from a full pool');
+                await twice('pool', '.cell.live');
+            },
+            async buddy() {
+                await page.fill('section#buddy input[type=number]', '8192');
+                await click('buddy', 'button[data-action=alloc]');
+                await refusedShown('buddy', 'a request above the region');
+                await page.fill('section#buddy input[type=number]', '100');
+                for (let i = 0; i < 3; i++) await click('buddy', 'button[data-action=alloc]');
+                await twice('buddy', 'rect.used');
+            },
+            async tlsf() {
+                await page.fill('section#tlsf input[type=number]', '9000');
+                await click('tlsf', 'button[data-action=alloc]');
+                await refusedShown('tlsf', 'a request above the heap');
+                await page.fill('section#tlsf input[type=number]', '100');
+                for (let i = 0; i < 3; i++) await click('tlsf', 'button[data-action=alloc]');
+                await twice('tlsf', 'rect.clickable');
+                await click('tlsf', 'button[data-action=alloc]');
+            },
+            async slab() {
+                await click('slab', 'button[data-action=free]');
+                await refusedShown('slab', 'a free with nothing held');
+                await click('slab', 'button[data-action=flush]');
+                await refusedShown('slab', 'a flush with empty magazines');
+                await page.fill('section#slab input[type=number]', '65');
+                await click('slab', 'button[data-action=alloc]');
+                check(/count must be/.test(await refusedShown('slab', 'a count above 64')), 'slab: the count 65 is not sent');
+                await page.fill('section#slab input[type=number]', '64');
+                await click('slab', 'button[data-action=alloc]');
+                check(await until('slab', () => click('slab', 'button[data-action=alloc]'), 6), 'slab: fills up');
+                await page.fill('section#slab input[type=number]', '60');
+                await click('slab', 'button[data-action=free]');
+            },
+            async handles() {
+                check(await until('handles', () => click('handles', 'button[data-action=spawn]'), 30), 'handles: fills up');
+                await refusedShown('handles', 'a spawn into a full map');
+                await twice('handles', '[data-k=dense] .cell[role=button]');
+            },
+            async device() {
+                await click('device', 'button[data-action=free]');
+                await refusedShown('device', 'a free with nothing live');
+                await click('device', 'button[data-action=defrag]');
+                await refusedShown('device', 'a defragmentation with nothing to move');
+                await click('device', 'button[data-action=fragment]');
+                const bar = 'section#device .controls > *';
+                const before = await positions(bar);
+                await click('device', 'button[data-action=defrag]');
+                check(/commit/.test(await page.textContent('section#device button[data-action=defrag]')), 'device: a pass is planned');
+                same(await positions(bar), before, 'device: the controls stay put as the defragment button\'s label changes');
+                await click('device', 'button[data-action=defrag]');
+                await page.fill('section#device input[type=number]', '1048576');
+                check(await until('device', () => click('device', 'button[data-action=alloc]'), 8), 'device: the budget refuses');
+                await refusedShown('device', 'an allocation past the budget');
+                await page.fill('section#device input[type=number]', '65536');
+                await twice('device', 'rect.used.clickable');
+            },
+        };
+        // Pairs of neighbours (children of one box) whose boxes overlap: "a | b" labels.
+        const overlaps = (demo) => page.$$eval(`section#${demo} :is(.controls, .legend, dl.facts, .mags, .mag, .bits .row, .bits .cells, .grid)`, (boxes) => {
+            const out = [];
+            for (const box of boxes) {
+                const kids = [...box.children].filter((k) => getComputedStyle(k).display !== 'none').map((k) => [k, k.getBoundingClientRect()]);
+                for (let i = 0; i < kids.length; i++) {
+                    for (let j = i + 1; j < kids.length; j++) {
+                        const [a, r] = kids[i], [b, q] = kids[j];
+                        const w = Math.min(r.right, q.right) - Math.max(r.left, q.left), h = Math.min(r.bottom, q.bottom) - Math.max(r.top, q.top);
+                        if (w > 0.5 && h > 0.5) out.push(`${a.textContent.slice(0, 24)} | ${b.textContent.slice(0, 24)}`);
+                    }
+                }
+            }
+            return out;
+        });
+        // Pairs of labels (elements holding text only) on one line less than 3 px apart: "a | b". In
+        // the magazine column, the facts, the legends and the TLSF bitmap labels (the bits are cells, 2 px apart).
+        const crowded = (demo) => page.$$eval(`section#${demo} :is([data-k=magazine], dl.facts, .legend, .bits)`, (boxes) => {
+            const out = [];
+            for (const box of boxes) {
+                const leaves = [...box.querySelectorAll('*')].filter((e) => !e.children.length && !e.matches('.bit') && e.textContent.trim() && e.getClientRects().length)
+                    .map((e) => [e, e.getBoundingClientRect()]);
+                for (let i = 0; i < leaves.length; i++) {
+                    for (let j = i + 1; j < leaves.length; j++) {
+                        const [a, r] = leaves[i], [b, q] = leaves[j];
+                        const h = Math.min(r.bottom, q.bottom) - Math.max(r.top, q.top);
+                        const gap = Math.max(q.left - r.right, r.left - q.right);
+                        if (h > 0.5 && gap < 3) out.push(`${a.textContent.slice(0, 24)} | ${b.textContent.slice(0, 24)}`);
+                    }
+                }
+            }
+            return out;
+        });
+        const overflow = () => page.evaluate(() => ({ scroll: document.scrollingElement.scrollWidth, inner: innerWidth }));
+        // Every map drawn at its section's width: its viewBox is the view's width, its box within it.
+        const mapsFit = () => page.$$eval('section.demo:is(#arena, #stack, #buddy, #tlsf, #device) svg.map', (ss) => ss.map((s) => {
+            const view = s.closest('.view');
+            return { demo: s.closest('section').id, viewBox: s.viewBox.baseVal.width, view: Math.floor(view.clientWidth), box: s.getBoundingClientRect().width };
+        }).filter((m) => Math.abs(m.viewBox - m.view) > 1 || m.box > m.view + 1));
+        const main = page;
+        for (const w of [480, 1920]) {
+            page = await context.newPage();
+            watch(page);
+            await page.setViewportSize({ width: w, height: 1000 });
+            try {
+                await page.goto(url, { waitUntil: 'load' });
+                await page.waitForFunction(() => document.body.dataset.ready === '1', null, { timeout: 30000 });
+                if (w === 480) await page.screenshot({ path: join(shots, 'page-480.png') });
+                for (const [name, run] of Object.entries(steps)) {
+                    const before = failures.length;
+                    try {
+                        await page.locator(`section#${name}`).scrollIntoViewIfNeeded();
+                        await run();
+                        const o = await overflow();
+                        check(o.scroll <= o.inner, `${name} at ${w} px: the page overflows (${o.scroll} > ${o.inner})`);
+                        const hits = await overlaps(name);
+                        check(hits.length === 0, `${name} at ${w} px: neighbours overlap: ${hits.slice(0, 5).join('; ')}`);
+                        const close = await crowded(name);
+                        check(close.length === 0, `${name} at ${w} px: labels run into each other: ${close.slice(0, 5).join('; ')}`);
+                    } catch (e) {
+                        fail(`${name} at ${w} px: ${e.message}`);
+                    }
+                    await page.locator(`section#${name}`).screenshot({ path: join(shots, `${name}-${w}.png`) }).catch((e) => fail(`${name}-${w} screenshot: ${e.message}`));
+                    console.log(`${failures.length === before ? 'ok  ' : 'FAIL'} ${name} at ${w} px`);
+                }
+                const bad = await mapsFit();
+                check(bad.length === 0, `maps at ${w} px drawn at the wrong width: ${JSON.stringify(bad)}`);
+                if (w === 1920) { // shrink the window, then widen it again: the maps follow
+                    const before = failures.length;
+                    for (const to of [480, 1200]) {
+                        await page.setViewportSize({ width: to, height: 1000 });
+                        await page.waitForFunction(() => [...document.querySelectorAll('section.demo:is(#arena, #stack, #buddy, #tlsf, #device)')]
+                            .every((s) => s.dataset.width === String(Math.floor(s.querySelector('.view').clientWidth))), null, { timeout: 10000 })
+                            .catch(() => fail(`resize to ${to} px: a section did not redraw at its new width`));
+                        const off = await mapsFit();
+                        check(off.length === 0, `resize to ${to} px: maps keep the old width: ${JSON.stringify(off)}`);
+                        const o = await overflow();
+                        check(o.scroll <= o.inner, `resize to ${to} px: the page overflows (${o.scroll} > ${o.inner})`);
+                    }
+                    console.log(`${failures.length === before ? 'ok  ' : 'FAIL'} resize: maps follow the window`);
+                }
+            } finally {
+                await page.close();
+                page = main;
+            }
+        }
+    }
 } catch (e) {
     fail(e.stack || e.message);
 } finally {

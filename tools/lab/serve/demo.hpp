@@ -21,9 +21,13 @@ class demo {
 public:
     virtual ~demo() = default;
     /// Effects: runs operation `op` with `args` (the request body).
-    /// Returns: {"ok": bool, ...result fields}. ok false means the allocator refused (exhaustion);
-    /// the demo is then unchanged. Throws: api_error(400) for bad arguments, api_error(404) for an
-    /// unknown operation.
+    /// Returns: {"ok": bool, ...result fields}. ok false, with a "reason", means the allocator (or
+    /// the demo's own cap on live blocks) said no, or there was nothing to do: out of memory, an
+    /// empty stack to pop, nothing held to free, an out-of-order LIFO free, a marker the top fell
+    /// below, nothing to flush or to move. The demo is then unchanged. Such answers are HTTP 200:
+    /// the page meets them in normal use. Throws: api_error(400) for a malformed request (a
+    /// missing, ill-typed or out-of-range argument, an id that is not live and that the page never
+    /// sends), api_error(404) for an unknown operation.
     virtual json call(std::string_view op, const json& args) = 0;
     /// Returns: the allocator's state, read from the allocator itself.
     [[nodiscard]] virtual json state() const = 0;
@@ -65,7 +69,8 @@ std::unique_ptr<demo> make_layout_demo(const limits&);
 
 /// Returns: the entry of `live` (an id -> block map) named by args["id"]. Throws: api_error(400)
 /// when the id is missing, out of range, or not live (stale or never handed out), so a double free
-/// never reaches the allocator.
+/// never reaches the allocator. The page sends only ids it draws as live (demos/common.js checks a
+/// queued click's id against the newest state first), so this is never a refusal of normal use.
 template <class Map>
 [[nodiscard]] typename Map::iterator live_block(Map& live, const json& args) {
     const std::uint64_t id = int_arg(args, "id", 1, UINT64_MAX >> 1, UINT64_MAX);
@@ -73,6 +78,11 @@ template <class Map>
     if (it == live.end())
         throw api_error(400, "block " + std::to_string(id) + " is not live (stale or unknown id)");
     return it;
+}
+
+/// Returns: the answer of a refused operation, {"ok": false, "reason": reason}.
+[[nodiscard]] inline json refused(std::string reason) {
+    return {{"ok", false}, {"reason", std::move(reason)}};
 }
 
 /// An unknown operation.

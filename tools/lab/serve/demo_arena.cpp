@@ -24,10 +24,11 @@ public:
         const std::size_t size = int_arg(args, "size", 1, max_size_, max_size_ + 1);
         const std::size_t align = align_arg(args, "align", 256, 16);
         if (allocations_.size() >= max_allocations)
-            throw api_error(400, "at most " + std::to_string(max_allocations) + " allocations; reset first");
+            return refused("the demo keeps at most " + std::to_string(max_allocations) +
+                           " allocations; reset first");
         const std::size_t head_before = head();
         void* p = arena_.allocate(size, align);
-        if (p == nullptr) return {{"ok", false}, {"reason", "out of memory: the request does not fit"}};
+        if (p == nullptr) return refused("out of memory: the request does not fit");
         const auto offset = static_cast<std::size_t>(static_cast<std::byte*>(p) - buffer_.data());
         allocations_.push_back({next_id_++, offset, size, align, offset - head_before});
         return {{"ok", true},

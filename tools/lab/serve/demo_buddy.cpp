@@ -39,10 +39,9 @@ public:
         if (op != "alloc") unknown_op("buddy", op);
         const std::size_t size = int_arg(args, "size", 1, max_size_, max_size_ + 1);
         if (live_.size() >= max_live)
-            throw api_error(400, "at most " + std::to_string(max_live) + " live blocks");
+            return refused("the demo keeps at most " + std::to_string(max_live) + " live blocks");
         const std::size_t offset = heap_.allocate_offset(size);
-        if (offset == buddy::npos)
-            return {{"ok", false}, {"reason", "out of memory: no free block of that order"}};
+        if (offset == buddy::npos) return refused("out of memory: no free block of that order");
         const std::uint64_t id = next_id_++;
         live_.emplace(id, offset);
         return {{"ok", true}, {"id", id}, {"offset", offset}, {"block_size", heap_.block_size(offset)}};

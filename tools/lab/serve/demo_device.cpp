@@ -9,6 +9,7 @@
 #include <map>
 #include <random>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "strata/device/device_pool.hpp"
@@ -45,12 +46,16 @@ public:
     }
 
     json call(std::string_view op, const json& args) override {
-        committed_ = json::array(); // what the last commit moved is highlighted until the next click
-        if (op == "alloc") return alloc(args);
-        if (op == "free") return free(args);
-        if (op == "fragment") return fragment();
-        if (op == "defrag") return defrag_step();
-        unknown_op("device", op);
+        // What the last commit moved is highlighted until the next click that changes something.
+        json last = std::exchange(committed_, json::array());
+        try {
+            json r = run(op, args);
+            if (!r.value("ok", true)) committed_ = std::move(last); // refused: nothing changed
+            return r;
+        } catch (...) {
+            committed_ = std::move(last);
+            throw;
+        }
     }
 
     json state() const override {
@@ -141,6 +146,14 @@ public:
     }
 
 private:
+    json run(std::string_view op, const json& args) {
+        if (op == "alloc") return alloc(args);
+        if (op == "free") return free(args);
+        if (op == "fragment") return fragment();
+        if (op == "defrag") return defrag_step();
+        unknown_op("device", op);
+    }
+
     static device_pool_options options() noexcept {
         device_pool_options o;
         o.block_size = block_size;
@@ -214,7 +227,7 @@ private:
                                         ? align_arg(args, "align", max_align, 256)
                                         : (random ? random_align() : 256);
         if (live_.size() >= max_live)
-            throw api_error(400, "at most " + std::to_string(max_live) + " live allocations");
+            return refused("the demo keeps at most " + std::to_string(max_live) + " live allocations");
         const std::uint64_t id = place(size, align, kind);
         if (id == 0) return refusal();
         json r = describe(id, live_.at(id));
@@ -229,7 +242,7 @@ private:
         if (args.contains("id") && !args["id"].is_null()) {
             it = live_block(live_, args);
         } else {
-            if (live_.empty()) return {{"ok", false}, {"reason", "nothing to free"}};
+            if (live_.empty()) return refused("nothing to free: no allocation is live");
             it = std::next(live_.begin(), static_cast<std::ptrdiff_t>(rng_() % live_.size()));
         }
         json r = describe(it->first, it->second);
@@ -281,11 +294,18 @@ private:
             moved_count_ += count;
             return {{"ok", true}, {"phase", "committed"}, {"moved", count}, {"bytes", bytes}};
         }
-        if (!pool_.defragmenting()) (void)pool_.begin_defragmentation({0, moves_per_pass});
+        const bool started = !pool_.defragmenting();
+        if (started) (void)pool_.begin_defragmentation({0, moves_per_pass});
         pass_ = pool_.begin_pass();
         if (pass_.empty()) {
             pass_ = {};
             const defrag_stats s = pool_.end_defragmentation();
+            // Started by this click and nothing moved or given back: nothing to do, nothing changed.
+            if (started && s.blocks_freed == 0) {
+                json r = refused("nothing to move: no pass can make the pool more compact");
+                r["phase"] = "nothing";
+                return r;
+            }
             return {{"ok", true}, {"phase", "done"}, {"blocks_freed", s.blocks_freed}};
         }
         ++passes_;

@@ -24,7 +24,7 @@ public:
     json call(std::string_view op, const json& args) override {
         if (op == "alloc") {
             void* p = pool_.allocate();
-            if (p == nullptr) return {{"ok", false}, {"reason", "out of memory: every slot is live"}};
+            if (p == nullptr) return refused("out of memory: every slot is live");
             const std::size_t i = index_of(p);
             live_[i] = true;
             return {{"ok", true}, {"slot", i}};

@@ -119,8 +119,11 @@ public:
                 }
                 out["allocated"] = got;
                 if (got < n)
-                    out = {
-                        {"ok", got > 0}, {"allocated", got}, {"reason", "out of memory: every slab is full"}};
+                    out = {{"ok", got > 0},
+                           {"allocated", got},
+                           {"reason",
+                            got > 0 ? "out of memory after " + std::to_string(got) + ": every slab is full"
+                                    : std::string("out of memory: every slab is full")}};
                 column_ = read_column();
             });
             return out;
@@ -135,9 +138,10 @@ public:
                 ids.push_back(id);
             } else {
                 const std::size_t n = int_arg(args, "count", 1, max_batch_, 1);
-                if (mine_.empty()) throw api_error(400, "you hold no objects");
+                if (mine_.empty()) return refused("nothing to free: you hold no objects");
                 for (auto it = mine_.rbegin(); it != mine_.rend() && ids.size() < n; ++it)
                     ids.push_back(it->first);
+                if (ids.size() < n) out["reason"] = "you held only " + std::to_string(ids.size());
             }
             lab_thread::instance().run([&] {
                 for (auto id : ids) {
@@ -151,6 +155,16 @@ public:
         }
         if (op == "flush") {
             lab_thread::instance().run([&] {
+                // Every object out of the slabs is yours: no magazine or depot holds one.
+                bool idle = false;
+                {
+                    std::lock_guard lock(depot_->backend_mutex());
+                    idle = slabs_->live() == mine_.size();
+                }
+                if (idle) {
+                    out = refused("nothing to flush: the magazines and the depot hold no objects");
+                    return;
+                }
                 depot_->flush();
                 column_ = read_column();
             });

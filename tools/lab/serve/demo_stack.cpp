@@ -20,32 +20,31 @@ public:
             const std::size_t size = int_arg(args, "size", 1, max_size_, max_size_ + 1);
             const std::size_t align = align_arg(args, "align", 256, 16);
             if (live_.size() >= max_live)
-                throw api_error(400, "at most " + std::to_string(max_live) + " live blocks");
+                return refused("the demo keeps at most " + std::to_string(max_live) + " live blocks");
             void* p = stack_.allocate(size, align);
-            if (p == nullptr) return {{"ok", false}, {"reason", "out of memory: the request does not fit"}};
+            if (p == nullptr) return refused("out of memory: the request does not fit");
             live_.push_back({next_id_++, p, size});
             return {{"ok", true}, {"id", live_.back().id}, {"offset", offset_of(p)}};
         }
-        if (op == "pop") {
-            if (live_.empty()) throw api_error(400, "the stack is empty");
-            stack_.deallocate(live_.back().p); // the newest: never out of order
-            live_.pop_back();
-            drop_stale_markers();
-            return {{"ok", true}};
-        }
+        if (op == "pop") return pop(args);
         if (op == "mark") {
             if (markers_.size() >= max_markers)
-                throw api_error(400, "at most " + std::to_string(max_markers) + " markers");
-            markers_.push_back({next_id_++, stack_.mark(), stack_.in_use(), live_.size()});
+                return refused("the demo keeps at most " + std::to_string(max_markers) + " markers");
+            markers_.push_back({++markers_issued_, stack_.mark(), stack_.in_use(), live_.size()});
             return {{"ok", true}, {"marker", markers_.back().id}};
         }
         if (op == "rewind") {
+            // Marker ids count 1, 2, ... apart from block ids: one never issued is a bad request.
             const std::uint64_t id = int_arg(args, "marker", 1, UINT64_MAX >> 1, UINT64_MAX);
+            if (id > markers_issued_)
+                throw api_error(400, "marker " + std::to_string(id) + " was never saved");
             const auto it =
                 std::find_if(markers_.begin(), markers_.end(), [&](const saved& m) { return m.id == id; });
-            // A marker above the top would be a violation (invalid_marker): refuse it here.
+            // A marker above the top would be a violation (invalid_marker): refuse it here. The page
+            // can send one: a rewind clicked before the pop that dropped its marker was answered.
             if (it == markers_.end())
-                throw api_error(400, "marker " + std::to_string(id) + " is stale or unknown");
+                return refused("marker " + std::to_string(id) +
+                               " is gone: the top fell below it, and a rewind there would move the top up");
             stack_.rewind(it->m);
             live_.resize(it->live);
             drop_stale_markers();
@@ -90,6 +89,29 @@ public:
 
 private:
     static constexpr std::size_t max_live = 128;
+
+    // pop: frees the newest block; pop {id} frees block `id`, which a stack allows only when it is
+    // the newest (LIFO): an older one is refused before the allocator sees it (an out-of-order
+    // deallocate is a violation that would stop the server).
+    json pop(const json& args) {
+        if (args.contains("id") && !args["id"].is_null()) {
+            const std::uint64_t id = int_arg(args, "id", 1, UINT64_MAX >> 1, UINT64_MAX);
+            const auto it =
+                std::find_if(live_.begin(), live_.end(), [&](const entry& e) { return e.id == id; });
+            if (it == live_.end())
+                throw api_error(400, "block " + std::to_string(id) + " is not live (stale or unknown id)");
+            if (std::next(it) != live_.end())
+                return refused("out of order: block #" + std::to_string(id) + " is not the newest (#" +
+                               std::to_string(live_.back().id) + "); a stack frees last in, first out");
+        } else if (live_.empty()) {
+            return refused("the stack is empty: nothing to pop");
+        }
+        const std::uint64_t id = live_.back().id;
+        stack_.deallocate(live_.back().p); // the newest: never out of order
+        live_.pop_back();
+        drop_stale_markers();
+        return {{"ok", true}, {"id", id}};
+    }
     static constexpr std::size_t max_markers = 16;
     struct entry {
         std::uint64_t id;
@@ -116,7 +138,8 @@ private:
     stack_allocator stack_{buffer_};
     std::vector<entry> live_;
     std::vector<saved> markers_;
-    std::uint64_t next_id_ = 1;
+    std::uint64_t next_id_ = 1;        // block ids
+    std::uint64_t markers_issued_ = 0; // marker ids: 1 .. markers_issued_
     std::size_t max_size_;
 };
 

@@ -30,12 +30,17 @@ public:
         const std::size_t size = int_arg(args, "size", 1, max_size_, max_size_ + 1);
         json search = scan(size);
         if (op == "probe") return {{"ok", true}, {"search", search}};
-        if (live_.size() >= max_live)
-            throw api_error(400, "at most " + std::to_string(max_live) + " live blocks");
+        if (live_.size() >= max_live) {
+            json r = refused("the demo keeps at most " + std::to_string(max_live) + " live blocks");
+            r["search"] = std::move(search);
+            return r;
+        }
         const auto before = free_classes();
         void* p = heap_.allocate(size);
         if (p == nullptr)
-            return {{"ok", false}, {"reason", "out of memory: no free block fits"}, {"search", search}};
+            return {{"ok", false},
+                    {"reason", "out of memory: no free block fits"},
+                    {"search", std::move(search)}};
         // Which list the block really came from: the class of the free block that held it before.
         const std::size_t at = offset_of(p);
         for (const auto& [index, offs] : before)
@@ -120,14 +125,20 @@ private:
         return m;
     }
 
-    // The search allocate() makes for `size`, replayed on the heap's real bitmaps without changing
-    // them (tlsf.hpp, take_fit): the payload the request asks for (payload_for: 32k + 16, the block
-    // grid), start at the class above the one holding need - 1, mask that level's second-level
+    // The search allocate() makes for `size`, replayed on the heap's real bitmaps (returned with it)
+    // without changing them (tlsf.hpp, take_fit): the payload the request asks for (payload_for: 32k + 16,
+    // the block grid), start at the class above the one holding need - 1, mask that level's second-level
     // bitmap, else scan the first-level bitmap above it.
     json scan(std::size_t size) const {
         if (size > tlsf::max_request) return json{{"size", size}, {"need", size}};
         const std::size_t need = tlsf::payload_for(size);
-        json j{{"size", size}, {"need", need}};
+        // The bitmaps the search runs on: an allocation changes them, so the page draws the search
+        // on these, as they were before it, and the heap's state after it.
+        json sl = json::array();
+        for (unsigned f = 0; f < levels(); ++f)
+            sl.push_back(heap_.sl_bitmap(f));
+        json j{
+            {"size", size}, {"need", need}, {"fl_bitmap", heap_.fl_bitmap()}, {"sl_bitmaps", std::move(sl)}};
         const unsigned start = tlsf::class_index(need - 1) + 1;
         unsigned fl = start >> 5;
         const unsigned sl_start = start & 31;

@@ -59,20 +59,22 @@ export function message(m, text, refused = false) {
     m.classList.toggle('refused', !!refused);
 }
 
-// A horizontal byte map: one rect per block, x by offset. Blocks: {offset, size, used, ...}.
-export function byteMap(total, blocks, { width = 1000, height = 46, label, onClick, cls } = {}) {
+// A horizontal byte map: one rect per block, x by offset. Blocks: {offset, size, used, ...}. Drawn
+// `width` pixels wide (the viewBox; CSS scales it to its box until the section redraws it at the
+// new width). onClick(b) runs for a click on a block that clickable(b) accepts (default: used ones).
+export function byteMap(total, blocks, { width = 1000, height = 46, label, onClick, cls, clickable = (b) => b.used } = {}) {
     const s = svg('svg', { class: 'map', viewBox: `0 0 ${width} ${height}`, role: 'img' });
     const x = (o) => (o / total) * width;
     for (const b of blocks) {
         const w = Math.max(1, x(b.offset + b.size) - x(b.offset));
         const r = svg('rect', {
             x: x(b.offset), y: 4, width: w, height: height - 8,
-            class: (cls ? cls(b) : (b.used ? 'used' : 'free')) + (onClick && b.used ? ' clickable' : ''),
+            class: (cls ? cls(b) : (b.used ? 'used' : 'free')) + (onClick && clickable(b) ? ' clickable' : ''),
             'data-offset': b.offset, 'data-size': b.size, 'data-used': b.used,
         });
         const what = `${b.used ? 'used' + (b.id !== undefined ? ' #' + b.id : '') : 'free'} @${b.offset}, ${b.size} B`;
         r.append(svg('title', {}, what));
-        if (onClick && b.used) actionable(r, `${what}: free it`, () => onClick(b), `block-${b.offset}`);
+        if (onClick && clickable(b)) actionable(r, `${what}: free it`, () => onClick(b), `block-${b.offset}`);
         s.append(r);
         const text = label ? label(b) : '';
         if (text && w > 8 * text.length) s.append(svg('text', { x: x(b.offset) + 3, y: height / 2 + 4 }, text));

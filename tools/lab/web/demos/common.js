@@ -1,12 +1,16 @@
 // What every demo section shares: run an operation, show refusals, redraw from the returned state.
 import { message } from '../draw.js';
 
-// bind(parts, ctx, name, render, { reset }): render(state, answer, op) draws a section; op is 'state'
-// for a load(). Returns
+// bind(parts, ctx, name, render, { reset, follow }): render(state, answer, op, resized) draws a
+// section; op is 'state' for a load(). With follow, the section's maps are drawn at width(parts.view)
+// pixels (labels keep their size and fit at every width) and follow its width: when it changes, the
+// last answer is drawn again with resized true (render then draws the same picture at the new width
+// and keeps nothing new from the answer). Returns
 //   act(op, args): runs the operation through the API, says what happened and redraws;
 //   later(f): runs f in turn with the section's operations;
 //   load(): redraws from the allocator's current state (at mount, and when the session is replaced);
-//   draw(answer): redraws from an answer.
+//   draw(answer): redraws from an answer;
+//   current(): the state drawn last (a queued click checks its block is still live against it).
 // A section's operations run one at a time, in the order they were clicked: the server answers on
 // several threads, so two requests in flight could run, and come back, in either order, and the page
 // would end up showing an older state than the allocator's. Every request also gets a sequence
@@ -14,26 +18,44 @@ import { message } from '../draw.js';
 // overtakes an operation sent before it). Errors are always shown. A click queued behind a request
 // that ended in a session reset is not run: it named the old session's blocks.
 // reset() runs before a load() draws: the section forgets what it kept from the old session.
+// section.dataset.width is the width a following section's maps were drawn at.
 // ctx.onReset(fetchState) registers the section with app.js for session resets.
 // section.dataset.rev counts redraws (and errors and local answers shown) so tests (and curious
 // users) can tell a fresh picture.
-export function bind(parts, ctx, name, render, { reset } = {}) {
+export function bind(parts, ctx, name, render, { reset, follow = false } = {}) {
     const section = parts.view.closest('section');
     let rev = 0;
     let sent = 0; // the last request's sequence number
     let drawn = 0; // the sequence number of the answer drawn last
     let loads = 0; // load() calls so far: a click made before the latest one is not run
     let queue = Promise.resolve();
+    let last = null; // { answer, op } drawn last, drawn again when the width changes
     const bump = () => { section.dataset.rev = String(++rev); };
+    const paint = (answer, op, resized) => {
+        const focus = focusKey(section);
+        render(answer.state, answer, op, resized);
+        refocus(section, parts, focus);
+        if (follow) section.dataset.width = String(width(parts.view));
+    };
     const draw = (answer, seq = ++sent, op = 'state') => {
         if (seq < drawn) return false;
         drawn = seq;
-        const focus = focusKey(section);
-        render(answer.state, answer, op);
-        refocus(section, parts, focus);
+        last = { answer, op };
+        paint(answer, op, false);
         bump();
         return true;
     };
+    // The maps follow the section's width: a new width redraws the last answer (once a frame).
+    let pending = 0;
+    if (follow) {
+        new ResizeObserver(() => {
+            if (pending) return;
+            pending = requestAnimationFrame(() => {
+                pending = 0;
+                if (last && String(width(parts.view)) !== section.dataset.width) paint(last.answer, last.op, true);
+            });
+        }).observe(parts.view);
+    }
     const run = async (op, args, clickedAt) => {
         if (clickedAt !== loads) return null; // the session was replaced since the click
         if (typeof args === 'function') {
@@ -83,7 +105,37 @@ export function bind(parts, ctx, name, render, { reset } = {}) {
     };
     const load = async () => (await fetchState())();
     if (ctx.onReset) ctx.onReset(fetchState);
-    return { act, draw, later, load };
+    return { act, draw, later, load, current: () => (last ? last.answer.state : null) };
+}
+
+// width(e): the pixel width to draw e's maps at (its content width; 1000 before it is laid out).
+export function width(e) {
+    const w = Math.floor(e.clientWidth);
+    return w > 0 ? w : 1000;
+}
+
+// checked(parts, input, what, make): the arguments make(n) for the number typed in `input`, read at
+// the click; when it is not a whole number within the input's min and max (an empty field, 0, 1.5),
+// a function for act() that says so in its turn and sends nothing: the server would answer 400.
+export function checked(parts, input, what, make) {
+    const text = input.value.trim();
+    const n = Number(text);
+    const lo = Number(input.min), hi = Number(input.max);
+    if (text !== '' && Number.isInteger(n) && n >= lo && n <= hi) return make(n);
+    return () => {
+        message(parts.msg, `${what} must be a whole number from ${lo} to ${hi}`, true);
+        return null;
+    };
+}
+
+// unless(gone, args, why): for act(op, () => ...): args, or null (nothing sent) with `why` shown when
+// gone() is true. A click waits for the clicks before it, so a block drawn live when clicked (a
+// double click on it, say) can be gone by the time it runs: the page then sends nothing, and never
+// a stale id.
+export function unless(parts, gone, args, why) {
+    if (!gone()) return args;
+    message(parts.msg, why, true);
+    return null;
 }
 
 // Redrawing replaces the section's clickable blocks and cells; a keyboard user's focus goes back to

@@ -1,12 +1,11 @@
 import { actionable, bytes, el, facts, message, numberInput, section, select, svg } from '../draw.js';
-import { bind } from './common.js';
+import { bind, checked, unless, width } from './common.js';
 
 // The device pool: one bar per block of device memory (its offset_heap's blocks, x by offset),
 // buffers and images coloured apart, the granularity pages as ticks under each bar, dedicated
 // allocations on their own row. A planned defragmentation pass draws each move as an arrow from the
 // allocation (outlined) to its reserved destination (dashed); after the commit the moved
 // allocations are outlined at their new place.
-const W = 1000;
 const BAR = 30; // bar height
 const ROW = 62; // bar + ticks + room for the arrows between bars
 const TOP = 16; // the row's label above the bar
@@ -23,20 +22,30 @@ export async function mount(root, ctx) {
     kind.options[0].textContent = 'buffer (linear)';
     kind.options[1].textContent = 'image (optimal)';
     let defragButton = null;
-    const { act, load } = bind(p, ctx, 'device', (st, answer, op) => {
+    const { act, load, current } = bind(p, ctx, 'device', (st, answer, op, resized) => {
         const r = answer && answer.ok && answer.result;
-        if (r && !r.reason && op !== 'state') message(p.msg, says(op, r, st));
+        if (r && !r.reason && op !== 'state' && !resized) message(p.msg, says(op, r, st));
         facts(p.facts, [['used_bytes', 'used', st.used_bytes], ['free_bytes', 'free', st.free_bytes],
             ['largest_free_block', 'largest free', st.largest_free_block],
             ['fragmentation', 'fragmentation', (st.fragmentation * 100).toFixed(1) + '%'],
             ['blocks_held', 'blocks', `${st.blocks_held} / ${st.max_blocks}`], ['bytes_moved', 'bytes moved', st.bytes_moved],
             ['passes', 'passes', st.passes], ['check', 'check()', st.check ? 'ok' : 'FAILED']]);
         defragButton.textContent = st.pass_in_flight ? 'Defragment: commit the moves' : 'Defragment: next pass';
-        p.view.replaceChildren(...draw(st, (id) => act('free', { id })));
-    });
+        p.view.replaceChildren(...draw(st, width(p.view), (id) => act('free', () => unless(p,
+            () => !current().allocations.some((a) => a.id === id), { id }, `#${id} is already free`))));
+    }, { follow: true });
     defragButton = el('button', { 'data-action': 'defrag', on: { click: () => act('defrag') } }, 'Defragment: next pass');
+    // The button's label changes with the phase: it keeps the width of the longer one, so the
+    // controls after it do not move.
+    defragButton.style.visibility = 'hidden';
+    p.controls.append(defragButton);
+    defragButton.textContent = 'Defragment: commit the moves';
+    const wide = defragButton.getBoundingClientRect().width;
+    defragButton.textContent = 'Defragment: next pass';
+    if (wide > 0) defragButton.style.minWidth = `${Math.ceil(wide)}px`;
+    defragButton.style.visibility = '';
     p.controls.append(el('label', {}, 'size ', size), el('label', {}, ' align ', align), el('label', {}, ' ', kind),
-        el('button', { 'data-action': 'alloc', on: { click: () => act('alloc', { size: Number(size.value), align: Number(align.value), kind: kind.value }) } }, 'Allocate'),
+        el('button', { 'data-action': 'alloc', on: { click: () => act('alloc', checked(p, size, 'size', (n) => ({ size: n, align: Number(align.value), kind: kind.value }))) } }, 'Allocate'),
         el('button', { 'data-action': 'alloc-random', on: { click: () => act('alloc', { kind: kind.value }) } }, 'Allocate a random one'),
         el('button', { 'data-action': 'free', on: { click: () => act('free') } }, 'Free a random one'),
         el('button', { 'data-action': 'fragment', on: { click: () => act('fragment') } }, 'Fragment'),
@@ -57,7 +66,7 @@ function says(op, r, st) {
 }
 
 // Returns the section's picture: the block bars with the moves, the dedicated row, a legend.
-function draw(st, free) {
+function draw(st, W, free) {
     const rows = st.blocks.length;
     const rowOf = new Map(st.blocks.map((b, i) => [b.index, i]));
     const s = svg('svg', { class: 'map device', viewBox: `0 0 ${W} ${Math.max(1, rows) * ROW + 4}`, role: 'img' });

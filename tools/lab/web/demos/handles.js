@@ -1,5 +1,5 @@
 import { actionable, el, facts, message, section } from '../draw.js';
-import { bind } from './common.js';
+import { bind, unless } from './common.js';
 
 export async function mount(root, ctx) {
     const p = section(root, 'handles', 'Handles (slot map)',
@@ -13,7 +13,7 @@ export async function mount(root, ctx) {
     let kept = null;
     const keptView = el('span', { class: 'chain', 'data-k': 'kept' });
     const showKept = () => { keptView.textContent = kept ? `kept handle: (index ${kept.index}, gen ${kept.generation})` : 'no kept handle'; };
-    const { act, later, load } = bind(p, ctx, 'handles', (st, answer, op) => {
+    const { act, later, load, current } = bind(p, ctx, 'handles', (st, answer, op) => {
         const r = answer && answer.result;
         if (op === 'spawn' && answer.ok && r && r.handle) newest = r.handle;
         facts(p.facts, [['size', 'values', st.size], ['slot_count', 'slots', st.slot_count], ['check', 'check()', st.check ? 'ok' : 'FAILED']]);
@@ -24,7 +24,8 @@ export async function mount(root, ctx) {
                 class: 'cell live', style: 'width:auto;padding:0 6px', 'data-index': d.index, 'data-value': d.value,
                 'data-handle': h, title: 'click to free',
             }, `${d.value} ⟨${h}⟩`), `value ${d.value}, handle (index ${d.handle.index}, gen ${d.handle.generation}): free it`,
-            () => act('free', { handle: d.handle }), `handle-${h}`));
+            () => act('free', () => unless(p, () => !current().dense.some((x) => x.handle.index === d.handle.index && x.handle.generation === d.handle.generation),
+                { handle: d.handle }, `value ${d.value} is already freed`)), `handle-${h}`));
         }
         const sparse = el('div', { class: 'grid', 'data-k': 'sparse' });
         for (const s of st.sparse) {
@@ -51,8 +52,9 @@ export async function mount(root, ctx) {
     p.controls.append(
         el('button', { 'data-action': 'spawn', on: { click: () => act('spawn') } }, 'Spawn'),
         el('button', { 'data-action': 'keep', on: { click: () => later(keep) } }, 'Keep the newest handle'),
-        el('button', { 'data-action': 'use-kept', on: { click: () => act('get', use) } }, 'Use the kept handle'),
-        keptView);
+        el('button', { 'data-action': 'use-kept', on: { click: () => act('get', use) } }, 'Use the kept handle'));
+    // The kept handle on a line of its own: its text changes length, the control bar stays put.
+    p.controls.after(el('div', { class: 'controls kept' }, keptView));
     showKept();
     await load();
 }

@@ -1,12 +1,12 @@
 import { el, facts, numberInput, section } from '../draw.js';
-import { bind } from './common.js';
+import { bind, checked } from './common.js';
 
 const HOLDER = { yours: 'live', magazine: 'mag', depot: 'depot' };
 
 export async function mount(root, ctx) {
     const p = section(root, 'slab', 'Slab cache + magazines',
         'Rows are slabs (partial or full; empty ones are only counted). Allocate takes objects from this thread\'s ' +
-        'loaded magazine first (the column on the right); freeing puts them back there, not in the slab. ' +
+        'loaded magazine first (its two magazines are drawn beside the rows, below them when narrow); freeing puts them back there, not in the slab. ' +
         'When both magazines are full, a full one is parked in the depot. Flush sends everything back to the slabs.');
     const count = numberInput(4, 1, 64, 'objects');
     const { act, load } = bind(p, ctx, 'slab', (st) => {
@@ -28,14 +28,15 @@ export async function mount(root, ctx) {
                 el('div', { style: 'font-size:12px;color:#555', text: `slab @${s.offset}: ${s.state}, ${s.live}/${s.capacity}` }),
                 el('div', { class: 'grid' }, ...cells)));
         }
-        const column = el('div', { 'data-k': 'magazine', style: 'min-width:150px' }, el('b', { text: 'this thread' }));
+        // This thread's two magazines, side by side under their heading, each label over its own stack.
+        const mags = el('div', { class: 'mags' });
         for (const [k, m] of [['loaded', mag.loaded], ['previous', mag.previous]]) {
-            const box = el('div', { class: 'grid', style: 'flex-direction:column-reverse;width:30px' });
-            if (m) for (let i = 0; i < m.capacity; i++) box.append(el('div', { class: 'cell', style: `width:26px;height:12px;${i < m.count ? 'background:var(--accent)' : ''}` }));
-            column.append(el('div', { style: 'display:inline-block;margin:4px 10px 0 0;vertical-align:top;font-size:12px' },
-                el('div', { text: m ? `${k} ${m.count}/${m.capacity}` : `${k}: none` }), box));
+            const box = el('div', { class: 'rounds' });
+            if (m) for (let i = 0; i < m.capacity; i++) box.append(el('div', { class: 'round' + (i < m.count ? ' full' : '') }));
+            mags.append(el('div', { class: 'mag', 'data-mag': k }, el('div', { class: 'label', text: m ? `${k} ${m.count}/${m.capacity}` : `${k}: none` }), box));
         }
-        p.view.replaceChildren(el('div', { class: 'cols' }, el('div', { style: 'flex:1' }, rows), column),
+        const column = el('div', { class: 'magcol', 'data-k': 'magazine' }, el('div', { class: 'label', text: 'this thread\'s magazines' }), mags);
+        p.view.replaceChildren(el('div', { class: 'cols' }, el('div', { class: 'slabrows' }, rows), column),
             el('div', { class: 'legend' },
                 el('span', {}, el('i', { style: 'background:var(--used)' }), 'yours'),
                 el('span', {}, el('i', { style: 'background:var(--accent)' }), 'in this thread\'s magazines'),
@@ -43,8 +44,8 @@ export async function mount(root, ctx) {
                 el('span', {}, el('i', { style: 'background:var(--free)' }), 'free in the slab')));
     });
     p.controls.append(el('label', {}, 'count ', count),
-        el('button', { 'data-action': 'alloc', on: { click: () => act('alloc', { count: Number(count.value) }) } }, 'Allocate'),
-        el('button', { 'data-action': 'free', on: { click: () => act('free', { count: Number(count.value) }) } }, 'Free newest'),
+        el('button', { 'data-action': 'alloc', on: { click: () => act('alloc', checked(p, count, 'count', (n) => ({ count: n }))) } }, 'Allocate'),
+        el('button', { 'data-action': 'free', on: { click: () => act('free', checked(p, count, 'count', (n) => ({ count: n }))) } }, 'Free newest'),
         el('button', { 'data-action': 'flush', on: { click: () => act('flush') } }, 'Flush'));
     await load();
 }
