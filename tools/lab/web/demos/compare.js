@@ -22,7 +22,7 @@ const STYLE = `
     max-width: 100%; overflow-x: auto; }
 #compare .lane { min-width: 0; border: 1px solid #e4e4e4; border-radius: 4px; padding: 4px 6px; }
 #compare .lane h3 { margin: 0; font-size: 15px; }
-#compare .lane .out { font-size: 12px; min-height: 2.6em; color: #555; overflow-wrap: anywhere; }
+#compare .lane .out { font-size: 12px; margin-top: 2px; color: #555; overflow-wrap: anywhere; }
 #compare .lane .out.refused { color: var(--bad); }
 #compare .lane dl.facts { font-size: 12px; gap: 0 10px; }
 #compare .lane ol.refusals { font-size: 11px; color: var(--bad); max-height: 7em; overflow: auto; margin: 4px 0 0;
@@ -78,7 +78,29 @@ export async function mount(root, ctx) {
         drawMarks(marks, st, run);
         drawLanes(lanes, st, run);
     };
-    const { act, load } = bind(p, ctx, 'compare', render, { reset: () => { run = null; } });
+    // A script the server could not parse: its answer names the line and column; select that spot.
+    const pointAt = (text) => {
+        const m = /^line (\d+), column (\d+)/.exec(text);
+        if (!m) return;
+        const lines = script.value.split('\n');
+        const line = Math.min(Number(m[1]), lines.length);
+        let at = Number(m[2]) - 1;
+        for (let i = 0; i < line - 1; i++) at += lines[i].length + 1;
+        at = Math.min(at, script.value.length);
+        script.focus();
+        script.setSelectionRange(at, Math.min(at + 1, script.value.length));
+        script.dataset.error = String(at);
+    };
+    const call = async (demo, op, args) => {
+        delete script.dataset.error;
+        try {
+            return await ctx.call(demo, op, args);
+        } catch (e) {
+            if (op === 'run') pointAt(e.message);
+            throw e;
+        }
+    };
+    const { act, load } = bind(p, { ...ctx, call }, 'compare', render, { reset: () => { run = null; } });
 
     const go = (args) => act('run', () => ({ ...args, buffer: Number(buffer.value), slot: Math.max(0, Math.floor(Number(slot.value) || 0)) }));
     const toStep = () => {
@@ -187,7 +209,7 @@ function drawLanes(box, st, run) {
         const mine = run ? run.refusals.filter((r) => r.lane === i) : [];
         const list = el('ol', { class: 'refusals', 'aria-label': `${lane.name}: refused steps` },
             ...mine.slice(0, 200).map((r) => el('li', { value: r.step, text: r.reason, 'data-step': r.step })));
-        col.append(el('h3', { text: lane.name }), out, el('div', { class: 'mapbox' }), dl,
+        col.append(el('h3', { text: lane.name }), el('div', { class: 'mapbox' }), out, dl,
             el('div', { class: 'legend', text: `${mine.length} refused in the whole script` }));
         if (mine.length) col.append(list);
         return col;
