@@ -81,6 +81,7 @@ try {
     const script = 'a 100; a 30; f 1; a 64 align 16\nx = a 600\nf x; a 3000\nr';
     await page.fill(`${sec} textarea.script`, script);
     await page.selectOption(`${sec} select[aria-label^="buffer"]`, '4096');
+    await page.fill(`${sec} input[aria-label="pool slot size"]`, '64');
     await redraw(() => page.click(`${sec} button[data-action=run]`));
     let st = await sameMaps('after run');
     check(st.steps === 8 && st.step === 8, `run: steps ${st.steps}, step ${st.step}`);
@@ -91,6 +92,13 @@ try {
         'refusal marks for the arena and the stack at step 3: ' + JSON.stringify(marks));
     const stackList = await page.$$eval(`${sec} .lane[data-lane="stack"] ol.refusals li`, (ls) => ls.map((l) => l.textContent));
     check(stackList.some((t) => /out of order/.test(t)), 'the stack column lists its out-of-order refusal: ' + JSON.stringify(stackList));
+    const listed = async (lane) => page.$$eval(`${sec} .lane[data-lane="${lane}"] ol.refusals li`, (ls) => ls.map((l) => `${l.value}: ${l.textContent}`));
+    const poolList = await listed('pool');
+    check(poolList.some((t) => /^1: 100 B is above the pool's slot size \(64 B\)/.test(t)) &&
+          poolList.some((t) => /^3: nothing to free/.test(t)), 'the pool column lists its slot refusals: ' + JSON.stringify(poolList));
+    const buddyList = await listed('buddy');
+    check(buddyList.some((t) => /^7: out of memory/.test(t)), 'the buddy column lists its out-of-memory refusal: ' + JSON.stringify(buddyList));
+    check((await api()).state.pool_slot === 64, 'the pool slot chosen on the page');
 
     // 2. Move the slider to step 3 (the refused free): the columns say so.
     await redraw(async () => {

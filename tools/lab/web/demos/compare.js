@@ -102,7 +102,9 @@ export async function mount(root, ctx) {
     };
     const { act, load } = bind(p, { ...ctx, call }, 'compare', render, { reset: () => { run = null; } });
 
-    const go = (args) => act('run', () => ({ ...args, buffer: Number(buffer.value), slot: Math.max(0, Math.floor(Number(slot.value) || 0)) }));
+    // The pool's slot: 0 (the script's largest request) up to the buffer size.
+    const slotSize = () => Math.min(Number(buffer.value), Math.max(0, Math.floor(Number(slot.value) || 0)));
+    const go = (args) => act('run', () => ({ ...args, buffer: Number(buffer.value), slot: slotSize() }));
     const toStep = () => {
         if (queued) return;
         queued = true;
@@ -116,7 +118,7 @@ export async function mount(root, ctx) {
     }
     slider.addEventListener('input', toStep);
     p.controls.append(
-        el('label', {}, 'buffer ', buffer), el('label', {}, 'pool slot ', slot),
+        el('label', {}, 'buffer ', buffer), el('label', {}, 'pool slot (0: largest request) ', slot),
         el('button', { 'data-action': 'run', on: { click: () => go({ script: script.value }) } }, 'Run'),
         el('label', {}, 'sequence ', seq),
         el('button', { 'data-action': 'load', on: { click: () => go({ sequence: seq.value }) } }, 'Load and run'));
