@@ -247,6 +247,14 @@ TEST(CompareLanes, RefusalsAreOutcomes) {
     EXPECT_FALSE(o[4].ok);
     EXPECT_NE(o[4].reason.find("out of memory"), std::string::npos) << o[4].reason;
     check_lanes(lanes, "after the refusals");
+
+    // A slot aligned to more than the buffer holds: the pool has no slot at all.
+    const auto t = serve::parse_script("a 8 align 4096");
+    lanes.start(1024, 8, 4096);
+    o = apply(lanes, t, 0);
+    EXPECT_FALSE(o[2].ok);
+    EXPECT_NE(o[2].reason.find("holds no slot"), std::string::npos) << o[2].reason;
+    check_lanes(lanes, "a pool with no slot");
 }
 
 // Random scripts against a model of the script (which blocks are live): every step checked in every

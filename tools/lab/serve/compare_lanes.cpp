@@ -211,7 +211,10 @@ public:
             return nullptr;
         }
         auto* p = static_cast<std::byte*>(p_.allocate(size, align));
-        if (p == nullptr)
+        if (p == nullptr && p_.capacity() == 0)
+            why = "out of memory: the buffer holds no slot of " + b(p_.slot_size()) + " aligned to " +
+                  std::to_string(p_.slot_align());
+        else if (p == nullptr)
             why =
                 "out of memory: no free slot (the pool has " + std::to_string(p_.capacity()) + ", all live)";
         return p;
