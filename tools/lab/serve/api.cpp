@@ -65,6 +65,7 @@ const std::vector<demo_kind>& demo_kinds() {
         {"race", "Fragmentation race", {"run"}, &make_race_demo},
         {"latency", "Latency tail", {"run"}, &make_latency_demo},
         {"layout", "AoS vs SoA", {"run"}, &make_layout_demo},
+        {"compare", "Same requests, every allocator", {"run", "step"}, &make_compare_demo},
     };
     return kinds;
 }
