@@ -132,7 +132,7 @@ TEST(ServeLoad, ThreadsMixGoodAndBadRequests) {
     serve::http_server server(o);
     const int port = server.start();
     const int threads = 8;
-    const int per_thread = sanitized ? 150 : 1000;
+    const int per_thread = sanitized ? 400 : 3000;
     std::atomic<int> good{0}, failed{0}, bad{0};
     const auto round = [&](int n, int seed0) {
         std::vector<std::thread> clients;
