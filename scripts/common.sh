@@ -8,7 +8,7 @@ STRATA_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." >/dev/null && pwd)"
 STRATA_JOBS="${STRATA_JOBS:-2}"
 STRATA_DEB_PACKAGES=(cmake g++ make libgtest-dev libbenchmark-dev libcli11-dev clang libboost-dev
     libmimalloc-dev libjemalloc-dev libgoogle-perftools-dev libtbb-dev libplf-colony-dev libzstd-dev python3 libclang-rt-14-dev sqlite3
-    libcpp-httplib-dev nlohmann-json3-dev git pkg-config
+    nlohmann-json3-dev git pkg-config
     libvulkan-dev mesa-vulkan-drivers vulkan-validationlayers) # the Vulkan test: loader, lavapipe, validation
 
 strata_log() { printf 'strata: %s\n' "$*" >&2; }

@@ -18,6 +18,10 @@ namespace {
          cmd->add_option("--port", o->port, "port (default 8080; 0: any free port)")
              ->check(CLI::Range(0, 65535));
          cmd->add_option("--bind", o->bind, "address to listen on (default 127.0.0.1)")->type_name("ADDR");
+         cmd->add_option("--allow-host", o->allowed_hosts,
+                         "also answer to this host name (e.g. this machine's name with --bind 0.0.0.0); "
+                         "repeatable")
+             ->type_name("NAME");
          return [o] { return serve::serve_command(*o); };
      }});
 

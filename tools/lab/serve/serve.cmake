@@ -1,16 +1,16 @@
 # strata-lab serve (the live lab, docs/live-lab.md): the static library strata_lab_serve, linked into
-# strata-lab and tests/serve. Included from tools/lab/CMakeLists.txt.
+# strata-lab and tests/serve. Included from tools/lab/CMakeLists.txt, and from tests/serve/family.cmake
+# where the lab is not built (the tsan preset), so that the server's tests run there too.
 #
-# Needs cpp-httplib (Debian libcpp-httplib-dev, through its pkg-config file) and nlohmann-json
-# (nlohmann-json3-dev). The page (tools/lab/web) and uPlot (npm, tools/lab/web/node_modules) are
-# embedded into the binary at build time, so the served page works offline and from any directory.
-find_package(PkgConfig QUIET)
-if(PkgConfig_FOUND)
-    pkg_check_modules(STRATA_HTTPLIB QUIET IMPORTED_TARGET cpp-httplib)
+# Needs nlohmann-json (nlohmann-json3-dev); the HTTP server is the lab's own (server.cpp, http_*.cpp:
+# Linux epoll). The page (tools/lab/web) and uPlot (npm, tools/lab/web/node_modules) are embedded
+# into the binary at build time, so the served page works offline and from any directory.
+if(TARGET strata_lab_serve)
+    return()
 endif()
 find_package(nlohmann_json 3 QUIET)
-if(NOT TARGET PkgConfig::STRATA_HTTPLIB OR NOT nlohmann_json_FOUND)
-    message(STATUS "strata: cpp-httplib (pkg-config) or nlohmann-json missing; strata-lab serve is not built")
+if(NOT nlohmann_json_FOUND)
+    message(STATUS "strata: nlohmann-json missing; strata-lab serve is not built")
     return()
 endif()
 
@@ -83,7 +83,7 @@ set_source_files_properties("${_gen}" PROPERTIES OBJECT_DEPENDS "${_deps}")
 file(GLOB STRATA_LAB_SERVE_SOURCES CONFIGURE_DEPENDS "${CMAKE_CURRENT_LIST_DIR}/*.cpp")
 add_library(strata_lab_serve STATIC ${STRATA_LAB_SERVE_SOURCES} "${_gen}")
 target_include_directories(strata_lab_serve PUBLIC "${CMAKE_CURRENT_LIST_DIR}")
-target_link_libraries(strata_lab_serve PUBLIC strata_lab_core PkgConfig::STRATA_HTTPLIB nlohmann_json::nlohmann_json
+target_link_libraries(strata_lab_serve PUBLIC strata_lab_core nlohmann_json::nlohmann_json
                       Threads::Threads)
 set_target_properties(strata_lab_serve PROPERTIES CXX_EXTENSIONS OFF)
 strata_set_warnings(strata_lab_serve)
