@@ -327,8 +327,9 @@ TEST_F(ServeApi, StackMarkersRewindAndGoStale) {
     EXPECT_EQ(r["state"]["allocations"].size(), 1u);
     r = op("stack", "pop", json::object());
     EXPECT_EQ(r["state"]["top"], 0);
-    expect_error("stack", "rewind", {{"marker", m}}); // the top fell below it
-    expect_error("stack", "pop", json::object());     // empty
+    // Refusals, not bad requests: the top fell below the marker; the stack is empty.
+    EXPECT_FALSE(op("stack", "rewind", {{"marker", m}})["ok"].get<bool>());
+    EXPECT_FALSE(op("stack", "pop", json::object())["ok"].get<bool>());
     EXPECT_FALSE(op("stack", "alloc", {{"size", 5000}})["ok"].get<bool>());
     expect_error("stack", "alloc", {{"size", -1}});
 }
@@ -462,7 +463,7 @@ TEST_F(ServeApi, MeasurementsAreBoundedAndReturnSeries) {
     expect_error("race", "run", {{"seed", -1}});
 
     st = op("latency", "run", {{"samples", 500}})["state"];
-    ASSERT_EQ(st["runs"].size(), 2u);
+    ASSERT_GE(st["runs"].size(), 4u); // malloc, engine heap, TLSF, arena; the peers where built
     for (const auto& r : st["runs"]) {
         std::uint64_t total = 0;
         for (const auto& c : r["counts"])
