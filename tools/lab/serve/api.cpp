@@ -198,7 +198,7 @@ std::size_t api::session_count() { return sessions_->count(); }
 
 reply api::handle(std::string_view method, std::string_view path, std::string_view body) noexcept {
     try {
-        // Every route, /api/session/close included: httplib bounds the bytes it reads, but api is
+        // Every route, /api/session/close included: the HTTP server bounds the bytes it reads, but api is
         // also called directly (tests, other front ends).
         if (body.size() > limits_.max_body_bytes) throw api_error(413, "request body too large");
         if (path == "/api/info") {

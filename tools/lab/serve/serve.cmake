@@ -16,24 +16,10 @@ endif()
 
 set(STRATA_LAB_WEB_DIR "${CMAKE_CURRENT_LIST_DIR}/../web")
 get_filename_component(STRATA_LAB_WEB_DIR "${STRATA_LAB_WEB_DIR}" ABSOLUTE)
-set(_uplot_dir "${STRATA_LAB_WEB_DIR}/node_modules/uplot/dist")
-
-# uPlot comes from npm (package-lock.json pins it). A fresh clone has no node_modules: fetch it once
-# at configure time when npm is there; without npm the page loads and says plots are unavailable.
-if(NOT EXISTS "${_uplot_dir}/uPlot.esm.js")
-    find_program(STRATA_NPM npm)
-    if(STRATA_NPM)
-        message(STATUS "strata: npm ci in tools/lab/web (uPlot for the live lab)")
-        execute_process(COMMAND "${STRATA_NPM}" ci --no-audit --no-fund --loglevel=error
-                        WORKING_DIRECTORY "${STRATA_LAB_WEB_DIR}" RESULT_VARIABLE _npm_rc
-                        OUTPUT_QUIET TIMEOUT 180) # offline: give up rather than hang the configure
-        if(NOT _npm_rc EQUAL 0)
-            message(WARNING "strata: npm ci in tools/lab/web failed (${_npm_rc}); the live lab has no plots")
-        endif()
-    else()
-        message(STATUS "strata: npm not found; the live lab is built without uPlot (no plots)")
-    endif()
-endif()
+# uPlot (npm, pinned by tools/lab/web/package-lock.json): the same lookup and one-time npm ci as the
+# HTML report's. Without it the page loads and says plots are unavailable.
+include("${CMAKE_CURRENT_LIST_DIR}/../report/uplot.cmake")
+set(_uplot_dir "${STRATA_LAB_UPLOT_DIR}")
 
 # The assets: every page file, plus uPlot when present. Served path -> file.
 file(GLOB _web_files CONFIGURE_DEPENDS "${STRATA_LAB_WEB_DIR}/*.html" "${STRATA_LAB_WEB_DIR}/*.js"
