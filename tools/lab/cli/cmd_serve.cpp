@@ -4,6 +4,7 @@
 
 #include "commands.hpp"
 #include "server.hpp"
+#include "trace_library.hpp"
 
 namespace strata::lab {
 
@@ -18,7 +19,14 @@ namespace {
          cmd->add_option("--port", o->port, "port (default 8080; 0: any free port)")
              ->check(CLI::Range(0, 65535));
          cmd->add_option("--bind", o->bind, "address to listen on (default 127.0.0.1)")->type_name("ADDR");
-         return [o] { return serve::serve_command(*o); };
+         auto traces = std::make_shared<std::vector<std::string>>();
+         cmd->add_option("--trace", *traces, "a recorded trace for the trace player (repeatable)")
+             ->type_name("FILE")
+             ->check(CLI::ExistingFile);
+         return [o, traces] {
+             serve::register_traces(*traces);
+             return serve::serve_command(*o);
+         };
      }});
 
 } // namespace

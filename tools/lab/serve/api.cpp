@@ -65,6 +65,7 @@ const std::vector<demo_kind>& demo_kinds() {
         {"race", "Fragmentation race", {"run"}, &make_race_demo},
         {"latency", "Latency tail", {"run"}, &make_latency_demo},
         {"layout", "AoS vs SoA", {"run"}, &make_layout_demo},
+        {"trace", "Trace player", {"open", "view", "series"}, &make_trace_demo},
     };
     return kinds;
 }
