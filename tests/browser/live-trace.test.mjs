@@ -4,7 +4,8 @@
 // plays a little, zooms the map (buttons and wheel), drags it, hovers a block and checks the tooltip
 // against the API's answer, checks the footprint plot drew, and that the page has no horizontal
 // overflow at 480 and 1920 px. Fails on a console error, a page error, a failed request or an HTTP
-// error. Screenshots: SHOT_DIR/trace.png (1200 px), trace-480.png, trace-1920.png.
+// error. Screenshots (SHOT_DIR): trace-whole.png, trace.png (zoomed, a block hovered), trace-detail.png
+// (a few KiB across), all at 1200 px, then trace-480.png and trace-1920.png.
 import { chromium } from 'playwright-core';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -130,13 +131,21 @@ try {
     });
     await page.waitForTimeout(300);
     check(await range() !== r1, 'dragging panned the map');
-    const full = (await api('view', { op: played })).result.overview.findIndex((x) => x >= 950);
+    // A bin inside a run of full ones (the heap is packed there).
+    const occ = (await api('view', { op: played })).result.overview;
+    const full = occ.findIndex((_, i) => i >= 4 && occ.slice(i - 4, i + 5).every((x) => x >= 950));
+    check(full >= 0, 'the overview has a full stretch');
     const ob = await page.locator(`${sec} .trace-overview svg`).boundingBox();
-    await redrawn(() => page.mouse.click(ob.x + ((full + 0.5) / 1024) * ob.width, ob.y + ob.height / 2));
-    const widest = () => page.evaluate((s) => Math.max(0, ...[...document.querySelectorAll(`${s} .trace-map rect.blk`)]
-        .map((e) => e.getBoundingClientRect().width)), sec);
-    for (let i = 0; i < 24 && (await mode() !== 'blocks' || await widest() < 12); i++)
+    const centre = () => redrawn(() => page.mouse.click(ob.x + ((full + 0.5) / 1024) * ob.width, ob.y + ob.height / 2));
+    await centre();
+    // Blocks at least 10 px wide: enough of them to point at, their headers and padding drawn.
+    const wide = () => page.evaluate((s) => [...document.querySelectorAll(`${s} .trace-map rect.blk`)]
+        .filter((e) => e.getBoundingClientRect().width >= 10).length, sec);
+    for (let i = 0; i < 24 && (await mode() !== 'blocks' || await wide() < 6); i++)
+    {
         await redrawn(() => page.click(`${sec} button[data-action=zoom-in]`));
+        await centre();
+    }
     check(await mode() === 'blocks', 'zooming in shows blocks');
     const r2 = await range();
     await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
@@ -168,6 +177,24 @@ try {
             check(header === 16, 'a TLSF block has a 16-byte header');
         }
         await page.locator(sec).screenshot({ path: join(shots, 'trace.png') });
+        await page.mouse.move(0, 0);
+    }
+
+    // Closer: the wheel, over a small block, until it is a few KiB across, where headers and
+    // padding show; the block stays under the pointer.
+    const small = await page.evaluate((s) => {
+        const rects = [...document.querySelectorAll(`${s} .trace-map rect.blk`)].map((e) => e.getBoundingClientRect())
+            .filter((r) => r.width >= 1 && r.width <= 6);
+        const r = rects[Math.floor(rects.length / 2)];
+        return r ? { x: r.x + r.width / 2, y: r.y + r.height / 2 } : null;
+    }, sec);
+    if (check(small, 'small blocks are drawn')) {
+        await page.mouse.move(small.x, small.y);
+        for (let i = 0; i < 16; i++) await redrawn(() => page.mouse.wheel(0, -100));
+        await page.mouse.move(small.x + 1, small.y);
+        await page.waitForSelector(`${sec} .trace-tip:not([hidden])`, { timeout: 5000 });
+        check(await page.$(`${sec} .trace-map rect.header`), 'headers are drawn up close');
+        await page.locator(sec).screenshot({ path: join(shots, 'trace-detail.png') });
         await page.mouse.move(0, 0);
     }
 

@@ -164,6 +164,37 @@ TEST(TracePlayer, SeekTimeOnTheFullTrace) {
     }
 }
 
+// The same on the longest synthetic workload (trickle: about 1.25 million ops, 24,576 blocks live).
+TEST(TracePlayer, SeekTimeOnALongSyntheticTrace) {
+    const auto w = strata::lab::gen::trickle(1.0);
+    for (const player_heap h : all_heaps) {
+        const auto p = trace_player::prepare(w, h);
+        ASSERT_NE(p, nullptr);
+        EXPECT_LE(p->bytes(), std::size_t{64} << 20) << "a player's bound";
+        std::mt19937_64 rng(8);
+        std::vector<double> ms;
+        std::vector<std::uint32_t> live;
+        for (int i = 0; i < 100; ++i) {
+            const auto k = static_cast<std::uint32_t>(rng() % (p->ops() + 1));
+            const auto s = std::chrono::steady_clock::now();
+            p->live_at(k, live);
+            ms.push_back(
+                std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - s).count());
+        }
+        std::sort(ms.begin(), ms.end());
+        std::printf(
+            "[trace] trickle %-9s %u ops: prepare %6.0f ms, %.1f MB, keyframe every %5u, refusals %u; "
+            "seek median %.3f ms, max %.3f ms\n",
+            std::string(serve::heap_name(h)).c_str(), p->ops(), p->prepare_ms(),
+            static_cast<double>(p->bytes()) / 1e6, p->keyframe_every(), p->refusals(), ms[ms.size() / 2],
+            ms.back());
+        if (!sanitized) {
+            EXPECT_LT(ms.back(), 200.0) << serve::heap_name(h);
+        }
+        expect_seeks_match(*p, 5, 9);
+    }
+}
+
 // A heap sized for less than the workload needs: the allocations it cannot place are counted (and
 // make no block), and the replay goes on.
 TEST(TracePlayer, RefusalsAreCounted) {

@@ -215,7 +215,8 @@ public:
     }
     bool check() const noexcept { return heap_.check(); }
     std::uint64_t map_bytes() const noexcept {
-        return (top_ + engine_heap::granule - 1) / engine_heap::granule * engine_heap::granule;
+        const std::uint64_t top = std::max<std::uint64_t>(top_, 1); // one granule at least
+        return (top + engine_heap::granule - 1) / engine_heap::granule * engine_heap::granule;
     }
 
 private:

@@ -167,6 +167,7 @@ export async function mount(root, ctx) {
         zoom(e.deltaY < 0 ? 0.8 : 1.25, offsetAt(e.clientX));
     }, { passive: false });
     let drag = null;
+    let lastPointer = null; // the pointer's last move over the map: the tooltip follows redraws
     map.addEventListener('pointerdown', (e) => {
         if (!cur.view || e.button !== 0) return;
         drag = { x: e.clientX, lo: cur.lo, hi: cur.hi };
@@ -181,12 +182,13 @@ export async function mount(root, ctx) {
             tip.hidden = true;
             return;
         }
+        lastPointer = e;
         hover(e);
     });
     const endDrag = () => { drag = null; map.classList.remove('dragging'); };
     map.addEventListener('pointerup', endDrag);
     map.addEventListener('pointercancel', endDrag);
-    map.addEventListener('pointerleave', () => { tip.hidden = true; });
+    map.addEventListener('pointerleave', () => { tip.hidden = true; lastPointer = null; });
     overview.addEventListener('click', (e) => {
         if (!cur.view) return;
         const r = overview.getBoundingClientRect();
@@ -260,6 +262,7 @@ export async function mount(root, ctx) {
         drawRuler(v);
         drawMap(v);
         for (const u of plots) u.redraw(false, false);
+        if (!tip.hidden && lastPointer && !drag) hover(lastPointer); // the block under the pointer may have changed
         sec.dataset.rev = String(Number(sec.dataset.rev || 0) + 1);
     };
 
@@ -318,17 +321,16 @@ export async function mount(root, ctx) {
                 if (w <= 0) return;
                 s.append(svg('rect', { x: x0, y: 4, width: Math.max(0.6, w), height: H - 8,
                     class: 'blk' + (i % 2 ? ' odd' : '') + (w >= 5 ? ' sep' : ''), 'data-start': start }));
-                const hw = x(start + header) - x(start);
-                if (header && hw >= 1) {
-                    const hx = Math.max(0, x(start));
-                    s.append(svg('rect', { x: hx, y: 4, width: Math.min(hw, W - hx), height: H - 8, class: 'header' }));
-                }
+                // The header (in front) and the padding (at the end), where at least a pixel wide,
+                // clipped to the map like the block.
+                const part = (from, to, cls) => {
+                    if (x(to) - x(from) < 1) return;
+                    const a = Math.max(0, x(from)), z = Math.min(W, x(to));
+                    if (z > a) s.append(svg('rect', { x: a, y: 4, width: z - a, height: H - 8, class: cls }));
+                };
+                if (header) part(start, start + header, 'header');
                 const pad = size - header - req;
-                const pw = x(start + size) - x(start + size - pad);
-                if (pad > 0 && pw >= 1) {
-                    const px = Math.max(0, x(start + size - pad));
-                    s.append(svg('rect', { x: px, y: 4, width: Math.max(0, Math.min(W, x(start + size)) - px), height: H - 8, class: 'pad' }));
-                }
+                if (pad > 0) part(start + size - pad, start + size, 'pad');
             });
         }
         map.replaceChildren(s);
@@ -456,10 +458,18 @@ export async function mount(root, ctx) {
             message(p.msg, e.message, true);
         }
     };
+    // Opening another pair clears the picture: nothing of the previous player stays on show while
+    // the new one is prepared.
     const open = () => {
         stopPlay();
         cur.key = '';
         cur.token = null;
+        cur.view = null;
+        for (const u of plots) u.destroy();
+        plots.length = 0;
+        for (const e of [overview, ruler, map, note, plotBytes, plotFrag, p.facts]) e.replaceChildren();
+        readout.textContent = '';
+        tip.hidden = true;
         act('open', () => ({ trace: traceSel.value, heap: heapSel.value }));
     };
 
