@@ -211,6 +211,39 @@ TEST(TracePlayer, RefusalsAreCounted) {
     }
 }
 
+// Edge lengths: no ops at all, and a length that is a multiple of the keyframe interval (the end
+// position then starts a keyframe of its own).
+TEST(TracePlayer, EmptyAndKeyframeAlignedWorkloads) {
+    strata::lab::op_builder empty("empty", "no ops");
+    const auto w0 = empty.finish();
+    strata::lab::op_builder b("aligned", "2,048 ops");
+    std::vector<std::uint32_t> slots;
+    for (int i = 0; i < 1024; ++i)
+        slots.push_back(b.allocate(16 + 8 * static_cast<std::uint64_t>(i % 50)));
+    for (std::size_t i = 0; i < slots.size(); i += 2)
+        b.free(slots[i]);
+    for (std::size_t i = 1; i < slots.size(); i += 2)
+        b.free(slots[i]);
+    const auto w1 = b.finish();
+    ASSERT_EQ(w1.ops.size(), 2048u);
+    for (const player_heap h : all_heaps) {
+        const auto p0 = trace_player::prepare(w0, h);
+        ASSERT_NE(p0, nullptr);
+        std::vector<std::uint32_t> live{1};
+        p0->live_at(0, live);
+        EXPECT_TRUE(live.empty());
+        EXPECT_GT(p0->heap_bytes(), 0u);
+        const auto p1 = trace_player::prepare(w1, h);
+        ASSERT_NE(p1, nullptr);
+        ASSERT_EQ(p1->keyframe_every(), 1024u);
+        expect_seeks_match(*p1, 20, 4);
+        p1->live_at(1024, live);
+        EXPECT_EQ(live.size(), 1024u);
+        p1->live_at(2048, live);
+        EXPECT_TRUE(live.empty());
+    }
+}
+
 TEST(TracePlayer, CancelStopsPreparing) {
     const auto w = strata::lab::gen::bimodal(4.0);
     std::atomic<bool> cancel{true};

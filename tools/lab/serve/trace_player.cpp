@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <bit>
 #include <chrono>
-#include <cstring>
 #include <new>
+#include <span>
 #include <stdexcept>
 
 #include "strata/engine/engine_heap.hpp"
@@ -99,10 +99,10 @@ public:
         void* p = reinterpret_cast<void*>(h);
         if constexpr (requires { heap_.reallocate(p, size, align); }) {
             return reinterpret_cast<std::uintptr_t>(heap_.reallocate(p, size, align));
-        } else { // no reallocate of its own: allocate, copy, free (what realloc does when it moves)
+        } else { // no reallocate of its own: a new block, then the old one freed (the replay never
+                 // reads the contents, so nothing is copied)
             void* q = heap_.allocate(size, align);
             if (q == nullptr) return 0;
-            std::memcpy(q, p, std::min(size, heap_.usable_size(p)));
             heap_.deallocate(p);
             return reinterpret_cast<std::uintptr_t>(q);
         }
@@ -367,6 +367,7 @@ struct replayer {
                 if (progress) progress(static_cast<double>(i + 1) / static_cast<double>(n));
             }
         }
+        if (n % p.keyframe_every_ == 0) keyframe(); // position n has a keyframe slot of its own
         p.keyframe_at_.push_back(static_cast<std::uint32_t>(p.keyframe_ids_.size()));
         p.checked_ = heap.check();
         p.heap_bytes_ = heap.map_bytes();
