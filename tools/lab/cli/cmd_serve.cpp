@@ -22,7 +22,7 @@ namespace {
          auto traces = std::make_shared<std::vector<std::string>>();
          cmd->add_option("--trace", *traces, "a recorded trace for the trace player (repeatable)")
              ->type_name("FILE")
-             ->check(CLI::ExistingFile);
+             ->check(CLI::ExistingFile.description(""));
          return [o, traces] {
              serve::register_traces(*traces);
              return serve::serve_command(*o);
