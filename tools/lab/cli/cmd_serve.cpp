@@ -4,6 +4,7 @@
 
 #include "commands.hpp"
 #include "server.hpp"
+#include "trace_library.hpp"
 
 namespace strata::lab {
 
@@ -22,7 +23,14 @@ namespace {
                          "also answer to this host name (e.g. this machine's name with --bind 0.0.0.0); "
                          "repeatable")
              ->type_name("NAME");
-         return [o] { return serve::serve_command(*o); };
+         auto traces = std::make_shared<std::vector<std::string>>();
+         cmd->add_option("--trace", *traces, "a recorded trace for the trace player (repeatable)")
+             ->type_name("FILE")
+             ->check(CLI::ExistingFile.description(""));
+         return [o, traces] {
+             serve::register_traces(*traces);
+             return serve::serve_command(*o);
+         };
      }});
 
 } // namespace

@@ -66,6 +66,7 @@ const std::vector<demo_kind>& demo_kinds() {
         {"latency", "Latency tail", {"run"}, &make_latency_demo},
         {"layout", "AoS vs SoA", {"run"}, &make_layout_demo},
         {"compare", "Same requests, every allocator", {"run", "step"}, &make_compare_demo},
+        {"trace", "Trace player", {"open", "view", "series"}, &make_trace_demo},
     };
     return kinds;
 }

@@ -59,6 +59,7 @@ std::unique_ptr<demo> make_race_demo(const limits&);
 std::unique_ptr<demo> make_latency_demo(const limits&);
 std::unique_ptr<demo> make_layout_demo(const limits&);
 std::unique_ptr<demo> make_compare_demo(const limits&);
+std::unique_ptr<demo> make_trace_demo(const limits&);
 
 // Argument checks: each throws api_error(400) naming the argument and the accepted range.
 

@@ -2,7 +2,7 @@
 // the API and redraws from the state the allocator returned; nothing is simulated here.
 import { el } from './draw.js';
 
-const DEMOS = ['arena', 'stack', 'pool', 'buddy', 'tlsf', 'slab', 'handles', 'device', 'race', 'latency', 'layout', 'compare'];
+const DEMOS = ['arena', 'stack', 'pool', 'buddy', 'tlsf', 'slab', 'handles', 'device', 'race', 'latency', 'layout', 'compare', 'trace'];
 const status = document.getElementById('status');
 
 let session = null;
