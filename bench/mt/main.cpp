@@ -2,7 +2,7 @@
 // with LD_PRELOAD (bench/mt/peers.sh runs every Debian malloc and libstrata_malloc.so).
 //
 //   strata-mt [--workload NAME,...] [--ops N] [--threads T] [--repeats R] [--rounds K]
-//             [--phase-mib M] [--frames F] [--label NAME] [--jsonl FILE] [--seed S]
+//             [--phase-mib M] [--frames F] [--frame-us U] [--label NAME] [--jsonl FILE] [--seed S]
 //
 // Workloads (block sizes unless said otherwise: 60% 8-128 B, 30% 128 B-1 KiB, 9% 1-8 KiB, 1% 8-64 KiB;
 // every block is written at both ends, so its pages are really touched; the workloads below `big`
@@ -49,10 +49,11 @@
 //             frees a random 90% of it, then idles for --frames frames (default 50) of 20 ms sleep
 //             plus 1,000 free + malloc pairs, reading its RSS (/proc/self/statm) at every frame end.
 //             When the process has strata_malloc_end_frame (libstrata_malloc.so), it is called at
-//             each frame end with a 500 us budget. Timed: the growth and the shrink (an operation is
-//             one block: its malloc and its free); the RSS after growth, after the shrink, at every
-//             frame and at the end are reported too (JSONL: rss_frames_kib, final_rss_kib). One
-//             repeat unless --repeats says otherwise. Not in the default set, nor in peers.sh's suite.
+//             each frame end with a budget of --frame-us microseconds (default 500). Timed: the growth and
+//             the shrink (an operation is one block: its malloc and its free); the RSS after growth, after
+//             the shrink, at every frame and at the end are reported too (JSONL: rss_frames_kib,
+//             final_rss_kib). One repeat unless --repeats says otherwise. Not in the default set, nor in
+//             peers.sh's suite.
 // Each repeat warms up first (slots filled, a quarter of the operations untimed), then times N
 // operations per thread (an operation is one malloc + one free; in prodcons one block passed on).
 // Reported: ns/op = wall time / N, the time one thread spends per operation (median over repeats);
@@ -92,6 +93,7 @@ struct options {
     unsigned rounds = 0;   // 0: the workload's default (larson: 4; threadchurn: 50)
     std::uint64_t phase_mib = 1024;
     unsigned frames = 50;
+    unsigned frame_us = 500; // phase: the budget given to strata_malloc_end_frame each frame
     std::uint64_t seed = 1;
     std::string label = "malloc";
     std::string jsonl;
@@ -717,7 +719,8 @@ end_frame_fn find_end_frame() {
     return fn;
 }
 
-sample run_phase(std::uint64_t mib, unsigned frames, std::uint64_t seed, phase_report& out) {
+sample run_phase(std::uint64_t mib, unsigned frames, unsigned frame_us, std::uint64_t seed,
+                 phase_report& out) {
     rng r(seed * 131);
     const std::uint64_t target = mib << 20;
     std::vector<void*> blocks;
@@ -749,7 +752,7 @@ sample run_phase(std::uint64_t mib, unsigned frames, std::uint64_t seed, phase_r
             std::free(kept[k]);
             kept[k] = make_touched(block_size(r));
         }
-        if (end_frame != nullptr) (void)end_frame(500);
+        if (end_frame != nullptr) (void)end_frame(frame_us);
         out.frames_kib.push_back(resident_kib());
     }
     out.final_kib = resident_kib();
@@ -769,7 +772,8 @@ std::vector<std::string> split(const std::string& s) {
 int usage() {
     std::fputs(
         "usage: strata-mt [--workload NAME,...] [--ops N] [--threads T] [--repeats R] [--rounds K]\n"
-        "                 [--phase-mib M] [--frames F] [--label NAME] [--jsonl FILE] [--seed S]\n"
+        "                 [--phase-mib M] [--frames F] [--frame-us U] [--label NAME] [--jsonl FILE] [--seed "
+        "S]\n"
         "workloads: local prodcons larson (the default set), big tight falseshare threadchurn bigloop\n"
         "           realloc leaky trickle xchurn32k tilesim phase\n",
         stderr);
@@ -803,6 +807,8 @@ int main(int argc, char** argv) {
             o.phase_mib = std::max<std::uint64_t>(1, std::stoull(value()));
         else if (a == "--frames")
             o.frames = static_cast<unsigned>(std::stoul(value()));
+        else if (a == "--frame-us")
+            o.frame_us = static_cast<unsigned>(std::stoul(value()));
         else if (a == "--seed")
             o.seed = std::stoull(value());
         else if (a == "--label")
@@ -877,7 +883,7 @@ int main(int argc, char** argv) {
         } else if (name == "phase") {
             threads = 1;
             repeats = o.repeats ? o.repeats : 1;
-            body = [&] { return run_phase(o.phase_mib, o.frames, o.seed, phase); };
+            body = [&] { return run_phase(o.phase_mib, o.frames, o.frame_us, o.seed, phase); };
         } else {
             std::fprintf(stderr,
                          "strata-mt: unknown workload '%s' (local, prodcons, larson, big, tight, falseshare, "

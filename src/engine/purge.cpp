@@ -4,8 +4,8 @@
 // decay_ms, oldest first, and whatever exceeds the caps (retain_bytes, medium_retain_bytes).
 //
 // Exports: engine_heap::now_ms, now_tick, purge_medium, purge_free_medium, purge_spans, purge_span_piece,
-// oldest_dirty_span, decay_step, maybe_decay, end_frame, start_purge_thread, stop_purge_thread,
-// purge_thread_main, purge_stats, trim.
+// oldest_dirty_span, purge_run_blocks, decay_step, maybe_decay, end_frame, start_purge_thread,
+// stop_purge_thread, purge_thread_main, purge_stats, trim.
 #include <sys/mman.h>
 #include <time.h>
 
@@ -281,7 +281,7 @@ std::size_t engine_heap::purge_spans(purge_pass pass, std::uint32_t now, std::ui
 /// Effects: one maintenance step: purges decayed medium blocks, then decayed spans, until the
 /// deadline (0: none), at least one piece when anything is due. Returns: bytes purged.
 /// Requires: no lock of the heap held.
-std::size_t engine_heap::decay_step(std::uint64_t deadline_ns) noexcept {
+std::size_t engine_heap::decay_step(std::uint64_t deadline_ns, thread_heap* own) noexcept {
     const std::uint32_t now = now_tick();
     next_step_.store(now + step_interval_, std::memory_order_relaxed);
     // A new window of the recent peak every decay_ms (big_recent()).
@@ -307,25 +307,118 @@ std::size_t engine_heap::decay_step(std::uint64_t deadline_ns) noexcept {
         }
         if (spans) purged += purge_spans(purge_pass::decay, now, deadline_ns);
     }
+    if (own != nullptr && (purged == 0 || !past(deadline_ns)))
+        purged += purge_run_blocks(own, now, deadline_ns);
     steps_.fetch_add(1, std::memory_order_relaxed);
     return purged;
 }
 
 /// Effects: a step bounded by purge_step_us when step_interval_ has passed since the last one (one
 /// thread takes it; the others go on).
-void engine_heap::maybe_decay() noexcept {
+void engine_heap::maybe_decay(thread_heap* own) noexcept {
     const std::uint32_t now = now_tick();
     std::uint32_t due = next_step_.load(std::memory_order_relaxed);
     if (static_cast<std::int32_t>(now - due) < 0) return;
     if (!next_step_.compare_exchange_strong(due, now + step_interval_, std::memory_order_relaxed)) return;
-    (void)decay_step(steady_ns() + std::uint64_t{options_.purge_step_us} * 1000);
+    (void)decay_step(steady_ns() + std::uint64_t{options_.purge_step_us} * 1000, own);
 }
 
 /// Returns: bytes purged by this frame's step.
 std::size_t engine_heap::end_frame(std::chrono::microseconds budget) noexcept {
     frames_.fetch_add(1, std::memory_order_relaxed);
     const auto us = static_cast<std::uint64_t>(std::max<std::int64_t>(budget.count(), 1));
-    return decay_step(steady_ns() + us * 1000);
+    const tls_slot& slot = tls[slot_];
+    return decay_step(steady_ns() + us * 1000, slot.epoch == epoch_ ? slot.heap : nullptr);
+}
+
+// -------------------------------------------------------------------------------------------------
+// Free blocks inside runs
+// -------------------------------------------------------------------------------------------------
+//
+// A run that still holds live blocks is never a free span, so its free blocks stay resident however
+// long they wait. For blocks of 8 KiB or more (whole pages past their first), the owner gives those
+// pages back, as decay does for spans:
+//   - only the owner thread walks its runs (its free lists are its own; nothing is locked);
+//   - a free block's first bytes keep the free-list link and a mark: word 1 holds a tag (the block's
+//     address xor a constant), word 2 the tick a walk first saw it free and a purged bit;
+//   - a block seen free for decay_ms is purged: madvise(MADV_DONTNEED) of its whole pages past the
+//     first cache line's page; an allocation gets zero pages there, as from any fresh memory;
+//   - a mark is only a hint: a block whose user never wrote words 1-2 keeps its mark from an earlier
+//     free, and is then purged sooner than decay_ms after its latest free, or (purged bit set) not
+//     again; never while it is live: the walk purges only blocks on the owner's free list;
+//   - a run whose free list has not changed since a walk that left nothing waiting is skipped
+//     (`purge_sig`, a byte of the list head and the count of blocks out).
+
+namespace {
+
+constexpr unsigned first_purged_class = [] {
+    unsigned c = 0;
+    while (c < class_count && class_size(c) < 8192)
+        ++c;
+    return c;
+}();
+constexpr std::uint64_t run_mark_tag = 0x5eed'b10c'c0de'd00dULL;
+constexpr std::uint64_t run_mark_purged = std::uint64_t{1} << 32;
+
+std::uint8_t purge_sig_of(const run* r) noexcept {
+    const auto head = reinterpret_cast<std::uintptr_t>(r->free);
+    return static_cast<std::uint8_t>(((head >> 13) ^ (head >> 21) ^ r->used) | 1);
+}
+
+} // namespace
+
+/// Effects: purges the free blocks of 8 KiB or more inside h's runs that a walk saw free decay_ms
+/// ago, class by class from where the last walk stopped, until the deadline. Requires: the calling
+/// thread owns h. Returns: bytes purged.
+std::size_t engine_heap::purge_run_blocks(thread_heap* h, std::uint32_t now,
+                                          std::uint64_t deadline_ns) noexcept {
+    if (!options_.purge_run_blocks || first_purged_class >= class_count) return 0;
+    const std::uintptr_t page = virtual_memory::page_size();
+    std::size_t purged = 0;
+    // One run: returns false when the deadline passed (after its blocks were done).
+    const auto walk_run = [&](run* r) {
+        if (r == &empty_run || r->free == nullptr || r->purge_sig == purge_sig_of(r)) return true;
+        bool waiting = false;
+        const std::size_t bs = r->block_size;
+        for (free_block* b = r->free; b != nullptr; b = b->next) {
+            auto* words = reinterpret_cast<std::uint64_t*>(b);
+            const auto at = reinterpret_cast<std::uintptr_t>(b);
+            const std::uint64_t tag = run_mark_tag ^ at;
+            if (words[1] != tag) { // first seen free now
+                words[1] = tag;
+                words[2] = now;
+                waiting = true;
+                continue;
+            }
+            if ((words[2] & run_mark_purged) != 0) continue;
+            if (now - static_cast<std::uint32_t>(words[2]) < options_.decay_ms) {
+                waiting = true;
+                continue;
+            }
+            const std::uintptr_t lo = (at + 64 + page - 1) & ~(page - 1);
+            const std::uintptr_t hi = (at + bs) & ~(page - 1);
+            if (hi > lo && ::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED) == 0)
+                purged += hi - lo;
+            words[2] = run_mark_purged | now;
+        }
+        r->purge_sig = waiting ? 0 : purge_sig_of(r);
+        return !past(deadline_ns);
+    };
+    const unsigned classes = class_count - first_purged_class;
+    for (unsigned i = 0; i < classes; ++i) {
+        const unsigned c = first_purged_class + (h->purge_class + i) % classes;
+        bool more = walk_run(h->current[c]);
+        for (run* r = h->partial[c]; more && r != nullptr; r = r->next)
+            more = walk_run(r);
+        for (run* r = h->full[c]; more && r != nullptr; r = r->next)
+            more = walk_run(r);
+        if (!more) {
+            h->purge_class = c - first_purged_class; // this class again first, next time
+            break;
+        }
+    }
+    if (purged != 0) purged_bytes_.fetch_add(purged, std::memory_order_relaxed);
+    return purged;
 }
 
 // -------------------------------------------------------------------------------------------------

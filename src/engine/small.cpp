@@ -64,7 +64,7 @@ bool engine_heap::walk_full(thread_heap* h, unsigned c) noexcept {
 /// else takes a partial run, a full run that got frees, an abandoned run, a new run (in that order).
 void* engine_heap::small_slow(thread_heap* h, unsigned c) noexcept {
     // Now and then a maintenance step, so that a program of small blocks gives back what decayed.
-    if ((++h->slow_calls & 63) == 0) maybe_decay();
+    if ((++h->slow_calls & 63) == 0) maybe_decay(h);
     for (;;) {
         run* r = h->current[c];
         if (r != &empty_run) {

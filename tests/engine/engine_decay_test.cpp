@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -376,6 +377,145 @@ TEST(EngineDecay, RandomAgesAndBudgetsKeepEveryLiveByte) {
     h.trim();
     EXPECT_TRUE(h.check());
     EXPECT_EQ(h.stats().live_allocations, 0u);
+}
+
+// -------------------------------------------------------------------------------------------------
+// Free blocks inside runs that still hold live ones (size classes of 8 KiB and more)
+// -------------------------------------------------------------------------------------------------
+
+/// The whole pages of block [p, p + n) that an in-run purge gives back: past the page of its mark.
+std::size_t purgeable_resident(const char* p, std::size_t n) {
+    const auto at = reinterpret_cast<std::uintptr_t>(p);
+    const std::uintptr_t lo = (at + 64 + page - 1) & ~(page - 1);
+    const std::uintptr_t hi = (at + n) & ~(page - 1);
+    return hi > lo ? resident(reinterpret_cast<const void*>(lo), hi - lo) : 0;
+}
+
+bool filled_with(const char* p, std::size_t n, char v) {
+    return std::all_of(p, p + n, [v](char c) { return c == v; });
+}
+
+TEST(EngineDecay, FreeBlocksInsideUsedRunsDecay) {
+    engine_heap h(decay_options(100));
+    constexpr std::size_t n = 24 * 1024;
+    std::vector<char*> blocks;
+    for (int i = 0; i < 64; ++i)
+        blocks.push_back(written(h, n, static_cast<char>(i + 1)));
+    const std::size_t bs = h.usable_size(blocks[0]);
+    ASSERT_GE(bs, n);
+    std::vector<char*> freed;
+    for (std::size_t i = 0; i < blocks.size(); i += 2) { // every other: the runs keep live blocks
+        freed.push_back(blocks[i]);
+        h.deallocate(blocks[i]);
+    }
+    for (char* p : freed)
+        ASSERT_GT(purgeable_resident(p, bs), 0u);
+    EXPECT_EQ(h.end_frame(std::chrono::seconds{1}), 0u); // a walk sees them free
+    advance(99);
+    EXPECT_EQ(h.end_frame(std::chrono::seconds{1}), 0u);
+    for (char* p : freed)
+        EXPECT_GT(purgeable_resident(p, bs), 0u) << "purged before it decayed";
+    advance(1);
+    EXPECT_GT(h.end_frame(std::chrono::seconds{1}), 0u);
+    for (char* p : freed)
+        EXPECT_EQ(purgeable_resident(p, bs), 0u);
+    for (std::size_t i = 1; i < blocks.size(); i += 2) // the live neighbours keep every byte
+        EXPECT_TRUE(filled_with(blocks[i], n, static_cast<char>(i + 1))) << i;
+    EXPECT_TRUE(h.check());
+    // The purged blocks serve again, with zero pages past their first.
+    for (std::size_t k = 0; k < freed.size(); ++k) {
+        char* p = static_cast<char*>(h.allocate(n));
+        ASSERT_NE(p, nullptr);
+        EXPECT_NE(std::find(freed.begin(), freed.end(), p), freed.end());
+        const std::size_t skip = page - (reinterpret_cast<std::uintptr_t>(p) & (page - 1));
+        EXPECT_TRUE(
+            filled_with(p + skip, n - skip - (reinterpret_cast<std::uintptr_t>(p + n) & (page - 1)), 0));
+        std::memset(p, 7, n);
+        blocks[static_cast<std::size_t>(std::find(blocks.begin(), blocks.end(), p) - blocks.begin())] = p;
+    }
+    for (char* p : blocks)
+        h.deallocate(p);
+    EXPECT_TRUE(h.check());
+}
+
+TEST(EngineDecay, RunBlockPurgeCanBeTurnedOff) {
+    engine_options o = decay_options(100);
+    o.purge_run_blocks = false;
+    engine_heap h(o);
+    constexpr std::size_t n = 24 * 1024;
+    std::vector<char*> blocks;
+    for (int i = 0; i < 32; ++i)
+        blocks.push_back(written(h, n));
+    for (std::size_t i = 0; i < blocks.size(); i += 2)
+        h.deallocate(blocks[i]);
+    (void)h.end_frame(std::chrono::seconds{1});
+    advance(1000);
+    EXPECT_EQ(h.end_frame(std::chrono::seconds{1}), 0u);
+    for (std::size_t i = 0; i < blocks.size(); i += 2)
+        EXPECT_GT(purgeable_resident(blocks[i], n), 0u);
+    for (std::size_t i = 1; i < blocks.size(); i += 2)
+        h.deallocate(blocks[i]);
+}
+
+// Only a run's owner walks its free list: another thread's end_frame leaves the blocks alone.
+TEST(EngineDecay, OnlyTheOwnerThreadPurgesInsideItsRuns) {
+    engine_heap h(decay_options(100));
+    constexpr std::size_t n = 16 * 1024;
+    std::vector<char*> blocks;
+    for (int i = 0; i < 32; ++i)
+        blocks.push_back(written(h, n));
+    for (std::size_t i = 0; i < blocks.size(); i += 2)
+        h.deallocate(blocks[i]);
+    std::thread other([&] {
+        (void)h.end_frame(std::chrono::seconds{1});
+        advance(1000);
+        EXPECT_EQ(h.end_frame(std::chrono::seconds{1}), 0u);
+    });
+    other.join();
+    EXPECT_GT(purgeable_resident(blocks[0], n), 0u);
+    (void)h.end_frame(std::chrono::seconds{1}); // the owner's first walk marks them
+    advance(100);
+    EXPECT_GT(h.end_frame(std::chrono::seconds{1}), 0u);
+    EXPECT_EQ(purgeable_resident(blocks[0], n), 0u);
+    for (std::size_t i = 1; i < blocks.size(); i += 2)
+        h.deallocate(blocks[i]);
+    EXPECT_TRUE(h.check());
+}
+
+// Random sizes of 8-64 KiB, random frees and frames: no live byte ever changes.
+TEST(EngineDecay, RunBlockPurgeKeepsEveryLiveByte) {
+    engine_heap h(decay_options(20));
+    std::mt19937_64 rng(11);
+    struct block {
+        char* p;
+        std::size_t n;
+        char v;
+    };
+    std::vector<block> live;
+    for (int step = 0; step < 4000; ++step) {
+        if (live.size() < 200 && (live.empty() || rng() % 3 != 0)) {
+            const std::size_t n = 8192 + rng() % (56 * 1024);
+            const auto v = static_cast<char>(1 + rng() % 250);
+            live.push_back({written(h, n, v), n, v});
+            ASSERT_NE(live.back().p, nullptr);
+        } else {
+            const std::size_t k = rng() % live.size();
+            ASSERT_TRUE(filled_with(live[k].p, live[k].n, live[k].v)) << "step " << step;
+            h.deallocate(live[k].p);
+            live[k] = live.back();
+            live.pop_back();
+        }
+        if (step % 50 == 0) {
+            advance(rng() % 15);
+            (void)h.end_frame(std::chrono::microseconds{1 + rng() % 500});
+        }
+    }
+    for (const block& b : live) {
+        EXPECT_TRUE(filled_with(b.p, b.n, b.v));
+        h.deallocate(b.p);
+    }
+    EXPECT_GT(h.purge_stats().purged_bytes, 0u);
+    EXPECT_TRUE(h.check());
 }
 
 #if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)

@@ -60,6 +60,11 @@ struct engine_options {
     /// Cap on the resident bytes of those blocks, whatever their age: a medium free past it purges
     /// them at once, those seen free longest first. 0: each such block is purged as it is freed.
     std::size_t medium_retain_bytes = std::size_t{64} << 20;
+    /// Free size-class blocks of 8 KiB or more inside runs that still hold live blocks give their
+    /// whole pages back (all but the page holding the block's link) when they decay. Only the
+    /// run's owner thread can do it: its end_frame() calls and its own slow paths' steps do; the
+    /// purge thread does not. false: such pages stay resident until their run empties.
+    bool purge_run_blocks = true;
     /// Milliseconds of a monotonic clock; nullptr: CLOCK_MONOTONIC_COARSE. Tests give a fake one.
     std::uint64_t (*clock_ms)() noexcept = nullptr;
     /// Empty runs a thread keeps for itself before handing them back to the shared span pool.
@@ -365,9 +370,13 @@ private:
     std::size_t purge_spans(purge_pass pass, std::uint32_t now, std::uint64_t deadline_ns) noexcept;
     std::size_t purge_span_piece(run* s, std::size_t granules) noexcept;
     [[nodiscard]] run* oldest_dirty_span() const noexcept;
-    std::size_t decay_step(std::uint64_t deadline_ns) noexcept;
-    /// Effects: a maintenance step when one is due; call with no lock of the heap held.
-    void maybe_decay() noexcept;
+    std::size_t purge_run_blocks(thread_heap* h, std::uint32_t now, std::uint64_t deadline_ns) noexcept;
+    /// Effects: a maintenance step; `own` (the calling thread's cache, or nullptr) also purges the
+    /// decayed free blocks inside its runs.
+    std::size_t decay_step(std::uint64_t deadline_ns, thread_heap* own = nullptr) noexcept;
+    /// Effects: a maintenance step when one is due; call with no lock of the heap held. `own`: as
+    /// decay_step.
+    void maybe_decay(thread_heap* own = nullptr) noexcept;
     static void* purge_thread_main(void* self) noexcept;
 
     // Large tier (large.cpp).

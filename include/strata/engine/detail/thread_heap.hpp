@@ -48,7 +48,7 @@ struct alignas(64) run {
     std::uint8_t cls = 0;                          // small: class
     bool dirty = false;                            // free span: may hold resident pages
     bool populated = false;                        // every page has been faulted in (runs only)
-    std::uint8_t spare = 0;                        //
+    std::uint8_t purge_sig = 0;                    // small: free list as of its last in-run purge
     std::atomic<thread_heap*> owner{nullptr};      // small: the heap that may pop from `free`
     std::atomic<free_block*> thread_free{nullptr}; // small: frees from other threads
     run* next = nullptr;                           // list links (owner lists, free bins)
@@ -114,6 +114,7 @@ struct thread_heap {
     run* cache = nullptr;                            // empty runs kept for reuse
     std::size_t cache_count = 0;                     //
     std::uint32_t slow_calls = 0;                    // small_slow calls (a step every 64)
+    std::uint32_t purge_class = 0;                   // where the next in-run purge walk starts
     engine_heap* engine = nullptr;
     thread_heap* next_heap = nullptr; // engine's list of heaps in use, or of free ones
     thread_heap* prev_heap = nullptr;
