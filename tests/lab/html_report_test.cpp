@@ -63,6 +63,13 @@ TEST(html_report, is_one_self_contained_page) {
     EXPECT_NE(html.find("<script type=\"module\">"), std::string::npos);
     EXPECT_NE(html.find("figure.plot"), std::string::npos);
     EXPECT_NE(html.find("function render("), std::string::npos);
+    // The live lab's chart helpers (tools/lab/web/plots.js) are in the same module, ahead of the
+    // report's code, as plain declarations: no import, no export.
+    const auto helpers = html.find("function ninesAxis(");
+    ASSERT_NE(helpers, std::string::npos);
+    EXPECT_LT(helpers, html.find("function render("));
+    EXPECT_EQ(html.find("\nexport "), std::string::npos);
+    EXPECT_EQ(html.find("\nimport "), std::string::npos);
 }
 
 TEST(html_report, embeds_the_json_escaped) {

@@ -12,6 +12,8 @@
 //   half the smallest value (no bar shorter than 0.3 decade), every bar at its value; linear bars from 0;
 // - RSS over time (report --rss): a line per phase run, its points grown, shrunk and one per frame,
 //   left to right, at their MiB values; a table row per run;
+// - every chart follows its box's width (the shared chart() of tools/lab/web/plots.js, which the
+//   report inlines: a stand-in ResizeObserver reports a new width, the chart takes it);
 // - no NaN or Infinity in any chart's data; no render error;
 // - the page without uPlot: no chart, a line saying the charts need uPlot, every table.
 // Exit 0 when all hold, 1 otherwise (each failure printed).
@@ -90,8 +92,18 @@ class FakeUPlot {
         Object.assign(this, { opts, data: d, target, width: opts.width, height: opts.height, series: opts.series, axes: opts.axes });
     }
     setSize({ width, height }) { this.width = width; this.height = height; }
+    destroy() {}
 }
 FakeUPlot.paths = { stepped: o => ({ stepped: o }), linear: () => () => null, bars: o => ({ bars: o }) };
+
+// A stand-in ResizeObserver and animation frames: the boxes observed and their callbacks, and the
+// frames asked for, run by hand below.
+const observed = new Map(), frames = [];
+class FakeResizeObserver {
+    constructor(cb) { this.cb = cb; }
+    observe(box) { observed.set(box, this.cb); }
+    disconnect() {}
+}
 
 // Runs the page's module in a fresh DOM; returns { document, charts }.
 function runPage(withUPlot) {
@@ -101,7 +113,8 @@ function runPage(withUPlot) {
     const script = document.body.appendChild(document.createElement('script'));
     script.setAttribute('id', 'strata-data');
     script.textContent = json[1];
-    const context = { document, console };
+    const context = { document, console, ResizeObserver: FakeResizeObserver,
+                      requestAnimationFrame: (f) => frames.push(f), cancelAnimationFrame: () => {} };
     if (withUPlot) context.uPlot = FakeUPlot;
     try {
         vm.runInNewContext(module[1], context);
@@ -129,6 +142,19 @@ let checks = 0;
 for (const c of charts) c.u.data.forEach((col, k) => col.forEach((v, i) => {
     if (v !== null && !Number.isFinite(v)) fail(`${c.title}: data[${k}][${i}] = ${v}`);
 }));
+
+// ---- every chart follows its box's width ---------------------------------------------------------
+for (const c of charts) {
+    const box = c.u.target, onResize = observed.get(box);
+    if (!onResize) { fail(`${c.title}: its box is not watched for resizes`); continue; }
+    for (const w of [333, 1234]) {
+        box.clientWidth = w;
+        onResize([]);
+        for (const f of frames.splice(0)) f();
+        if (c.u.width !== w) fail(`${c.title}: ${c.u.width} px wide in a ${w} px box`);
+    }
+}
+if (charts.length) ++checks;
 
 // ---- latency histogram and tail ---------------------------------------------------------------------
 const hist = a => (a.histogram_filtered && a.histogram_filtered.length ? a.histogram_filtered : a.histogram_raw) || [];

@@ -20,6 +20,7 @@ struct placeholder {
 };
 constexpr placeholder placeholders[] = {
     {"/*@STRATA_REPORT_CSS@*/", report_assets::css},
+    {"/*@STRATA_REPORT_PLOTS_JS@*/", report_assets::plots_js},
     {"/*@STRATA_REPORT_JS@*/", report_assets::js},
     {"/*@STRATA_REPORT_UPLOT_CSS@*/", report_assets::uplot_css},
     {"/*@STRATA_REPORT_UPLOT_JS@*/", report_assets::uplot_js},

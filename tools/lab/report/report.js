@@ -2,25 +2,19 @@
 // (its IIFE build, the global `uPlot`) is inlined ahead of this module; without it the page shows the
 // tables and a line saying the charts need uPlot. Hand-drawn SVG is kept for one map only: the AoS/SoA
 // cache-line picture. See docs/lab-report.md for the schema and how to read each chart.
+// The chart helpers (chart, axis, bytesAxis, nsAxis, ninesAxis, the tick functions, formatNs,
+// formatBytes, colours, align, decimate, maxOf, minOf) are the live lab's tools/lab/web/plots.js,
+// which embed_assets.cmake puts ahead of this file in the same module script.
 // The SVG namespace, spelled so that the page contains no URL at all (the tests look for none).
 const SVG = ['http:', '', 'www.w3.org', '2000', 'svg'].join('/');
-const PALETTE = ['#1f77b4', '#d62728', '#2ca02c', '#ff7f0e', '#9467bd', '#8c564b', '#e377c2', '#17becf',
-                 '#7f7f7f', '#bcbd22', '#393b79', '#ad494a', '#637939', '#843c39', '#3182bd', '#e6550d'];
-const FONT = '11px system-ui, "DejaVu Sans", sans-serif', LABEL_FONT = '12px system-ui, "DejaVu Sans", sans-serif';
 const HAS_UPLOT = typeof uPlot === 'function';
 // Every chart drawn, for the tests: { fig, u (the uPlot), kind, title }.
 const charts = globalThis.strataCharts = [];
 
-const colours = new Map();
-// Folds, not Math.max(...xs): a long series passed as arguments overflows the stack.
-const maxOf = (xs, init = -Infinity) => xs.reduce((m, v) => (v !== null && v > m ? v : m), init);
-const minOf = (xs, init = Infinity) => xs.reduce((m, v) => (v !== null && v < m ? v : m), init);
+// Each allocator's colour, the same on every chart and table.
+const colour = colours();
 const pxRatio = () => globalThis.devicePixelRatio || 1;
 
-function colour(name) {
-    if (!colours.has(name)) colours.set(name, PALETTE[colours.size % PALETTE.length]);
-    return colours.get(name);
-}
 function el(tag, attrs = {}, parent = null, text = null) {
     const e = document.createElement(tag);
     for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
@@ -36,21 +30,6 @@ function sv(tag, attrs = {}, parent = null, text = null) {
     return e;
 }
 
-function fmtNs(ns) {
-    if (ns === null || ns === undefined || !isFinite(ns)) return '–';
-    if (ns === 0) return '0';
-    if (ns >= 1e6) return +(ns / 1e6).toPrecision(3) + ' ms';
-    if (ns >= 1e3) return +(ns / 1e3).toPrecision(3) + ' µs';
-    return (ns >= 100 ? ns.toFixed(0) : +ns.toPrecision(3)) + ' ns';
-}
-function fmtBytes(b) {
-    if (b === null || b === undefined || !isFinite(b)) return '–';
-    if (b === 0) return '0';
-    const u = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
-    let i = 0;
-    while (Math.abs(b) >= 1024 && i < u.length - 1) { b /= 1024; ++i; }
-    return (i === 0 ? b.toFixed(0) : String(+b.toPrecision(3))) + ' ' + u[i];
-}
 function fmtPct(x) { return x === null || x === undefined ? '–' : (100 * x).toFixed(1) + ' %'; }
 function fmtNum(x) {
     if (x === null || x === undefined || !isFinite(x)) return '–';
@@ -60,92 +39,29 @@ function fmtNum(x) {
 }
 function fmtUnit(x, unit) {
     if (x === null || x === undefined) return '–';
-    if (unit === 'ns') return fmtNs(x);
-    if (unit === 'bytes' || unit === 'B') return fmtBytes(x);
+    if (unit === 'ns') return formatNs(x);
+    if (unit === 'bytes' || unit === 'B') return formatBytes(x);
     if (unit === '%') return +x.toPrecision(3) + ' %';
     return fmtNum(x) + (unit ? ' ' + unit : '');
 }
 const fmtShare = v => (v >= 0.01 ? (100 * v).toFixed(0) : String(+(100 * v).toPrecision(1))) + ' %';
 
-// ---- ticks: pure functions of the range and the axis' length in CSS px (minPx: room per label) ----
-// log10 axis over [lo, hi] (powers of 10): 1, 2, 5 per decade when there is room, else every decade
-// or every k-th one.
-function decadeTicks(lo, hi, px, minPx) {
-    const e0 = Math.round(Math.log10(lo)), e1 = Math.round(Math.log10(hi));
-    const perDecade = px / Math.max(1, e1 - e0), out = [];
-    const step = perDecade >= 3 * minPx ? 1 : Math.max(1, Math.ceil(minPx / perDecade));
-    for (let e = e0; e <= e1; e += step)
-        for (const k of perDecade >= 3 * minPx ? [1, 2, 5] : [1]) if (e < e1 || k === 1) out.push(k * 10 ** e);
-    return out;
-}
-// log2 byte axis over [lo, hi] (powers of 2): every power, or every 2nd, 4th, ... one.
-function pow2Ticks(lo, hi, px, minPx) {
-    const k0 = Math.round(Math.log2(lo)), k1 = Math.round(Math.log2(hi)), out = [];
-    let step = 1;
-    while (px / Math.max(1, k1 - k0) * step < minPx && step < 64) step *= 2;
-    for (let k = Math.ceil(k0 / step) * step; k <= k1; k += step) out.push(2 ** k);
-    return out;
-}
-// Linear: steps of 1, 2, 2.5, 5 x 10^k (`bytes`: powers of two, which read round in KiB/MiB/GiB).
-function linTicks(lo, hi, px, minPx, bytes = false) {
-    const raw = (hi - lo) / Math.max(1, Math.floor(px / minPx));
-    let step;
-    if (bytes) step = 2 ** Math.max(0, Math.ceil(Math.log2(raw)));
-    else {
-        const mag = 10 ** Math.floor(Math.log10(raw));
-        step = [1, 2, 2.5, 5, 10].map(s => s * mag).find(s => s >= raw * (1 - 1e-9));
-    }
-    const out = [];
-    for (let v = Math.ceil(lo / step - 1e-9) * step; v <= hi + step * 1e-9; v += step) out.push(Math.abs(v) < step * 1e-9 ? 0 : v);
-    return out;
-}
-
-// ---- axes, series, charts ------------------------------------------------------------------------
-let measureCtx = null;
-function textWidth(s) {
-    measureCtx = measureCtx || document.createElement('canvas').getContext('2d');
-    if (!measureCtx) return 7 * String(s).length;
-    measureCtx.font = FONT;
-    return measureCtx.measureText(String(s)).width;
-}
-// The axis' length in CSS px (uPlot's bbox is in canvas px).
-const axisPx = (u, ai) => ([0, 2].includes(u.axes[ai].side) ? u.bbox.width : u.bbox.height) / pxRatio();
-// An axis: ticks(min, max, px) -> split values, fmt(value) -> label. Vertical axes size themselves
-// to their widest label, so the axis title never overlaps a tick label.
-function axis(label, side, ticks, fmt, extra = {}) {
-    const vertical = side === 1 || side === 3;
-    return Object.assign({
-        label, side, font: FONT, labelFont: LABEL_FONT, stroke: '#5b6673', gap: 4, labelSize: 20,
-        grid: { stroke: '#e3e7ec', width: 1 }, ticks: { stroke: '#c6cdd4', width: 1, size: 4 },
-        filter: (u, splits) => splits, // every split labelled (uPlot's log default drops some)
-        splits: (u, ai, min, max) => ticks(min, max, axisPx(u, ai)),
-        values: (u, splits) => splits.map(fmt),
-        size: vertical ? (u, values) => Math.ceil(maxOf((values || ['0000']).map(textWidth), 0)) + 14 : 34,
-    }, extra);
-}
 const line = (name, extra = {}) => Object.assign({ label: name, stroke: colour(name), width: 1.7, spanGaps: true,
                                                    points: { show: false } }, extra);
 
-// One chart: figure.plot with its title, the uPlot (and its legend), and the caption. The chart
-// follows its container's width (ResizeObserver -> setSize).
-const resizer = typeof ResizeObserver === 'function' ? new ResizeObserver(entries => {
-    for (const e of entries) {
-        const u = e.target.uplot, w = Math.floor(e.contentRect.width);
-        if (u && w > 0 && w !== u.width) u.setSize({ width: w, height: u.height });
-    }
-}) : null;
-function chart(parent, kind, title, caption, opts, data, height = 300) {
+// One chart: figure.plot with its title, the uPlot (and its legend), following the figure's width,
+// and the caption.
+function figure(parent, kind, title, caption, opts, data, height = 300) {
     const fig = el('figure', { class: 'plot', 'data-kind': kind }, parent);
     el('h3', {}, fig, title);
     const box = el('div', { class: 'chart' }, fig);
     el('figcaption', {}, fig, caption);
-    const width = Math.max(200, Math.floor(box.clientWidth || 560));
-    const u = new uPlot(Object.assign({ width, height, cursor: { drag: { x: false, y: false } } }, opts), data, box);
-    box.uplot = u;
-    if (resizer) resizer.observe(box);
+    const u = chart(uPlot, box, Object.assign({ cursor: { drag: { x: false, y: false } } }, opts), data,
+                    { height, minWidth: 200, fallbackWidth: 560 });
     charts.push({ fig, u, kind, title });
     return u;
 }
+
 // A chart that has nothing to draw: its title and a note saying why, instead of empty axes.
 function notMeasured(parent, title, note) {
     const fig = el('figure', { class: 'plot not-measured' }, parent);
@@ -155,36 +71,6 @@ function notMeasured(parent, title, note) {
 }
 const NO_LATENCY = 'Not measured: this run timed no single calls (--latency-passes 0), so there is no latency ' +
     'distribution to draw. ns/op in the table is still measured.';
-
-// Series with different x values on one shared x: the union of the x values, null where a series
-// has none (uPlot wants aligned columns; spanGaps joins the lines over the nulls).
-function align(tables) {
-    const xs = [...new Set(tables.flatMap(t => t[0]))].sort((a, b) => a - b);
-    const at = new Map(xs.map((x, i) => [x, i]));
-    return [xs, ...tables.map(([tx, ty]) => {
-        const col = new Array(xs.length).fill(null);
-        tx.forEach((x, j) => { col[at.get(x)] = ty[j] === undefined ? null : ty[j]; });
-        return col;
-    })];
-}
-// At most 2 x `buckets` points: per bucket of consecutive samples its lowest and highest value, in
-// order, so peaks survive and a 200,000-point series draws as fast as a short one.
-function decimate(xs, ys, buckets = 2000) {
-    const n = Math.min(xs.length, ys.length);
-    if (n <= 2 * buckets) return [xs.slice(0, n), ys.slice(0, n)];
-    const ox = [], oy = [];
-    for (let b = 0; b < buckets; ++b) {
-        const i0 = Math.floor(b * n / buckets), i1 = Math.floor((b + 1) * n / buckets);
-        let lo = -1, hi = -1;
-        for (let i = i0; i < i1; ++i) {
-            if (ys[i] === null) continue;
-            if (lo < 0 || ys[i] < ys[lo]) lo = i;
-            if (hi < 0 || ys[i] > ys[hi]) hi = i;
-        }
-        for (const i of lo < 0 ? [] : lo === hi ? [lo] : [Math.min(lo, hi), Math.max(lo, hi)]) { ox.push(xs[i]); oy.push(ys[i]); }
-    }
-    return [ox, oy];
-}
 
 // ---- latency histogram (log x, log y) ---------------------------------------------------------------
 function plotHistogram(parent, wl, bpd) {
@@ -212,7 +98,7 @@ function plotHistogram(parent, wl, bpd) {
     const xs = Array.from({ length: hiBin + 1 }, (_, i) => edge(i));
     const ys = fracs.map(f => xs.map((_, i) => f[Math.min(i, hiBin - 1)] > 0 ? f[Math.min(i, hiBin - 1)] : floor));
     const steps = uPlot.paths.stepped({ align: 1 });
-    chart(parent, 'histogram', title,
+    figure(parent, 'histogram', title,
         'Share of operations (y, log scale) per latency bin (x, log scale; ' + bpd + ' bins per doubling), from the ' +
         'filtered pass (per-operation minimum over the latency passes; raw when there is one pass). Read it as: ' +
         'the tallest step is the typical cost; anything far to the right is the tail (page faults, refills, lock ' +
@@ -221,9 +107,9 @@ function plotHistogram(parent, wl, bpd) {
         'and each allocator\'s share of it.', {
             scales: { x: { time: false, distr: 3, log: 10, range: () => [1, xHi] },
                       y: { distr: 3, log: 10, range: () => [floor, top] } },
-            axes: [axis('latency per operation (log)', 2, (lo, hi, px) => decadeTicks(lo, hi, px, 56), fmtNs),
-                   axis('share of operations (log)', 3, (lo, hi, px) => decadeTicks(lo, hi, px, 22), fmtShare)],
-            series: [{ label: 'bin', value: (u, v, s, i) => (i === null || i >= hiBin ? '–' : `${fmtNs(edge(i))} – ${fmtNs(edge(i + 1))}`) },
+            axes: [nsAxis('latency per operation (log)', 2),
+                   axis('share of operations (log)', 3, (lo, hi, px) => decadeSplits(lo, hi, px, 22), fmtShare)],
+            series: [{ label: 'bin', value: (u, v, s, i) => (i === null || i >= hiBin ? '–' : `${formatNs(edge(i))} – ${formatNs(edge(i + 1))}`) },
                 ...allocs.map((a, k) => line(a.name, {
                     paths: steps, width: 1.4, fill: colour(a.name) + '1f', fillTo: () => floor,
                     value: (u, v, s, i) => (i === null || i >= hiBin ? '–' : fracs[k][i] > 0
@@ -233,8 +119,6 @@ function plotHistogram(parent, wl, bpd) {
 }
 
 // ---- tail CDF on a "nines" axis -------------------------------------------------------------------
-const nines = p => -Math.log10(Math.max(1e-9, 1 - p / 100));
-const ninesLabel = k => (k === 0 ? '0 %' : (100 - 10 ** (2 - k)).toFixed(Math.max(0, k - 2)) + ' %');
 function plotTail(parent, wl) {
     const title = `Tail latency: ${wl.name}`;
     const tail = a => (a.tail_filtered && a.tail_filtered.length ? a.tail_filtered : a.tail_raw);
@@ -254,18 +138,15 @@ function plotTail(parent, wl) {
         const pts = tail(a).filter(([p]) => nines(p) <= maxN + 1e-9);
         return [pts.map(([p]) => nines(p)), pts.map(([, ns]) => (ns > 0 ? ns : null))];
     }));
-    chart(parent, 'tail', title,
-        'Latency (y, log) reached by a given fraction of operations (x, "nines" axis: 90 %, 99 %, 99.9 %, … are ' +
+    figure(parent, 'tail', title,
+        'Latency (y, log) reached by a given fraction of operations (x, "nines" axis: p90, p99, p99.9, … are ' +
         'equally spaced, so the rare tail gets as much room as the median). Filtered pass. Read it as: a line ' +
         'lower is faster at that percentile; a line that rises steeply on the right has a long tail (one op in ' +
         '10^k pays that much). Hover for the exact values.', {
             scales: { x: { time: false, range: () => [0, maxN] }, y: { distr: 3, log: 10, range: () => [yLo, yHi] } },
-            axes: [axis('percentile (nines axis)', 2, (a, b, px) => {
-                const step = Math.max(1, Math.ceil(64 / (px / maxN)));
-                return Array.from({ length: Math.floor(maxN / step) + 1 }, (_, i) => i * step);
-            }, ninesLabel), axis('latency (log)', 3, (a, b, px) => decadeTicks(yLo, yHi, px, 22), fmtNs)],
+            axes: [ninesAxis('percentile (nines axis)', 2), nsAxis('latency (log)', 3)],
             series: [{ label: 'percentile', value: (u, v) => (v === null ? '–' : 'p' + +(100 * (1 - 10 ** -v)).toPrecision(6)) },
-                ...allocs.map(a => line(a.name, { width: 1.8, points: { show: true, size: 5 }, value: (u, v) => fmtNs(v) }))],
+                ...allocs.map(a => line(a.name, { width: 1.8, points: { show: true, size: 5 }, value: (u, v) => formatNs(v) }))],
         }, data);
 }
 
@@ -289,14 +170,13 @@ function plotSeries(parent, wl, key, title, caption, withLive) {
     const pos = ys => (logY ? ys.map(v => (v !== null && v > 0 ? v : null)) : ys);
     const tables = allocs.map(a => decimate(a.series.op, pos(a.series[key])));
     if (live) tables.push(decimate(allocs[0].series.op, pos(live)));
-    const value = (u, v) => fmtBytes(v);
-    chart(parent, key, title,
+    const value = (u, v) => formatBytes(v);
+    figure(parent, key, title,
         caption + (logY ? ' The y axis is logarithmic here: the allocators differ by more than 16×.' : ''), {
             scales: { x: { time: false, range: () => [0, maxOp] },
                       y: logY ? { distr: 3, log: 2, range: () => [yLo, yHi] } : { range: () => [0, yHi] } },
             axes: [axis('memory operation #', 2, (lo, hi, px) => linTicks(0, maxOp, px, 64), fmtNum),
-                   axis(logY ? 'bytes (log)' : 'bytes', 3, logY ? (lo, hi, px) => pow2Ticks(yLo, yHi, px, 24)
-                       : (lo, hi, px) => linTicks(0, yHi, px, 30, true), fmtBytes)],
+                   bytesAxis(logY ? 'bytes (log)' : 'bytes', 3, logY)],
             series: [{ label: 'op', value: (u, v) => fmtNum(v) }, ...allocs.map(a => line(a.name, { value })),
                      ...(live ? [{ label: 'live bytes (requested)', stroke: '#222', width: 1.2, dash: [4, 3], spanGaps: true, value }] : [])],
         }, align(tables));
@@ -336,14 +216,14 @@ function plotBars(parent, b) {
         'cannot be drawn on it and are left out.' : '';
     const tickFmt = v => (unit === 'ns' || unit === 'bytes' || unit === 'B' ? fmtUnit(v, unit) : String(+v.toPrecision(3)) + (unit ? ' ' + unit : ''));
     const cut = s => (s.length > 24 ? s.slice(0, 23) + '…' : s);
-    chart(parent, 'bars', b.title || 'bars', caption + how + ' Values are labelled at the bar end' +
+    figure(parent, 'bars', b.title || 'bars', caption + how + ' Values are labelled at the bar end' +
         (unit ? ` (${unit})` : '') + '; hover a bar for the exact value.' + logNote, {
         scales: { x: { time: false, ori: 1, dir: -1, range: () => [-0.6, n - 0.4] },
                   y: Object.assign({ ori: 0, dir: 1, range: () => [lo, hi] }, log ? { distr: 3, log: 10 } : {}) },
         axes: [axis('', 3, () => groups.map((g, gi) => gi * (S + 1) + (S - 1) / 2), v => cut(String((groups[Math.round((v - (S - 1) / 2) / (S + 1))] || {}).label || '')),
                     { grid: { show: false }, ticks: { show: false }, labelSize: 0, label: null }),
                axis(unit ? `value (${unit}${log ? ', log' : ''})` : log ? 'value (log)' : 'value', 2,
-                    (a, c, px) => (log ? decadeTicks(lo, hi, px, 64) : linTicks(0, hi, px, 72)), tickFmt)],
+                    (a, c, px) => (log ? decadeSplits(lo, hi, px, 64) : linTicks(0, hi, px, 72)), tickFmt)],
         series: [{ label: 'bar', value: (u, v, s, i) => (i === null ? '–' : cut(String((groups[Math.floor(i / (S + 1))] || {}).label || ''))) },
                  ...names.map(s => ({ label: s, stroke: colour(s), fill: colour(s), width: 0, points: { show: false },
                                       paths: uPlot.paths.bars({ size: [0.86, 40] }), fillTo: () => lo,
@@ -417,7 +297,7 @@ function plotLayout(parent, L) {
             }
         }
         const loadedB = r.lines.size * m.line;
-        sv('text', { x: W - right + 6, y: y + 12 }, g, `${fmtBytes(loadedB)} / ${fmtBytes(r.usedBytes)}`);
+        sv('text', { x: W - right + 6, y: y + 12 }, g, `${formatBytes(loadedB)} / ${formatBytes(r.usedBytes)}`);
         sv('text', { x: W - right + 6, y: y + 25 }, g, `${(loadedB / r.usedBytes).toFixed(1)}× loaded/used`);
     });
 }
@@ -440,7 +320,7 @@ function summaryTable(parent, wl) {
     const lat = a => a.latency_filtered || a.latency_raw || {};
     const cols = [a => a.ns_per_op, a => lat(a).p99, a => lat(a)['p99.99'], a => a.peak_footprint, a => a.internal_waste,
                   a => a.worst_fragmentation];
-    const fm = [fmtNum, fmtNs, fmtNs, fmtBytes, fmtPct, fmtPct];
+    const fm = [fmtNum, formatNs, formatNs, formatBytes, fmtPct, fmtPct];
     const best = cols.map(c => minOf(wl.allocators.map(c).filter(v => v !== null && v !== undefined && isFinite(v))));
     for (const a of wl.allocators) {
         const tr = el('tr', {}, tb);
@@ -485,7 +365,7 @@ function plotRss(parent, runs) {
     // The solid line starts at "shrunk"; grown -> shrunk is a dashed step (drawn in the draw hook).
     const lin = uPlot.paths.linear();
     const dots = frames <= 20;
-    chart(parent, 'rss', 'RSS per frame: strata-mt phase',
+    figure(parent, 'rss', 'RSS per frame: strata-mt phase',
         'strata-mt --workload phase: one thread grows a live set of mixed blocks to ' +
         (sizes.length ? sizes.map(v => fmtNum(v)).join(' / ') + ' MiB' : '--phase-mib MiB') +
         ', frees a random 90 % of it, then idles frame after frame: a 20 ms sleep, 1,000 free + malloc pairs, then ' +
@@ -558,8 +438,8 @@ function render(data) {
     el('h1', {}, root, data.title || 'strata-lab report');
     const tm = data.timer;
     if (tm) el('p', { class: 'meta' }, root,
-        `Timer: ${tm.counter}, ${(1 / tm.ns_per_tick).toFixed(2)} GHz, overhead ${fmtNs(tm.overhead_ns)} (subtracted), ` +
-        `resolution ${fmtNs(tm.resolution_ns)}. Colours are fixed per allocator across all charts.`);
+        `Timer: ${tm.counter}, ${(1 / tm.ns_per_tick).toFixed(2)} GHz, overhead ${formatNs(tm.overhead_ns)} (subtracted), ` +
+        `resolution ${formatNs(tm.resolution_ns)}. Colours are fixed per allocator across all charts.`);
     if (!HAS_UPLOT) el('p', { class: 'nouplot' }, root, 'The charts need uPlot, which this strata-lab was built ' +
         'without (npm ci in tools/lab/web at configure time provides it); the tables below are complete.');
     const workloads = data.workloads || [];
@@ -579,7 +459,7 @@ function render(data) {
         const sec = el('section', { class: 'workload', id: `wl-${i}`, 'data-name': w.name }, root);
         el('h2', {}, sec, w.name);
         el('p', { class: 'desc' }, sec, `${w.description || ''} — ${fmtNum(w.memory_ops)} memory operations, peak ` +
-           `${fmtBytes(w.peak_live_bytes)} live in ${fmtNum(w.peak_live_blocks)} blocks, ${w.threads || 1} thread(s).`);
+           `${formatBytes(w.peak_live_bytes)} live in ${fmtNum(w.peak_live_blocks)} blocks, ${w.threads || 1} thread(s).`);
         if (w.skipped && w.skipped.length) el('p', { class: 'skipped' }, sec, 'Skipped (cannot serve this workload): ' + w.skipped.join(', '));
         summaryTable(sec, w);
         if (!HAS_UPLOT) return;

@@ -1,6 +1,6 @@
 import { el, facts, section, select } from '../draw.js';
 import { bind } from './common.js';
-import { PALETTE, axisSize, chart, decadeSplits, formatNs, nines, ninesAxis, ninesLabel, noPlots, nsAxis } from '../plots.js';
+import { PALETTE, axis, chart, decadeSplits, formatNs, maxOf, minOf, nines, ninesAxis, ninesLabel, noPlots, nsAxis } from '../plots.js';
 
 const FLOOR = 0.5; // an empty histogram bin, drawn at the bottom of the log count axis (a 1-call bin stands above it)
 const FPS = [['60 fps (16.7 ms)', 1000 / 60], ['30 fps (33.3 ms)', 1000 / 30], ['120 fps (8.3 ms)', 1000 / 120]];
@@ -83,13 +83,13 @@ function histogram(uPlot, box, st) {
     hi = Math.min(nb - 1, hi + 1);
     const xs = st.edges_ns.slice(lo, hi + 2); // each bin's lower edge, then the last bin's upper edge
     const ys = st.runs.map((r) => [...r.counts.slice(lo, hi + 1).map((c) => c || FLOOR), FLOOR]);
-    const top = Math.max(...st.runs.map((r) => Math.max(...r.counts)));
+    const top = maxOf(st.runs.map((r) => maxOf(r.counts)));
     const steps = uPlot.paths.stepped ? uPlot.paths.stepped({ align: 1 }) : undefined;
     return chart(uPlot, box, {
         padding: [8, 28, 0, 0], // room for the last x label
         scales: { x: { time: false, distr: 3, range: [xs[0], xs[xs.length - 1]] }, y: { distr: 3, range: [FLOOR, 10 ** Math.ceil(Math.log10(top * 1.5))] } },
         axes: [nsAxis('time per allocation (log bins)'),
-            { label: 'calls (log)', size: axisSize, space: 12, splits: (u, ai, min, max) => decadeSplits(Math.max(1, min), max).filter((v) => v >= 1 && Math.log10(v) % 1 === 0), values: (u, vs) => vs.map((v) => (v == null ? '' : v.toLocaleString('en-US'))) }],
+            axis('calls (log)', 3, (lo, hi, px) => decadeSplits(Math.max(1, lo), hi, px, 22).filter((v) => Number.isInteger(Math.log10(v))), (v) => v.toLocaleString('en-US'))],
         series: [{ label: 'bin from', value: (u, v) => (v == null ? '–' : formatNs(v)) },
             ...st.runs.map((r) => ({ label: r.name, stroke: color(r.name), fill: color(r.name) + '1f', width: 1.5, paths: steps, points: { show: false },
                 value: (u, v) => (v == null ? '–' : String(v <= FLOOR ? 0 : v)) }))],
@@ -102,12 +102,12 @@ function percentiles(uPlot, box, st, budget) {
     const xs = pts.map(([pc]) => nines(pc));
     const ys = st.runs.map((r) => r.cdf.slice(0, -1).map(([, ns]) => Math.max(1, ns)));
     const all = ys.flat();
-    const lo = 10 ** Math.floor(Math.log10(Math.min(...all)));
-    const hi = 10 ** Math.ceil(Math.log10(Math.max(budget, ...all) * 1.2));
+    const lo = 10 ** Math.floor(Math.log10(minOf(all)));
+    const hi = 10 ** Math.ceil(Math.log10(maxOf(all, budget) * 1.2));
     return chart(uPlot, box, {
         padding: [8, 28, 0, 0],
         scales: { x: { time: false, range: [0, xs[xs.length - 1]] }, y: { distr: 3, range: [lo, hi] } },
-        axes: [ninesAxis('percentile (the tail spread out)'), nsAxis('latency', true)],
+        axes: [ninesAxis('percentile (the tail spread out)'), nsAxis('latency', 3)],
         series: [{ label: 'percentile', value: (u, v) => (v == null ? '–' : ninesLabel(v)) },
             ...st.runs.map((r) => ({ label: r.name, stroke: color(r.name), width: 2, value: (u, v) => (v == null ? '–' : formatNs(v)) })),
             { label: `budget ${formatNs(budget)}`, stroke: '#111', width: 1.5, dash: [6, 4], points: { show: false }, value: () => formatNs(budget) }],

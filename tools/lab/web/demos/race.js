@@ -1,6 +1,6 @@
 import { bytes, el, facts, section } from '../draw.js';
 import { bind } from './common.js';
-import { PALETTE, axisSize, byteAxis, chart, noPlots } from '../plots.js';
+import { PALETTE, axis, bytesAxis, chart, linTicks, noPlots } from '../plots.js';
 
 const COLORS = [PALETTE[4], PALETTE[5], PALETTE[6], PALETTE[0]];
 const pct = (f) => (100 * f).toFixed(1) + '%';
@@ -42,7 +42,7 @@ export async function mount(root, ctx) {
         const fragBox = el('div', { class: 'plot', 'data-k': 'fragmentation' });
         p.view.replaceChildren(usedBox, fragBox, el('div', { style: 'overflow-x:auto' }, table));
         if (!ctx.uPlot) { usedBox.append(noPlots()); return; }
-        const x = { label: 'operations replayed', size: 36 };
+        const x = axis('operations replayed', 2, (lo, hi, px) => linTicks(lo, hi, px, 64), (v) => v.toLocaleString('en-US'));
         const padding = [8, 28, 0, 0]; // room for the last x label
         const xr = [st.ops[0], st.ops[n - 1]]; // fixed: the replay grows from left to right
         const sync = { key: 'race-' + Math.random().toString(36).slice(2) }; // hover one, see both
@@ -52,14 +52,14 @@ export async function mount(root, ctx) {
         const uUsed = chart(ctx.uPlot, usedBox, {
             padding,
             scales: { x: { time: false, range: xr }, y: { range: [0, st.heap_bytes] } },
-            axes: [x, byteAxis('bytes in use', 5)],
+            axes: [x, bytesAxis('bytes in use', 3)],
             series: series(bytes),
             cursor: { sync },
         }, partial(used, 2), { height: 240 });
         const uFrag = chart(ctx.uPlot, fragBox, {
             padding,
             scales: { x: { time: false, range: xr }, y: { range: [0, 1] } },
-            axes: [x, { label: 'fragmentation', size: axisSize, splits: () => [0, 0.25, 0.5, 0.75, 1], values: (u, vs) => vs.map((v) => (v == null ? '' : Math.round(v * 100) + '%')) }],
+            axes: [x, axis('fragmentation', 3, () => [0, 0.25, 0.5, 0.75, 1], (v) => Math.round(v * 100) + '%')],
             series: series(pct),
             legend: { show: false }, // the same allocators and colours as above
             cursor: { sync },

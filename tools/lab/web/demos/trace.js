@@ -4,6 +4,7 @@
 // keyframes of the live set; every picture here is drawn from its answers.
 import { el, facts, message, section, select, svg } from '../draw.js';
 import { bind } from './common.js';
+import { chart } from '../plots.js';
 
 const SPEEDS = [10, 100, 1000, 10000, 100000]; // ops per second
 const MIN_SPAN = 256; // the deepest zoom: bytes across the map
@@ -364,24 +365,25 @@ export async function mount(root, ctx) {
             plotBytes.append(el('div', { class: 'noplots', text: 'plots unavailable (built without uPlot)' }));
             return;
         }
-        const w = (box) => Math.max(220, box.clientWidth || 400);
-        const common = (box) => ({
-            width: w(box), height: 220, scales: { x: { time: false } }, legend: { live: false },
+        // chart(): as wide as its box, following it when the box is resized.
+        const size = { height: 220, minWidth: 220, fallbackWidth: 400 };
+        const common = {
+            scales: { x: { time: false } }, legend: { live: false },
             cursor: { drag: { x: false, y: false } }, hooks: { draw: [cursorLine] },
-        });
+        };
         const bytesAxis = { size: 76, values: (u, vs) => vs.map((v) => bytesShort(v)) };
         const bs = [{ label: 'op' }, { label: sr.walked ? 'footprint' : 'committed', stroke: '#1f6feb', width: 2 },
             { label: 'blocks', stroke: '#d9822b', width: 1.5 }];
         const bd = [sr.op, sr.footprint, sr.used_bytes];
         if (sr.walked) { bs.push({ label: 'largest free', stroke: '#2e7d32', width: 1.5 }); bd.push(sr.largest_free); }
-        plots.push(new ctx.uPlot({ ...common(plotBytes), axes: [{ label: 'op' }, bytesAxis], series: bs }, bd, plotBytes));
+        plots.push(chart(ctx.uPlot, plotBytes, { ...common, axes: [{ label: 'op' }, bytesAxis], series: bs }, bd, size));
         plotBytes.dataset.points = String(sr.op.length);
         if (sr.walked) {
             const frag = sr.op.map((_, i) => (sr.free_bytes[i] ? 1 - sr.largest_free[i] / sr.free_bytes[i] : 0));
-            plots.push(new ctx.uPlot({ ...common(plotFrag), scales: { x: { time: false }, y: { range: [0, 1] } },
+            plots.push(chart(ctx.uPlot, plotFrag, { ...common, scales: { x: { time: false }, y: { range: [0, 1] } },
                 axes: [{ label: 'op' }, { size: 44 }],
                 series: [{ label: 'op' }, { label: 'fragmentation (1 − largest / free)', stroke: '#c62828', width: 1.5 }] },
-            [sr.op, frag], plotFrag));
+            [sr.op, frag], size));
             plotFrag.dataset.points = String(sr.op.length);
         } else {
             plotFrag.append(el('div', { class: 'noplots', text:
@@ -390,10 +392,6 @@ export async function mount(root, ctx) {
         }
     };
     new ResizeObserver(() => {
-        for (const u of plots) {
-            const box = u.root.parentElement;
-            if (box && Math.abs(box.clientWidth - u.width) > 2) u.setSize({ width: Math.max(220, box.clientWidth), height: 220 });
-        }
         if (cur.view) { drawOverview(cur.view); drawRuler(cur.view); drawMap(cur.view); }
     }).observe(p.view);
 
