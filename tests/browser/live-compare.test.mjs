@@ -4,57 +4,20 @@
 // drew what the API says (the blocks at their offsets), that the refusal marks and messages appear,
 // that at 480 and 1920 px nothing overflows the page horizontally; fails on a console error, a page
 // error, a failed request or an HTTP error. Screenshots: SHOT_DIR/compare-{1200,480,1920}.png.
-import { chromium } from 'playwright-core';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { Harness, api as apiOf, liveArgs, overflowing, pageOverflow, redraw as redrawOf, settle } from './harness.mjs';
 
-const url = process.argv[2] || process.env.LIVE_URL;
-const shots = resolve(process.argv[3] || process.env.SHOT_DIR || 'build/release/live');
-if (!url) {
-    console.error('usage: node live-compare.test.mjs URL [SHOT_DIR]');
-    process.exit(2);
-}
-mkdirSync(shots, { recursive: true });
-
-const failures = [];
-const fail = (msg) => { failures.push(msg); console.error('FAIL: ' + msg); };
-const check = (cond, msg) => { if (!cond) fail(msg); return cond; };
-
-const profile = mkdtempSync(join(tmpdir(), 'strata-live-compare-'));
-const context = await chromium.launchPersistentContext(profile, {
-    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-           '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    viewport: { width: 1200, height: 900 },
-});
-const origin = new URL(url).origin;
+const { url, shots } = liveArgs();
+const h = new Harness('live-compare', { shots });
+const { check } = h;
+await h.launch();
 const sec = 'section#compare';
-try {
-    const page = context.pages()[0] || await context.newPage();
-    // The malformed-script step expects one 400 (a malformed request) and the browser's console line for it.
-    let expect400 = false;
-    page.on('console', (m) => { if (m.type() === 'error' && !(expect400 && /400/.test(m.text()))) fail('console error: ' + m.text()); });
-    page.on('pageerror', (e) => fail('page error: ' + e.message));
-    page.on('requestfailed', (r) => fail('request failed: ' + r.url()));
-    page.on('request', (r) => { if (!r.url().startsWith(origin)) fail('request leaves the server: ' + r.url()); });
-    page.on('response', (r) => { if (r.status() >= 400 && !(expect400 && r.status() === 400)) fail(`HTTP ${r.status()} for ${r.url()}`); });
-    await page.goto(url + '#compare', { waitUntil: 'load' });
-    await page.waitForFunction(() => document.body.dataset.ready === '1' || document.querySelector('.status.error'), null, { timeout: 30000 });
-    check(await page.evaluate(() => document.body.dataset.ready === '1'), 'the page did not load: ' + await page.textContent('#status'));
+await h.run(async () => {
+    const page = await h.open(url + '#compare');
     if (!check(await page.$(sec), 'no compare section')) throw new Error('no compare section');
 
-    const api = (op = 'state', args = {}) => page.evaluate(async ([o, a]) => {
-        const r = await fetch(`/api/compare/${o}`, { method: 'POST', headers: { 'Content-Type': 'application/json' },
-            body: JSON.stringify({ ...a, session: document.body.dataset.session }) });
-        return r.json();
-    }, [op, args]);
+    const api = (op = 'state', args = {}) => apiOf(page, 'compare', op, args);
     // Runs `f` (a click, a key) and waits until the section has redrawn.
-    const redraw = async (f) => {
-        const rev = await page.getAttribute(sec, 'data-rev');
-        await f();
-        await page.waitForFunction(([s, r]) => document.querySelector(s).dataset.rev !== r, [sec, rev], { timeout: 30000 });
-    };
+    const redraw = (f) => redrawOf(page, sec, f, 30000);
     // The blocks each map drew ('b' segments: block -> offset), per lane, against the API's state.
     const sameMaps = async (what) => {
         const st = (await api()).state;
@@ -115,14 +78,14 @@ try {
     check(/^block 2: block, 30 B at offset/.test(hover), 'a block names itself on hover: ' + hover);
     await redraw(() => page.click(`${sec} button[data-action=next]`));
     check((await sameMaps('next')).step === 4, 'the next button: step 4');
-    await page.locator(sec).screenshot({ path: join(shots, 'compare-1200.png') });
+    await page.locator(sec).screenshot({ path: h.shot('compare-1200') });
 
     // 3. A malformed script: the server's 400 names the place, the page selects it and keeps the
     // last good run on screen.
-    expect400 = true;
-    await page.fill(`${sec} textarea.script`, 'a 10\nf 7');
-    await redraw(() => page.click(`${sec} button[data-action=run]`));
-    expect400 = false;
+    await h.allowing({ status: 400, console: /400/ }, async () => {
+        await page.fill(`${sec} textarea.script`, 'a 10\nf 7');
+        await redraw(() => page.click(`${sec} button[data-action=run]`));
+    });
     const said = await page.textContent(`${sec} .msg[role=status]`);
     check(/^line 2, column 3: block 7 is not allocated yet/.test(said), 'the parse error is shown: ' + said);
     const sel = await page.$eval(`${sec} textarea.script`, (t) => [t.selectionStart, t.dataset.error]);
@@ -141,13 +104,11 @@ try {
     // 5. Widths: no horizontal overflow; the maps follow the columns.
     for (const width of [480, 1920]) {
         await page.setViewportSize({ width, height: 1000 });
-        await page.waitForTimeout(300);
+        await settle(page, 300);
         // Nothing in this section reaches past the window (other sections are their own tests').
-        const o = await page.$eval(sec, (s) => ({ view: window.innerWidth, section: s.getBoundingClientRect().right,
-            wide: [...s.querySelectorAll('*')].filter((e) => e.getBoundingClientRect().right > window.innerWidth + 0.5)
-                .slice(0, 3).map((e) => `${e.tagName}.${e.getAttribute('class') || ''} ${Math.round(e.getBoundingClientRect().right)}`) }));
-        check(o.section <= o.view && o.wide.length === 0, `${width} px: horizontal overflow: ${JSON.stringify(o)}`);
-        const doc = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+        const wide = await overflowing(page, sec);
+        check(wide.length === 0, `${width} px: horizontal overflow: ${wide.slice(0, 3).join(', ')}`);
+        const doc = (await pageOverflow(page)).over;
         if (doc > 0) console.log(`note: at ${width} px the page is ${doc} px wider than the window (outside this section)`);
         const fit = await page.$$eval(`${sec} .lane`, (cols) => cols.map((c) => {
             const svgEl = c.querySelector('svg.map');
@@ -159,23 +120,13 @@ try {
         }
         const rows = new Set(fit.map((f) => Math.round(f.lane.top)));
         if (width === 1920) check(rows.size === 1 || fit[0].lane.width >= 160, `1920 px: columns ${rows.size} rows`);
-        await page.locator(sec).screenshot({ path: join(shots, `compare-${width}.png`) });
+        await page.locator(sec).screenshot({ path: h.shot(`compare-${width}`) });
     }
     // The docs' picture: 1200 px.
     await page.setViewportSize({ width: 1200, height: 900 });
-    await page.waitForTimeout(300);
+    await settle(page, 300);
     await redraw(async () => {
         await page.$eval(`${sec} input[type=range]`, (r) => { r.value = String(r.max); r.dispatchEvent(new Event('input', { bubbles: true })); });
     });
-    await page.locator(sec).screenshot({ path: join(shots, 'compare.png') });
-} catch (e) {
-    fail('exception: ' + (e && e.stack || e));
-} finally {
-    await context.close();
-    rmSync(profile, { recursive: true, force: true });
-}
-if (failures.length) {
-    console.error(`live-compare: ${failures.length} failure(s)`);
-    process.exit(1);
-}
-console.log('live-compare: ok');
+    await page.locator(sec).screenshot({ path: h.shot('compare') });
+});

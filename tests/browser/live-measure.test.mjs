@@ -5,62 +5,25 @@
 // frame-budget column; plots.js's axes (binary byte ticks, nines); no console errors, no 4xx; at
 // 480 and 1920 px wide no horizontal overflow and plots as wide as their box. Screenshots:
 // SHOT_DIR/measure-<demo>-<width>.png, and SHOT_DIR/live-latency.png (1200 px, for the docs).
-import { chromium } from 'playwright-core';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { Harness, api as apiOf, liveArgs, overflowing, pageOverflow, redraw, settle as settleOf } from './harness.mjs';
 
-const url = process.argv[2] || process.env.LIVE_URL;
-const shots = resolve(process.argv[3] || process.env.SHOT_DIR || 'build/release/live');
-if (!url) {
-    console.error('usage: node live-measure.test.mjs URL [SHOT_DIR]');
-    process.exit(2);
-}
-mkdirSync(shots, { recursive: true });
-
-const failures = [];
-const fail = (msg) => { failures.push(msg); console.error('FAIL: ' + msg); };
-const check = (cond, msg) => { if (!cond) fail(msg); return cond; };
-const same = (a, b, msg) => check(JSON.stringify(a) === JSON.stringify(b), `${msg}: page ${JSON.stringify(a)} != expected ${JSON.stringify(b)}`);
-
-const profile = mkdtempSync(join(tmpdir(), 'strata-live-measure-'));
-const context = await chromium.launchPersistentContext(profile, {
-    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-           '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    viewport: { width: 1200, height: 900 },
-});
-const origin = new URL(url).origin;
-try {
-    const page = context.pages()[0] || await context.newPage();
-    page.on('console', (m) => { if (m.type() === 'error') fail('console error: ' + m.text()); });
-    page.on('pageerror', (e) => fail('page error: ' + e.message));
-    page.on('requestfailed', (r) => fail('request failed: ' + r.url()));
-    page.on('request', (r) => { if (!r.url().startsWith(origin)) fail('request leaves the server: ' + r.url()); });
-    page.on('response', (r) => { if (r.status() >= 400) fail(`HTTP ${r.status()} for ${r.url()}`); });
-    await page.goto(url, { waitUntil: 'load' });
-    await page.waitForFunction(() => document.body.dataset.ready === '1' || document.querySelector('.status.error'), null, { timeout: 30000 });
-    check(await page.evaluate(() => document.body.dataset.ready === '1'), 'the page did not finish loading');
+const { url, shots } = liveArgs();
+const h = new Harness('live lab measuring demos', { shots });
+const { check, same } = h;
+await h.launch();
+await h.run(async () => {
+    const page = await h.open(url);
     const uplot = await page.evaluate(async () => (await (await fetch('/api/info')).json()).uplot);
     if (!uplot) console.log('note: this strata-lab has no uPlot; checking the "plots unavailable" notes instead');
 
-    const api = (demo, op = 'state', args = {}) => page.evaluate(async ([d, o, a]) => {
-        const r = await fetch(`/api/${d}/${o}`, { method: 'POST', headers: { 'Content-Type': 'application/json' },
-            body: JSON.stringify({ ...a, session: document.body.dataset.session }) });
-        return r.json();
-    }, [demo, op, args]);
-    const click = async (demo, selector) => {
-        const sec = `section#${demo}`;
-        const rev = await page.getAttribute(sec, 'data-rev');
-        await page.click(`${sec} ${selector}`);
-        await page.waitForFunction(([s, r]) => document.querySelector(s).dataset.rev !== r, [sec, rev], { timeout: 60000 });
-    };
+    const api = (demo, op = 'state', args = {}) => apiOf(page, demo, op, args);
+    const click = (demo, selector) => redraw(page, `section#${demo}`, () => page.click(`section#${demo} ${selector}`));
     const fact = (demo, key) => page.textContent(`section#${demo} dd[data-k="${key}"]`);
     const rows = (demo, k) => page.$$eval(`section#${demo} [data-k=${k}] tr[data-name]`,
         (rs) => rs.map((r) => [...r.children].map((c) => c.textContent)));
     const legend = (demo) => page.$$eval(`section#${demo} .u-legend .u-series`, (s) => s.map((e) => e.textContent.trim()));
     // Waits two frames: a resize reaches the ResizeObserver, which resizes the plots at the next frame.
-    const settle = () => page.evaluate(() => new Promise((res) => requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(res, 50)))));
+    const settle = () => settleOf(page);
 
     const checks = {
         // plots.js, unit by unit, in the page.
@@ -150,24 +113,13 @@ try {
             for (const width of [480, 1920]) {
                 await page.setViewportSize({ width, height: 1000 });
                 await settle();
-                const o = await page.evaluate(() => {
-                    const client = document.documentElement.clientWidth;
-                    // The elements that reach past the right edge, innermost first: what to fix.
-                    // Past the edge and not clipped by a scroller that itself fits (a wide table scrolls in its box).
-                    const clipped = (e) => {
-                        for (let a = e.parentElement; a && a !== document.body; a = a.parentElement)
-                            if (/auto|hidden|scroll/.test(getComputedStyle(a).overflowX)) return a.getBoundingClientRect().right <= client + 0.5;
-                        return false;
-                    };
-                    const past = (e) => e.getBoundingClientRect().right > client + 0.5 && !clipped(e);
-                    const name = (e) => e.tagName.toLowerCase() + (typeof e.className === 'string' && e.className ? '.' + e.className.split(' ').join('.') : '') + ' in section#' + (e.closest('section') || {}).id;
-                    const wide = [...document.querySelectorAll('body *')].filter((e) => past(e) && ![...e.children].some(past)).map(name);
-                    return { scroll: document.documentElement.scrollWidth, client, wide };
-                });
-                // These demos' sections must fit; another section's overflow is that section's (noted).
-                const mine = o.wide.filter((w) => / in section#(race|latency|layout)$/.test(w));
+                // The elements that reach past the right edge, innermost first: what to fix. A wide
+                // table scrolling in a box that fits does not count. These demos' sections must fit;
+                // another section's overflow is that section's (noted).
+                const mine = await overflowing(page, 'section#race, section#latency, section#layout', { scrollers: true });
                 check(mine.length === 0, `${width} px: the measuring demos overflow horizontally: ${mine.slice(0, 5).join(', ')}`);
-                if (o.scroll > o.client) console.log(`note: ${width} px: the page is ${o.scroll} px wide, from other sections: ${[...new Set(o.wide)].slice(0, 3).join(', ')}`);
+                const o = await pageOverflow(page);
+                if (o.over > 0) console.log(`note: ${width} px: the page is ${o.scroll} px wide, from other sections: ${(await overflowing(page, 'body', { scrollers: true })).slice(0, 3).join(', ')}`);
                 if (uplot) {
                     const sizes = await page.$$eval('section#race .plot, section#latency .plot', (bs) => bs.map((b) => {
                         const c = b.querySelector('.uplot');
@@ -176,31 +128,13 @@ try {
                     for (const s of sizes) check(s.plot > 0 && Math.abs(s.plot - s.box) <= 2, `${width} px: ${s.k} is ${s.plot} px wide in a ${s.box} px box`);
                 }
                 for (const demo of ['race', 'latency', 'layout']) {
-                    await page.locator(`section#${demo}`).screenshot({ path: join(shots, `measure-${demo}-${width}.png`) });
+                    await page.locator(`section#${demo}`).screenshot({ path: h.shot(`measure-${demo}-${width}`) });
                 }
             }
             await page.setViewportSize({ width: 1200, height: 900 });
             await settle();
-            await page.locator('section#latency').screenshot({ path: join(shots, 'live-latency.png') });
+            await page.locator('section#latency').screenshot({ path: h.shot('live-latency') });
         },
     };
-    for (const [name, f] of Object.entries(checks)) {
-        const before = failures.length;
-        try {
-            await f();
-        } catch (e) {
-            fail(`${name}: ${e.message}`);
-        }
-        console.log(`${failures.length === before ? 'ok  ' : 'FAIL'} ${name}`);
-    }
-} catch (e) {
-    fail(e.stack || e.message);
-} finally {
-    await context.close();
-    rmSync(profile, { recursive: true, force: true });
-}
-if (failures.length) {
-    console.error(`live lab measuring demos: ${failures.length} failure(s)`);
-    process.exit(1);
-}
-console.log(`live lab measuring demos: ok (screenshots in ${shots})`);
+    for (const [name, f] of Object.entries(checks)) await h.step(name, f);
+}, { ok: `live lab measuring demos: ok (screenshots in ${shots})` });

@@ -6,47 +6,17 @@
 // overflow at 480 and 1920 px. Fails on a console error, a page error, a failed request or an HTTP
 // error. Screenshots (SHOT_DIR): trace-whole.png, trace.png (zoomed, a block hovered), trace-detail.png
 // (a few KiB across), all at 1200 px, then trace-480.png and trace-1920.png.
-import { chromium } from 'playwright-core';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { Harness, api as apiOf, liveArgs, overflowing, pageOverflow, redraw, settle } from './harness.mjs';
 
-const url = process.argv[2] || process.env.LIVE_URL;
-const shots = resolve(process.argv[3] || process.env.SHOT_DIR || 'build/release/live');
-if (!url) {
-    console.error('usage: node live-trace.test.mjs URL [SHOT_DIR]');
-    process.exit(2);
-}
-mkdirSync(shots, { recursive: true });
-
-const failures = [];
-const fail = (msg) => { failures.push(msg); console.error('FAIL: ' + msg); };
-const check = (cond, msg) => { if (!cond) fail(msg); return cond; };
-
-const profile = mkdtempSync(join(tmpdir(), 'strata-live-trace-'));
-const context = await chromium.launchPersistentContext(profile, {
-    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-           '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    viewport: { width: 1200, height: 900 },
-});
-const origin = new URL(url).origin;
+const { url, shots } = liveArgs();
+const h = new Harness('live-trace', { shots });
+const { check } = h;
+await h.launch();
 const sec = 'section#trace';
-try {
-    const page = context.pages()[0] || await context.newPage();
-    page.on('console', (m) => { if (m.type() === 'error') fail('console error: ' + m.text()); });
-    page.on('pageerror', (e) => fail('page error: ' + e.message));
-    page.on('requestfailed', (r) => fail('request failed: ' + r.url()));
-    page.on('request', (r) => { if (!r.url().startsWith(origin)) fail('request leaves the server: ' + r.url()); });
-    page.on('response', (r) => { if (r.status() >= 400) fail(`HTTP ${r.status()} for ${r.url()}`); });
-    await page.goto(url + '#trace', { waitUntil: 'load' });
-    await page.waitForFunction(() => document.body.dataset.ready === '1', null, { timeout: 30000 });
+await h.run(async () => {
+    const page = await h.open(url + '#trace');
     const uplot = await page.evaluate(async () => (await (await fetch('/api/info')).json()).uplot);
-    const api = (op, args = {}) => page.evaluate(async ([o, a]) => {
-        const r = await fetch(`/api/trace/${o}`, { method: 'POST', headers: { 'Content-Type': 'application/json' },
-            body: JSON.stringify({ ...a, session: document.body.dataset.session }) });
-        return r.json();
-    }, [op, args]);
+    const api = (op, args = {}) => apiOf(page, 'trace', op, args);
     const drawnOp = () => page.evaluate((s) => Number(document.querySelector(s).dataset.op), sec);
     const waitOp = (op) => page.waitForFunction(([s, o]) => document.querySelector(s).dataset.op === String(o), [sec, op], { timeout: 30000 });
 
@@ -107,17 +77,13 @@ try {
     } else {
         check((await page.textContent(`${sec} [data-plot=bytes]`)).includes('plots unavailable'), 'says plots are unavailable');
     }
-    await page.locator(sec).screenshot({ path: join(shots, 'trace-whole.png') });
+    await page.locator(sec).screenshot({ path: h.shot('trace-whole') });
 
     // Zoom and pan: a button, a drag, a click on the overview (where the heap is full), then the
     // buttons until blocks are drawn one by one and wide enough to point at, and the wheel.
     const range = async () => page.evaluate((s) => document.querySelector(`${s} [data-k=range]`).textContent, sec);
     const mode = () => page.getAttribute(`${sec} .trace-map svg`, 'data-mode');
-    const redrawn = async (f) => {
-        const rev = await page.getAttribute(sec, 'data-rev');
-        await f();
-        await page.waitForFunction(([s, r]) => document.querySelector(s).dataset.rev !== r, [sec, rev], { timeout: 10000 });
-    };
+    const redrawn = (f) => redraw(page, sec, f, 10000);
     const r0 = await range();
     await redrawn(() => page.click(`${sec} button[data-action=zoom-in]`));
     check(await range() !== r0, 'the zoom button changed the range');
@@ -176,7 +142,7 @@ try {
             check(tipText.includes(view.bin_labels[bin]), `tooltip bin ${view.bin_labels[bin]}: ${tipText}`);
             check(header === 16, 'a TLSF block has a 16-byte header');
         }
-        await page.locator(sec).screenshot({ path: join(shots, 'trace.png') });
+        await page.locator(sec).screenshot({ path: h.shot('trace') });
         await page.mouse.move(0, 0);
     }
 
@@ -194,7 +160,7 @@ try {
         await page.mouse.move(small.x + 1, small.y);
         await page.waitForSelector(`${sec} .trace-tip:not([hidden])`, { timeout: 5000 });
         check(await page.$(`${sec} .trace-map rect.header`), 'headers are drawn up close');
-        await page.locator(sec).screenshot({ path: join(shots, 'trace-detail.png') });
+        await page.locator(sec).screenshot({ path: h.shot('trace-detail') });
         await page.mouse.move(0, 0);
     }
 
@@ -214,31 +180,17 @@ try {
     // No horizontal overflow at 480 and 1920 px; the plots follow the width.
     for (const w of [480, 1920]) {
         await page.setViewportSize({ width: w, height: 900 });
-        await page.waitForTimeout(400);
+        await settle(page, 400);
         // This view's own elements stay inside the window (other sections are their tests' business).
-        const over = await page.evaluate((s) => {
-            const W = document.documentElement.clientWidth;
-            return [...document.querySelectorAll(`${s}, ${s} *`)].filter((e) => e.getBoundingClientRect().right > W + 0.5)
-                .map((e) => `${e.tagName}.${e.getAttribute('class')}`);
-        }, sec);
+        const over = await overflowing(page, sec);
         check(over.length === 0, `horizontal overflow at ${w}px: ${over.slice(0, 5).join(', ')}`);
-        const page_over = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+        const page_over = (await pageOverflow(page)).over;
         if (page_over > 0) console.log(`note: the page overflows by ${page_over}px at ${w}px, outside the trace player`);
         const fits = await page.evaluate((s) => {
             const v = document.querySelector(`${s} .view`).getBoundingClientRect();
             return [...document.querySelectorAll(`${s} .uplot, ${s} svg`)].every((e) => e.getBoundingClientRect().right <= v.right + 1);
         }, sec);
         check(fits, `the map and plots fit the section at ${w}px`);
-        await page.locator(sec).screenshot({ path: join(shots, `trace-${w}.png`) });
+        await page.locator(sec).screenshot({ path: h.shot(`trace-${w}`) });
     }
-} catch (e) {
-    fail(e.stack || String(e));
-} finally {
-    await context.close();
-    rmSync(profile, { recursive: true, force: true });
-}
-if (failures.length) {
-    console.error(`${failures.length} failure(s)`);
-    process.exit(1);
-}
-console.log('live-trace: all checks passed; screenshots in ' + shots);
+}, { ok: `live-trace: all checks passed; screenshots in ${shots}` });

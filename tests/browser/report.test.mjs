@@ -9,11 +9,11 @@
 // follow its container's width when the window is resized; a summary row missing; and, for the same
 // page with uPlot taken out, anything but the tables and a line saying the charts need uPlot.
 // Uses Debian's Chromium (CHROMIUM or /usr/bin/chromium); downloads nothing.
-import { chromium } from 'playwright-core';
-import { mkdirSync, readFileSync, writeFileSync, rmSync, mkdtempSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { Harness, pageOverflow, settle as settleOf } from './harness.mjs';
 
 const reportPath = resolve(process.argv[2] || process.env.REPORT || '');
 const shotPath = resolve(process.argv[3] || process.env.SCREENSHOT || 'build/report-screenshot.png');
@@ -22,8 +22,8 @@ if (!process.argv[2] && !process.env.REPORT) {
     process.exit(2);
 }
 
-const failures = [];
-const fail = (msg) => { failures.push(msg); console.error('FAIL: ' + msg); };
+const h = new Harness('report.test');
+const { fail } = h;
 const html = readFileSync(reportPath, 'utf8');
 
 // Static checks: one file, nothing fetched, uPlot inlined.
@@ -63,24 +63,16 @@ const rssRuns = (data.rss || []).filter(r => r && Array.isArray(r.rss_frames_kib
 if (rssRuns.length) want.push({ title: 'RSS per frame: strata-mt phase', lines: rssRuns.length });
 figures += (data.bars || []).length + (data.layout ? 1 : 0) + (rssRuns.length ? 1 : 0);
 
-const browser = await chromium.launch({
-    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-           '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-});
+await h.launch({ persistent: false });
 const shot = (suffix) => shotPath.replace(/(\.png)?$/, suffix + '.png');
 
-// Opens `file` at `width` px; returns the page once rendered, with the failure hooks attached.
+// Opens `file` at `width` px; returns the page once rendered, watched by the harness: a request
+// for anything but the file itself and data: URLs fails.
 async function open(file, width) {
-    const page = await browser.newPage({ viewport: { width, height: 900 } });
-    page.on('console', (msg) => { if (msg.type() === 'error') fail('console error: ' + msg.text()); });
-    page.on('pageerror', (err) => fail('page error: ' + err.message));
-    page.on('request', (req) => { if (!req.url().startsWith('file:') && !req.url().startsWith('data:')) fail('network request: ' + req.url()); });
-    page.on('requestfailed', (req) => fail('request failed: ' + req.url()));
+    const page = await h.newPage({ viewport: { width, height: 900 }, local: (u) => u.startsWith('file:') || u.startsWith('data:') });
     const t0 = Date.now();
     await page.goto(pathToFileURL(file).href, { waitUntil: 'load' });
-    await page.waitForFunction(() => document.body.hasAttribute('data-rendered') || document.querySelector('.error'),
-                               null, { timeout: 15000 });
+    await h.ready(page, { ready: "document.body.hasAttribute('data-rendered')", error: '.error', status: '.error', timeout: 15000 });
     return { page, ms: Date.now() - t0 };
 }
 
@@ -112,11 +104,11 @@ const inspect = (page) => page.evaluate(() => (globalThis.strataCharts || []).ma
         caption: (fig.querySelector('figcaption') || { textContent: '' }).textContent.trim().length, axes,
     };
 }));
-const overflow = (page) => page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
-const settle = (page) => page.evaluate(() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(r, 50)))));
+const overflow = async (page) => (await pageOverflow(page)).over;
+const settle = (page) => settleOf(page);
 
-let tmp = null;
-try {
+const tmp = mkdtempSync(join(tmpdir(), 'strata-report-'));
+await h.run(async () => {
     const { page, ms } = await open(reportPath, 1280);
     if (ms > 10000) fail(`the page took ${ms} ms to render`);
     const figs = await page.$$eval('figure.plot', (fs) => fs.map((f) => ({
@@ -178,7 +170,6 @@ try {
     await narrow.page.close();
 
     // The same page without uPlot: the tables, a line saying the charts need uPlot, no error.
-    tmp = mkdtempSync(join(tmpdir(), 'strata-report-'));
     const bare = join(tmp, 'no-uplot.html');
     writeFileSync(bare, html.replace(/<script>\n[\s\S]*?<\/script>\n(?=<script type="module">)/, '<script>\n</script>\n'));
     const b = await open(bare, 1280);
@@ -190,12 +181,4 @@ try {
     if (!/need uPlot/.test(res.note)) fail('without uPlot: no line saying the charts need uPlot');
     if (res.charts) fail(`without uPlot: ${res.charts} charts`);
     if (res.tables !== (data.workloads || []).length) fail(`without uPlot: ${res.tables} summary tables for ${(data.workloads || []).length} workloads`);
-} finally {
-    await browser.close();
-    if (tmp) rmSync(tmp, { recursive: true, force: true });
-}
-if (failures.length) {
-    console.error(`report.test: ${failures.length} failure(s)`);
-    process.exit(1);
-}
-console.log('report.test: OK');
+}, { ok: 'report.test: OK', cleanup: [tmp] });
