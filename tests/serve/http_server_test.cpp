@@ -269,7 +269,9 @@ std::pair<double, double> nine_requests(int port) {
 // connection is answered at once with 5 or 50 of them open and 2 workers, whether they never sent
 // a byte or were used once and kept alive.
 TEST_F(ServeHttp, IdleConnectionsHoldNoWorker) {
-    const double limit_ms = sanitized ? 1000.0 : 100.0;
+    // The median shows the loop is free; the longest only that no request waited for an idle
+    // connection's timeout (seconds), with room for a machine busy with other work.
+    const double limit_ms = 1000.0;
     for (const int idle : {5, 50}) {
         std::vector<int> fds;
         for (int i = 0; i < idle; ++i) {
