@@ -27,17 +27,7 @@ using nlohmann::json;
 namespace serve = strata::lab::serve;
 namespace th = strata_test_http;
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr bool sanitized = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-constexpr bool sanitized = true;
-#else
-constexpr bool sanitized = false;
-#endif
-#else
-constexpr bool sanitized = false;
-#endif
+using th::sanitized;
 
 // One client thread's round of `n` requests; counts the good requests that did not get their answer.
 void client_round(int port, int seed, int n, std::atomic<int>& good, std::atomic<int>& failed,

@@ -177,6 +177,52 @@ TEST_P(HttpParse, CapsApplyBeforeALineEnds) {
         400);
 }
 
+// Framing a front end could read another way is refused, never guessed: a trailer is held to the
+// rules of a header line, a chunk size line to those of a line, and HTTP/1.0 has no transfer codings.
+TEST_P(HttpParse, FramingThatCouldBeReadTwoWaysIsRefused) {
+    using namespace std::string_literals;
+    const bool b = GetParam();
+    const std::string chunked = "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n";
+    for (const std::string& bad :
+         {"0\r\nX\0Y: 1\r\n\r\n"s, "0\r\nX : 1\r\n\r\n"s, "0\r\nX: a\x01b\r\n\r\n"s, "0\r\n folded\r\n\r\n"s,
+          "0\r\nno colon\r\n\r\n"s, "1;e\0x\r\na\r\n0\r\n\r\n"s, "1;e=\x7f\r\na\r\n0\r\n\r\n"s,
+          "1\ra\r\n0\r\n\r\n"s}) {
+        const parsed p = feed(chunked + bad, b);
+        EXPECT_EQ(p.st, status::failed) << bad;
+        EXPECT_EQ(p.error, 400) << bad;
+    }
+    const parsed ok = feed(chunked + "1;name=\"v\";x\r\na\r\n0\r\nX-T: 1\r\n\r\n", b);
+    ASSERT_EQ(ok.st, status::complete) << "extensions and trailers that follow the rules";
+    EXPECT_EQ(ok.request.body, "a");
+    EXPECT_EQ(ok.request.header("x-t"), nullptr) << "trailers are dropped";
+    EXPECT_EQ(feed("POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", b).error, 400)
+        << "Transfer-Encoding on HTTP/1.0";
+    EXPECT_EQ(feed("POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\nContent-Length: 1\r\n\r\n", b)
+                  .error,
+              400)
+        << "both lengths, Transfer-Encoding first";
+    EXPECT_EQ(feed("POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 1, 1\r\n\r\n", b).error, 400) << "a list";
+    EXPECT_EQ(feed("POST / HTTP/1.1\r\nHost: h\r\nContent-Length: +1\r\n\r\n", b).error, 400);
+    EXPECT_EQ(feed("POST / HTTP/1.1\r\nHost: h\r\nContent-Length:1 1\r\n\r\n", b).error, 400);
+    const parsed same =
+        feed("POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\nx", b);
+    EXPECT_EQ(same.st, status::complete) << "the same length twice is one length (RFC 9110 8.6)";
+    EXPECT_EQ(feed(chunked.substr(0, chunked.size() - 2) + "Transfer-Encoding: chunked\r\n\r\n", b).error,
+              501)
+        << "chunked twice";
+    EXPECT_EQ(feed(chunked + "100000000\r\n", b).error, 400) << "a chunk size past 8 hex digits";
+    EXPECT_EQ(feed(chunked + "FFFFFFFF\r\n", b).error, 413);
+    EXPECT_EQ(feed(chunked + "-1\r\n", b).error, 400);
+    for (const char* target : {"http://h/", "*", "h:80", "/a\x01"}) {
+        EXPECT_EQ(feed("OPTIONS "s + target + " HTTP/1.1\r\nHost: h\r\n\r\n", b).error, 400) << target;
+    }
+    EXPECT_EQ(feed("CONNECT h:443 HTTP/1.1\r\nHost: h\r\n\r\n", b).error, 400) << "no tunnels";
+    EXPECT_EQ(feed("GET\t/ HTTP/1.1\r\nHost: h\r\n\r\n", b).error, 400);
+    EXPECT_EQ(feed("GET  / HTTP/1.1\r\nHost: h\r\n\r\n", b).error, 400);
+    EXPECT_EQ(feed("GET / HTTP/1.1\rHost: h\r\n\r\n", b).error, 400) << "a bare CR ends no line";
+    EXPECT_EQ(feed("GET /\0 HTTP/1.1\r\nHost: h\r\n\r\n"s, b).error, 400);
+}
+
 TEST_P(HttpParse, ExpectContinueIsOfferedOnceHeadersAreIn) {
     serve::request_parser p;
     const std::string head =
@@ -250,6 +296,70 @@ TEST(HttpHost, RefusalReadsHostOriginAndFetchMetadata) {
     EXPECT_NE(loop.refusal(r), "");
     r.headers = {};
     EXPECT_EQ(loop.refusal(r), "") << "HTTP/1.0 without a Host (a browser always sends one)";
+}
+
+// The forms a Host can take: names compare in any case; a trailing dot makes another name (one a
+// resolver may send to DNS), so it is refused; an IPv6 literal is in brackets, written as
+// inet_ntop writes it; the port is the bound one, and none means 80.
+TEST(HttpHost, HostFormsCaseDotsBracketsAndPorts) {
+    const serve::host_policy loop("127.0.0.1", 8080);
+    for (const char* ok : {"LOCALHOST:8080", "LocalHost:8080", "[::1]:8080", "127.0.0.1:08080"})
+        EXPECT_TRUE(loop.host_allowed(ok)) << ok;
+    for (const char* bad :
+         {"localhost.:8080", "127.0.0.1.:8080", "[::1].:8080", "[0:0:0:0:0:0:0:1]:8080", "[::1]", "[::1]8080",
+          "::1", "[::1%lo]:8080", "localhost :8080", "localhost:+8080", "localhost:", "localhost:99999999",
+          "", "localhost:8080/", "user@localhost:8080"})
+        EXPECT_FALSE(loop.host_allowed(bad)) << bad;
+    const serve::host_policy v6("::1", 9000);
+    EXPECT_TRUE(v6.host_allowed("[::1]:9000"));
+    EXPECT_TRUE(v6.host_allowed("127.0.0.1:9000"));
+    EXPECT_FALSE(v6.host_allowed("[::1]:9001"));
+    EXPECT_FALSE(v6.host_allowed("[::2]:9000"));
+
+    // Bound to every address: localhost and IP literals (none can be rebound), no other name.
+    for (const char* wildcard : {"0.0.0.0", "::"}) {
+        const serve::host_policy any(wildcard, 8080);
+        for (const char* ok :
+             {"LOCALHOST:8080", "192.168.1.7:8080", "[fe80::1]:8080", "[::ffff:10.0.0.1]:8080"})
+            EXPECT_TRUE(any.host_allowed(ok)) << wildcard << " " << ok;
+        for (const char* bad : {"localhost.:8080", "192.168.1.7.:8080", "0x7f.0.0.1:8080", "2130706433:8080",
+                                "[fe80::1%25eth0]:8080", "mybox:8080", "192.168.1.7", "[::1]:80"})
+            EXPECT_FALSE(any.host_allowed(bad)) << wildcard << " " << bad;
+    }
+    EXPECT_TRUE(serve::host_policy("0.0.0.0", 8080, {"MyBox"}).host_allowed("mybox:8080"));
+    EXPECT_FALSE(serve::host_policy("0.0.0.0", 8080, {"mybox"}).host_allowed("mybox.:8080"));
+
+    for (const char* bad : {"null", "NULL", "", " http://localhost:8080", "http://localhost.:8080",
+                            "http://localhost:8080?", "http://[::1]:8081", "ws://localhost:8080"})
+        EXPECT_FALSE(loop.origin_allowed(bad)) << bad;
+    EXPECT_TRUE(loop.origin_allowed("http://[::1]:8080"));
+    EXPECT_TRUE(loop.origin_allowed("http://LOCALHOST:8080"));
+}
+
+// Every copy of Host, Origin, Sec-Fetch-Site and Sec-Fetch-Mode is judged, not only the first.
+TEST(HttpHost, EveryCopyOfAHeaderIsJudged) {
+    const serve::host_policy loop("127.0.0.1", 8080);
+    serve::http_request r;
+    r.method = "POST";
+    r.headers = {
+        {"host", "127.0.0.1:8080"}, {"origin", "http://127.0.0.1:8080"}, {"origin", "http://evil.example"}};
+    EXPECT_NE(loop.refusal(r), "") << "a second Origin";
+    r.headers = {
+        {"host", "127.0.0.1:8080"}, {"sec-fetch-site", "same-origin"}, {"sec-fetch-site", "cross-site"}};
+    EXPECT_NE(loop.refusal(r), "") << "a second Sec-Fetch-Site";
+    r.method = "GET";
+    r.headers = {{"host", "127.0.0.1:8080"},
+                 {"sec-fetch-site", "cross-site"},
+                 {"sec-fetch-mode", "navigate"},
+                 {"sec-fetch-mode", "cors"}};
+    EXPECT_NE(loop.refusal(r), "") << "a navigation that also says cors";
+    r.headers = {
+        {"host", "127.0.0.1:8080"}, {"sec-fetch-site", "Cross-Site"}, {"sec-fetch-mode", "NAVIGATE"}};
+    EXPECT_EQ(loop.refusal(r), "") << "a link, in any case";
+    r.headers = {{"host", "127.0.0.1:8080"}, {"sec-fetch-site", "cross-site"}};
+    EXPECT_NE(loop.refusal(r), "") << "cross-site with no mode";
+    r.headers = {{"host", "127.0.0.1:8080"}, {"origin", "null"}};
+    EXPECT_NE(loop.refusal(r), "") << "a sandboxed page or a file:// page";
 }
 
 TEST(HttpResponse, HeadsAndErrorBodies) {

@@ -1,6 +1,7 @@
 #pragma once
 // A small blocking HTTP/1.1 client over raw sockets for the live-lab server tests: keep-alive
-// requests (`client`), raw exchanges, and reading one reply. Exports strata_test_http::*.
+// requests (`client`), raw exchanges, reading one reply, the process's resident size, and whether
+// a sanitizer is on. Exports strata_test_http::*.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -21,6 +22,20 @@
 #include <vector>
 
 namespace strata_test_http {
+
+/// True under AddressSanitizer or ThreadSanitizer: timing and resident-size checks are relaxed
+/// there, and loads are smaller.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+inline constexpr bool sanitized = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+inline constexpr bool sanitized = true;
+#else
+inline constexpr bool sanitized = false;
+#endif
+#else
+inline constexpr bool sanitized = false;
+#endif
 
 /// One HTTP reply: status, headers (names in lower case) and body.
 struct http_reply {

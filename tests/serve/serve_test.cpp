@@ -272,9 +272,9 @@ TEST_F(ServeApi, TlsfSearchAndBitmapsMatchTheBlocks) {
     expect_error("tlsf", "alloc", {{"size", std::uint64_t{1} << 50}});
 }
 
-// The search the page shows is the heap's own: the demo asked for the size rounded to 16 after the
-// heap moved to the 32-byte block grid, and for 1024 it started one class too low, chose a list
-// the heap did not take from, and reported matched = false.
+// The search the page shows is the heap's own on every request: the size the heap asks its free
+// lists for is on its 32-byte block grid (1024 needs 1040), the search starts at that size's class,
+// and the list it chooses is the one the heap takes from (matched).
 TEST_F(ServeApi, TlsfSearchMatchesTheHeapOnEveryRequest) {
     session_ = new_session();
     json r = op("tlsf", "alloc", {{"size", 1024}});

@@ -5,7 +5,7 @@
 #include <netinet/in.h>
 
 #include <algorithm>
-#include <cstring>
+#include <cstdint>
 
 namespace strata::lab::serve {
 
@@ -89,16 +89,19 @@ bool host_policy::origin_allowed(std::string_view origin) const {
 }
 
 std::string_view host_policy::refusal(const http_request& r) const {
-    const std::string* host = r.header("host");
-    if (host && !host_allowed(*host)) return "this server does not answer to that Host";
-    if (const std::string* origin = r.header("origin"); origin && !origin_allowed(*origin))
-        return "cross-origin requests are not accepted";
-    if (const std::string* site = r.header("sec-fetch-site"); site && lowered(*site) == "cross-site") {
-        const std::string* mode = r.header("sec-fetch-mode");
-        const bool navigation =
-            (r.method == "GET" || r.method == "HEAD") && mode && lowered(*mode) == "navigate";
-        if (!navigation) return "cross-site requests are not accepted";
+    // Every copy of a header is judged: a second Origin or Sec-Fetch-Site cannot hide behind a
+    // first that passes.
+    bool cross_site = false, navigation = r.method == "GET" || r.method == "HEAD", has_mode = false;
+    for (const auto& [name, value] : r.headers) {
+        if (name == "host" && !host_allowed(value)) return "this server does not answer to that Host";
+        if (name == "origin" && !origin_allowed(value)) return "cross-origin requests are not accepted";
+        if (name == "sec-fetch-site") cross_site = cross_site || lowered(value) == "cross-site";
+        if (name == "sec-fetch-mode") {
+            has_mode = true;
+            navigation = navigation && lowered(value) == "navigate";
+        }
     }
+    if (cross_site && !(navigation && has_mode)) return "cross-site requests are not accepted";
     return {};
 }
 

@@ -15,7 +15,7 @@ namespace strata::lab::serve {
 /// - a wildcard (0.0.0.0, ::): `localhost` and any IP literal (an IP literal cannot be rebound);
 /// - any other address: that address;
 /// plus the names given in `extra` (`--allow-host`), each with the bound port. A Host without a
-/// port means port 80. Names compare case-insensitively.
+/// port means port 80. Names compare case-insensitively; a trailing dot makes another name.
 class host_policy {
 public:
     /// Effects: the policy of a server bound to `address` (numeric, as inet_ntop writes it) and
@@ -29,6 +29,7 @@ public:
     /// Returns: why `r` is refused (403), or "" when it may be served: a Host that is not this
     /// server's; an Origin that is not this server's; `Sec-Fetch-Site: cross-site`, except on a
     /// top-level navigation (GET or HEAD with `Sec-Fetch-Mode: navigate`: a link to the page).
+    /// Every copy of each of these headers is judged, not only the first.
     [[nodiscard]] std::string_view refusal(const http_request& r) const;
 
 private:

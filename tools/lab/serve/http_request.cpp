@@ -183,10 +183,7 @@ std::pair<request_parser::status, std::size_t> request_parser::parse(std::string
                 st = fail(431, "more than " + std::to_string(limits_.max_headers) + " header lines");
                 break;
             }
-            if (state_ == state::headers)
-                st = on_header_line(line);
-            else if (line.front() == ' ' || line.front() == '\t' || line.find(':') == std::string_view::npos)
-                st = fail(400, "a malformed trailer line"); // trailers are read and dropped
+            st = on_field_line(line, state_ == state::headers); // trailers are checked and dropped
             break;
         case state::chunk_size: st = on_chunk_size(line); break;
         case state::chunk_end:
@@ -228,13 +225,14 @@ request_parser::status request_parser::on_request_line(std::string_view line) {
     return status::need_more;
 }
 
-request_parser::status request_parser::on_header_line(std::string_view line) {
+request_parser::status request_parser::on_field_line(std::string_view line, bool keep) {
     if (line.front() == ' ' || line.front() == '\t') return fail(400, "folded header lines are not accepted");
     const std::size_t colon = line.find(':');
     if (colon == std::string_view::npos || !is_token(line.substr(0, colon)))
         return fail(400, "a malformed header line");
     const std::string_view value = trim(line.substr(colon + 1));
     if (has_ctl(value)) return fail(400, "a control character in a header value");
+    if (!keep) return status::need_more;
     std::string name(line.substr(0, colon));
     std::transform(name.begin(), name.end(), name.begin(), lower);
     request_.headers.emplace_back(std::move(name), std::string(value));
@@ -265,6 +263,8 @@ request_parser::status request_parser::on_headers_end() {
         return fail(400, "an HTTP/1.1 request needs one Host header");
     if (has_transfer) {
         if (length) return fail(400, "both Content-Length and Transfer-Encoding");
+        // HTTP/1.0 has no transfer codings: its framing is not to be trusted (RFC 9112 6.1).
+        if (r.minor == 0) return fail(400, "Transfer-Encoding on an HTTP/1.0 request");
         if (!iequal(trim(transfer), "chunked"))
             return fail(501, "the only transfer coding accepted is chunked");
         if (r.method != "POST" && r.method != "PUT")
@@ -289,6 +289,7 @@ request_parser::status request_parser::on_headers_end() {
 }
 
 request_parser::status request_parser::on_chunk_size(std::string_view line) {
+    if (has_ctl(line)) return fail(400, "a control character in a chunk size line");
     const std::string_view digits = trim(line.substr(0, line.find(';')));
     if (digits.empty() || digits.size() > 8 ||
         !std::all_of(digits.begin(), digits.end(), [](char c) { return hex_value(c) >= 0; }))

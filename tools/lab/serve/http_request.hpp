@@ -80,7 +80,7 @@ private:
 
     status fail(int http_status, std::string message);
     status on_request_line(std::string_view line);
-    status on_header_line(std::string_view line);
+    status on_field_line(std::string_view line, bool keep); // a header (kept) or trailer line
     status on_headers_end();
     status on_chunk_size(std::string_view line);
 

@@ -9,9 +9,9 @@ namespace strata::lab::serve {
 
 /// What the server answers: a status, a body (owned, or a view of an embedded asset) and its type.
 struct http_response {
-    int status = 200;
-    std::string_view content_type = "application/json";
-    std::string body;             ///< the body, when owned
+    int status = 200;                                   ///< the status code; 1xx is interim
+    std::string_view content_type = "application/json"; ///< the Content-Type (static text)
+    std::string body;                                   ///< the body, when owned
     std::string_view static_body; ///< the body, when it lives for ever (an asset); used when `body` is empty
     bool no_cache = false;        ///< adds Cache-Control: no-cache
     bool close = false;           ///< the connection closes after this reply

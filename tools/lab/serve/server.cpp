@@ -62,7 +62,7 @@ constexpr std::uint64_t listen_key = 0, wake_key = 1;
 enum class phase {
     reading,  ///< waiting for (the rest of) a request
     working,  ///< a worker has the request; the socket is not watched
-    writing,  ///< the reply is being written
+    writing,  ///< a reply (or a 100 Continue) is being written; nothing is read meanwhile
     draining, ///< the reply was the last: reading and dropping until the client closes
 };
 
@@ -72,11 +72,14 @@ struct connection {
     phase at = phase::reading;
     std::uint32_t events = 0; // the epoll interest set
     request_parser parser;
-    std::string in;          // received and not yet taken by the parser
-    bool started = false;    // reading: a request has begun arriving
-    bool head_only = false;  // the request was HEAD: the reply has no body
-    clock::time_point since; // reading: idle since, or the request's start; writing: last progress
-    std::string head;        // writing: the status line and headers, then the body
+    std::string in;             // received and not yet taken by the parser
+    bool started = false;       // reading: a request has begun arriving
+    bool head_only = false;     // the request was HEAD: the reply has no body
+    clock::time_point since;    // reading: idle since, or the request's first byte; draining: since the reply
+    clock::time_point progress; // writing: when a byte was last written
+    // writing: the status line and headers, then reply's body. The one reply in progress is all
+    // the output a connection holds: its next request is not read before the reply is written.
+    std::string head;
     http_response reply;
     std::size_t sent = 0; // bytes of head + body written
     std::size_t drained = 0;
@@ -235,15 +238,21 @@ void http_server::impl::run() {
 }
 
 bool http_server::impl::evict_one() {
-    // The idlest connection that no worker holds: one draining, then one between requests, then one
-    // whose request has been arriving longest.
+    // The idlest connection that no worker holds: one draining, then one between requests, then the
+    // one whose request has been arriving longest, then the one whose reply has stalled longest (a
+    // client that does not read cannot hold its place for ever).
     connection* best = nullptr;
     const auto rank = [](const connection& c) {
-        return c.at == phase::draining ? 0 : c.at == phase::reading && !c.started ? 1 : 2;
+        switch (c.at) {
+        case phase::draining: return 0;
+        case phase::reading: return c.started ? 2 : 1;
+        default: return 3;
+        }
     };
+    const auto last = [](const connection& c) { return c.at == phase::writing ? c.progress : c.since; };
     for (auto& [key, c] : conns) {
-        if (c->fd < 0 || c->at == phase::working || c->at == phase::writing) continue;
-        if (!best || rank(*c) < rank(*best) || (rank(*c) == rank(*best) && c->since < best->since))
+        if (c->fd < 0 || c->at == phase::working) continue;
+        if (!best || rank(*c) < rank(*best) || (rank(*c) == rank(*best) && last(*c) < last(*best)))
             best = c.get();
     }
     if (!best) return false;
@@ -331,17 +340,15 @@ void http_server::impl::process(connection& c, clock::time_point now) {
     if (c.at != phase::reading) return;
     const auto [st, taken] = c.parser.parse(c.in);
     c.in.erase(0, taken);
-    // Only while the body is still to come: a client that sent it already needs no go-ahead.
-    if (c.parser.take_continue() && st == request_parser::status::need_more) {
-        // The client waits for this before it sends the body; 25 bytes into a socket with nothing
-        // queued (a reply is written whole before the next request is read).
-        constexpr std::string_view go = "HTTP/1.1 100 Continue\r\n\r\n";
-        if (::send(c.fd, go.data(), go.size(), MSG_NOSIGNAL | MSG_DONTWAIT) !=
-            static_cast<ssize_t>(go.size()))
-            return close(c);
-    }
     switch (st) {
-    case request_parser::status::need_more: return watch(c, EPOLLIN);
+    case request_parser::status::need_more:
+        // The headers asked for a go-ahead before the body: an interim reply, written like any other.
+        if (c.parser.take_continue()) {
+            http_response go;
+            go.status = 100;
+            return respond(c, std::move(go), now);
+        }
+        return watch(c, EPOLLIN);
     case request_parser::status::failed:
         c.in.clear();
         c.head_only = false;
@@ -388,7 +395,7 @@ void http_server::impl::respond(connection& c, http_response r, clock::time_poin
     c.reply = std::move(r);
     c.sent = 0;
     c.at = phase::writing;
-    c.since = now;
+    c.progress = now;
     write_some(c, now);
 }
 
@@ -410,15 +417,19 @@ void http_server::impl::write_some(connection& c, clock::time_point now) {
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) return close(c);
         c.sent += static_cast<std::size_t>(n);
-        c.since = now;
+        c.progress = now;
     }
     after_reply(c, now);
 }
 
 void http_server::impl::after_reply(connection& c, clock::time_point now) {
-    const bool last = c.reply.close;
+    const bool interim = c.reply.status < 200, last = c.reply.close;
     c.reply = http_response{};
     c.head.clear();
+    if (interim) { // after 100 Continue the same request goes on, on its own clock
+        c.at = phase::reading;
+        return watch(c, EPOLLIN);
+    }
     c.parser.reset();
     c.since = now;
     if (last) {
@@ -469,7 +480,7 @@ void http_server::impl::sweep(clock::time_point now) {
                 close(*c);
             break;
         case phase::writing:
-            if (age > write_timeout) close(*c);
+            if (now - c->progress > write_timeout) close(*c);
             break;
         case phase::draining:
             if (age > drain_time) close(*c);
@@ -494,10 +505,10 @@ void http_server::impl::work() {
             j = std::move(jobs.front());
             jobs.pop_front();
         }
-        const reply r = the_api.handle(j.method, j.path, j.body);
+        reply r = the_api.handle(j.method, j.path, j.body);
         http_response out;
         out.status = r.status;
-        out.body = r.body;
+        out.body = std::move(r.body);
         out.close = !j.keep_alive;
         {
             const std::lock_guard lock(results_mutex);
@@ -514,7 +525,8 @@ http_server::~http_server() { stop(); }
 
 int http_server::start() {
     impl& m = *impl_;
-    if (m.loop.joinable()) throw std::logic_error("http_server::start called twice");
+    if (m.loop.joinable() || m.stopping.load())
+        throw std::logic_error("http_server::start called twice, or after stop");
     const std::string where = m.options.bind + ":" + std::to_string(m.options.port);
     addrinfo hints{};
     hints.ai_family = AF_UNSPEC;
@@ -577,11 +589,13 @@ int http_server::start() {
 }
 
 void http_server::stop() noexcept {
-    if (!impl_ || !impl_->loop.joinable()) return;
+    if (!impl_) return;
     impl& m = *impl_;
     m.stopping.store(true, std::memory_order_release);
-    m.wake();
-    m.loop.join();
+    if (m.loop.joinable()) {
+        m.wake();
+        m.loop.join();
+    }
     {
         const std::lock_guard lock(m.jobs_mutex);
         m.workers_stop = true;

@@ -38,11 +38,12 @@ public:
     http_server(const http_server&) = delete;
     http_server& operator=(const http_server&) = delete;
 
-    /// Effects: binds and starts answering on background threads. Call once.
-    /// Returns: the bound port. Throws: std::runtime_error when the address cannot be bound.
+    /// Effects: binds and starts answering on background threads.
+    /// Returns: the bound port. Throws: std::runtime_error when the address cannot be bound;
+    /// std::logic_error when called a second time or after stop() (a server runs once).
     int start();
-    /// Effects: closes every connection, waits for the API calls in flight and joins the threads.
-    /// Idempotent.
+    /// Effects: closes every connection, waits for the API calls in flight (their replies are
+    /// dropped) and joins the threads. Idempotent; also safe when start() was never called or threw.
     void stop() noexcept;
     /// Returns: the API (tests inspect the session count).
     [[nodiscard]] api& the_api() noexcept;
