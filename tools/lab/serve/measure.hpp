@@ -12,6 +12,8 @@
 #include <string_view>
 #include <utility>
 
+#include "strata/core/poison.hpp"
+
 #include "demo.hpp"
 
 namespace strata::lab::serve {
@@ -21,6 +23,23 @@ namespace strata::lab::serve {
 inline std::mutex& measure_mutex() {
     static std::mutex m;
     return m;
+}
+
+/// Returns: `bytes` of fresh zeroed pages mapped from the OS; nullptr when the mapping fails. Under
+/// ASan the range is unpoisoned: the allocators a run builds over such memory poison what they do
+/// not hand out, and ASan keeps that shadow after a munmap, for whatever is mapped there next.
+inline void* os_map(std::size_t bytes, int extra_flags = 0) noexcept {
+    void* p =
+        ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | extra_flags, -1, 0);
+    if (p == MAP_FAILED) return nullptr;
+    strata::unpoison(p, bytes);
+    return p;
+}
+
+/// Effects: unmaps what os_map returned (unpoisoned first, for the next mapping at that address).
+inline void os_unmap(void* p, std::size_t bytes) noexcept {
+    strata::unpoison(p, bytes);
+    ::munmap(p, bytes);
 }
 
 /// Bytes mapped from the OS (anonymous, private, zeroed), unmapped by the destructor.
@@ -33,9 +52,8 @@ public:
     /// mapping fails.
     explicit os_buffer(std::size_t bytes, bool populate = false) : size_(bytes) {
         if (bytes == 0) return;
-        const int flags = MAP_PRIVATE | MAP_ANONYMOUS | (populate ? MAP_POPULATE : 0);
-        void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, flags, -1, 0);
-        if (p == MAP_FAILED) throw std::bad_alloc();
+        void* p = os_map(bytes, populate ? MAP_POPULATE : 0);
+        if (p == nullptr) throw std::bad_alloc();
         data_ = static_cast<std::byte*>(p);
     }
     os_buffer(os_buffer&& o) noexcept
@@ -47,7 +65,7 @@ public:
     }
     /// Effects: unmaps the bytes: they go back to the OS at once.
     ~os_buffer() {
-        if (data_ != nullptr) ::munmap(data_, size_);
+        if (data_ != nullptr) os_unmap(data_, size_);
     }
     /// Returns: the first byte (page aligned), nullptr when empty.
     [[nodiscard]] std::byte* data() const noexcept { return data_; }
@@ -75,12 +93,12 @@ struct os_allocator {
     /// Returns: n T's worth of fresh zeroed pages. Throws: std::bad_alloc when the mapping fails.
     T* allocate(std::size_t n) {
         if (n > SIZE_MAX / sizeof(T)) throw std::bad_alloc();
-        void* p = ::mmap(nullptr, n * sizeof(T), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (p == MAP_FAILED) throw std::bad_alloc();
+        void* p = os_map(n * sizeof(T));
+        if (p == nullptr) throw std::bad_alloc();
         return static_cast<T*>(p);
     }
     /// Effects: unmaps the n T's at p.
-    void deallocate(T* p, std::size_t n) noexcept { ::munmap(p, n * sizeof(T)); }
+    void deallocate(T* p, std::size_t n) noexcept { os_unmap(p, n * sizeof(T)); }
     template <class U>
     friend bool operator==(const os_allocator&, const os_allocator<U>&) noexcept {
         return true;
