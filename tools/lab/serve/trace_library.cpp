@@ -126,19 +126,20 @@ player_cache::status player_cache::get(const trace_source& source, player_heap h
     return s;
 }
 
-// Drops the least recently used entries past max_players, never the one being prepared. A queued
-// one dropped leaves the queue too. Memory freed here goes back to the OS (malloc_trim): a player's
-// arrays are large, and glibc would otherwise keep some of them in its heap.
+// Drops the least recently used finished entries (players and failures) past max_players. Queued
+// and running entries stay: dropping one would make its session ask again and evict another, so
+// more sessions than max_players, each on its own trace, would prepare for ever and never see a
+// player; they are bounded anyway, by the catalog (one entry per trace and heap). A player's memory
+// goes back to the OS when its last holder lets go (trace_player::prepare's deleter).
 void player_cache::evict_locked() {
-    bool freed = false;
-    for (auto it = entries_.end(); entries_.size() > max_players && it != entries_.begin();) {
+    auto finished = static_cast<std::size_t>(
+        std::count_if(entries_.begin(), entries_.end(), [](const auto& e) { return e->done; }));
+    for (auto it = entries_.end(); finished > max_players && it != entries_.begin();) {
         --it;
-        if (*it == running_) continue;
-        std::erase(queue_, *it);
-        freed = freed || (*it)->player != nullptr;
+        if (!(*it)->done) continue;
         it = entries_.erase(it);
+        --finished;
     }
-    if (freed) ::malloc_trim(0);
 }
 
 void player_cache::work() {
@@ -172,6 +173,7 @@ void player_cache::work() {
         e->error = e->player || !error.empty() ? error : "preparing was cancelled";
         e->progress = 1;
         e->done = true;
+        ++prepared_;
         evict_locked();
     }
 }
@@ -182,6 +184,11 @@ std::size_t player_cache::bytes() {
     for (const auto& e : entries_)
         if (e->player) n += e->player->bytes();
     return n;
+}
+
+std::size_t player_cache::prepared() {
+    std::lock_guard lock(mutex_);
+    return prepared_;
 }
 
 std::size_t player_cache::players() {

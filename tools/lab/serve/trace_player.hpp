@@ -73,7 +73,8 @@ public:
     /// every placement, a keyframe every keyframe_every() ops and a sample every sample_every() ops.
     /// `progress(fraction)` is called now and then (may be empty); when `*cancel` turns true the
     /// replay stops and nullptr is returned. The heap is destroyed before this returns: the player
-    /// keeps what the allocator decided, not its memory.
+    /// keeps what the allocator decided, not its memory. The player's own memory goes back to the
+    /// OS (malloc_trim) when its last holder lets go.
     /// Throws: std::bad_alloc; std::invalid_argument when the workload needs a heap larger than
     /// max_heap_bytes.
     [[nodiscard]] static std::shared_ptr<const trace_player>
