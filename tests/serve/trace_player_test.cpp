@@ -279,6 +279,25 @@ TEST(TracePlayer, ReallocsAndRefusalsAtKeyframeBoundaries) {
     }
 }
 
+// A workload longer than max_ops: the player holds the first max_ops and says it was cut.
+TEST(TracePlayer, LongWorkloadsAreCutAndSaySo) {
+    strata::lab::op_builder b("long", "max_ops + 2 ops");
+    const std::uint32_t keep = b.allocate(64);
+    for (std::size_t i = 0; i + 1 < trace_player::max_ops / 2 + 1; ++i)
+        b.free(b.allocate(32));
+    b.free(keep);
+    const auto w = b.finish();
+    ASSERT_GT(w.ops.size(), trace_player::max_ops);
+    const auto p = trace_player::prepare(w, player_heap::tlsf);
+    ASSERT_NE(p, nullptr);
+    EXPECT_TRUE(p->cut());
+    EXPECT_EQ(p->ops(), trace_player::max_ops);
+    std::vector<std::uint32_t> live;
+    p->live_at(p->ops(), live);
+    EXPECT_EQ(live.size(), 2u) << "the first block and the last pair's, both freed past the cut";
+    EXPECT_FALSE(trace_player::prepare(strata::lab::gen::bimodal(1.0), player_heap::tlsf)->cut());
+}
+
 // A player dropped by its last holder gives its memory back to the OS: the resident set returns to
 // about where it was (glibc only; not under sanitizers, whose allocators keep memory).
 TEST(TracePlayer, ADroppedPlayersMemoryReturns) {
@@ -528,6 +547,7 @@ TEST(TraceApi, RegisteredTracesArePlayed) {
     ::unlink(path);
     ASSERT_EQ(st["status"], "ready") << st.dump();
     EXPECT_EQ(st["player"]["ops"], embedded(trace_player::max_ops).ops.size());
+    EXPECT_FALSE(st["player"]["cut"].get<bool>());
 }
 
 // Random JSON to every trace op: never a crash, never a 500; every answer is JSON. Small traces only

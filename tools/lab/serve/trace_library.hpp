@@ -85,7 +85,7 @@ private:
         bool done = false;
     };
     void work();
-    void evict_locked();
+    std::vector<std::shared_ptr<entry>> evict_locked();
 
     std::mutex mutex_;
     std::condition_variable wake_;

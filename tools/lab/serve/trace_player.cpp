@@ -270,6 +270,7 @@ struct replayer {
         trace_player& p = *pl;
         p.heap_ = kind;
         const std::size_t n = std::min(w.ops.size(), trace_player::max_ops);
+        p.cut_ = n < w.ops.size();
         // Keyframes every K ops, K chosen so that every keyframe at the peak live count fits the budget.
         const std::uint64_t per_frame =
             std::max<std::uint64_t>(1, w.peak_live_blocks) * sizeof(std::uint32_t);

@@ -81,6 +81,8 @@ public:
     prepare(const op_workload& w, player_heap h, const std::function<void(double)>& progress = {},
             const std::atomic<bool>* cancel = nullptr);
 
+    /// Returns: true when the workload had more than max_ops ops: the player holds the first max_ops.
+    [[nodiscard]] bool cut() const noexcept { return cut_; }
     /// Returns: ops in the player; positions run 0..ops() (position k: the first k ops done).
     [[nodiscard]] std::uint32_t ops() const noexcept { return static_cast<std::uint32_t>(steps_.size()); }
     [[nodiscard]] player_heap heap() const noexcept { return heap_; }
@@ -139,6 +141,7 @@ private:
     std::vector<heap_sample> samples_;
     std::vector<std::uint32_t> refused_; ///< op indexes of refused allocations, ascending
     bool checked_ = false;
+    bool cut_ = false;
     double prepare_ms_ = 0;
 };
 
