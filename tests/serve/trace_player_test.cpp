@@ -19,6 +19,15 @@
 
 #include <nlohmann/json.hpp>
 
+#if STRATA_LAB_HAS_TRACE
+#include <zstd.h>
+
+#include <cstring>
+#include <fstream>
+
+#include "trace_format.hpp"
+#endif
+
 #include "api.hpp"
 #include "embedded.hpp"
 #include "trace_library.hpp"
@@ -609,7 +618,69 @@ TEST(TraceApi, RandomJsonIsNeverA500) {
         const serve::reply r = a.handle("POST", "/api/trace/view", raw);
         EXPECT_TRUE(r.status == 400 || r.status == 404) << r.status << " " << raw;
     }
+    // As deep as the body bound lets it be: arrays nested 8,000 deep in an argument.
+    const std::string deep =
+        R"({"session":")" + sid + R"(","op":)" + std::string(8000, '[') + std::string(8000, ']') + "}";
+    const serve::reply r = a.handle("POST", "/api/trace/view", deep);
+    EXPECT_EQ(r.status, 400) << r.body;
 }
+
+#if STRATA_LAB_HAS_TRACE
+// Writes a recorded trace of `pairs` malloc/free pairs (one thread, 48-byte blocks) to `path`.
+void write_pairs_trace(const std::string& path, std::uint64_t pairs) {
+    namespace tr = strata::trace;
+    std::string plain;
+    std::vector<std::uint8_t> payload(tr::max_chunk_records * tr::max_encoded_record);
+    for (std::uint64_t seq = 0; seq < 2 * pairs;) {
+        tr::chunk_header h{};
+        h.magic = tr::chunk_magic;
+        h.thread = 1;
+        tr::chunk_encoder enc;
+        std::uint8_t* end = payload.data();
+        for (; h.count < tr::max_chunk_records && seq < 2 * pairs; ++seq, ++h.count) {
+            tr::record r{};
+            r.seq = seq;
+            r.kind = static_cast<std::uint8_t>(seq % 2 == 0 ? tr::op::malloc : tr::op::free);
+            r.id = seq / 2 + 1;
+            r.size = seq % 2 == 0 ? 48 : 0;
+            r.thread = 1;
+            if (h.count == 0) enc.begin(h, r);
+            end = enc.encode(end, r);
+        }
+        h.payload_bytes = static_cast<std::uint32_t>(end - payload.data());
+        plain.append(reinterpret_cast<const char*>(&h), sizeof h);
+        plain.append(reinterpret_cast<const char*>(payload.data()), h.payload_bytes);
+    }
+    std::string packed(ZSTD_compressBound(plain.size()), '\0');
+    packed.resize(ZSTD_compress(packed.data(), packed.size(), plain.data(), plain.size(), 1));
+    tr::file_header fh{};
+    std::memcpy(fh.magic, tr::file_magic, sizeof fh.magic);
+    fh.version = tr::format_version;
+    fh.header_bytes = sizeof fh;
+    fh.record_bytes = sizeof(tr::record);
+    std::ofstream out(path, std::ios::binary);
+    out.write(reinterpret_cast<const char*>(&fh), sizeof fh);
+    out.write(packed.data(), static_cast<std::streamsize>(packed.size()));
+}
+
+// A `--trace` file longer than max_ops: played up to max_ops, and the state says it was cut.
+TEST(TraceApi, ALongTraceFileIsCutAndSaysSo) {
+    if (sanitized) GTEST_SKIP() << "1.5 million ops: too slow under sanitizers";
+    char path[] = "/tmp/strata-long-trace-XXXXXX";
+    const int fd = ::mkstemp(path);
+    ASSERT_GE(fd, 0);
+    ::close(fd);
+    write_pairs_trace(path, trace_player::max_ops / 2 + 1000);
+    serve::register_traces({path});
+    serve::api a;
+    const std::string sid = new_session(a);
+    const json st = open_ready(a, sid, std::string(path).substr(5), "tlsf");
+    ::unlink(path);
+    ASSERT_EQ(st["status"], "ready") << st.dump();
+    EXPECT_EQ(st["player"]["ops"], trace_player::max_ops);
+    EXPECT_TRUE(st["player"]["cut"].get<bool>());
+}
+#endif
 
 } // namespace
 
