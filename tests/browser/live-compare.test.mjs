@@ -129,4 +129,14 @@ await h.run(async () => {
         await page.$eval(`${sec} input[type=range]`, (r) => { r.value = String(r.max); r.dispatchEvent(new Event('input', { bubbles: true })); });
     });
     await page.locator(sec).screenshot({ path: h.shot('compare') });
+
+    // --- review checks: text beyond ASCII in a script ----------------------------------------------
+    // A character outside the grammar is quoted whole in the 400's message (no U+FFFD from a cut
+    // UTF-8 sequence), and the page selects it; a comment may hold any text.
+    await page.fill(`${sec} textarea.script`, 'a 16 # é ok\na 32 é');
+    await h.allowing({ status: 400, console: /400/ }, () => redraw(() => page.click(`${sec} button[data-action=run]`)));
+    const uni = await page.textContent(`${sec} .msg[role=status]`);
+    check(/^line 2, column 6: .*'é'/.test(uni) && !uni.includes('\ufffd'), 'a non-ASCII character is quoted whole: ' + uni);
+    const at = await page.$eval(`${sec} textarea.script`, (t) => t.value.slice(t.selectionStart, t.selectionEnd));
+    check(at === 'é', `the character is selected: '${at}'`);
 });

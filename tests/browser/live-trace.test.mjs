@@ -193,4 +193,35 @@ await h.run(async () => {
         check(fits, `the map and plots fit the section at ${w}px`);
         await page.locator(sec).screenshot({ path: h.shot(`trace-${w}`) });
     }
+
+    // --- review checks: responsive while preparing, one poll chain, plots not piling up ---------
+    // A slow preparation (trickle into first-fit: seconds): the page keeps drawing frames and the
+    // server keeps answering while it runs; switching heaps during it leaves one state poll going;
+    // once ready, the section holds one set of plots however often it was opened.
+    await page.setViewportSize({ width: 1200, height: 900 });
+    let polls = 0;
+    page.on('request', (r) => { if (r.url().endsWith('/api/trace/state')) polls++; });
+    await page.selectOption(`${sec} select[aria-label=trace]`, 'trickle');
+    for (const heap of ['buddy', 'engine', 'first_fit']) await page.selectOption(`${sec} select[aria-label=heap]`, heap);
+    if ((await api('state')).state.status === 'preparing') {
+        const frame = await page.evaluate(() => new Promise((done) => {
+            const t = performance.now();
+            requestAnimationFrame(() => requestAnimationFrame(() => done(performance.now() - t)));
+        }));
+        check(frame < 500, `frames drawn while preparing (two took ${Math.round(frame)} ms)`);
+        const t0 = Date.now();
+        await api('state');
+        check(Date.now() - t0 < 500, `the server answers while preparing (${Date.now() - t0} ms)`);
+        polls = 0;
+        await page.waitForTimeout(2000);
+        check(polls <= 30, `one state poll at a time while preparing: ${polls} in 2 s`);
+    } else {
+        console.log('note: trickle|first_fit was cached already; responsiveness not measured');
+    }
+    await page.selectOption(`${sec} select[aria-label=heap]`, 'buddy');
+    await page.waitForFunction((s) => document.querySelector(s).dataset.status === 'ready' &&
+        document.querySelector(s).dataset.player === 'trickle|buddy' && document.querySelector(`${s} .trace-map svg`), sec, { timeout: 120000 });
+    await page.waitForTimeout(500);
+    const uplots = await page.evaluate((s) => document.querySelectorAll(`${s} .uplot`).length, sec);
+    check(uplots <= 2 && (!uplot || uplots === 2), `one set of plots after re-opening: ${uplots}`);
 }, { ok: `live-trace: all checks passed; screenshots in ${shots}` });

@@ -6,6 +6,7 @@
 
 #if STRATA_SERVE_AVAILABLE
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <random>
@@ -137,6 +138,35 @@ TEST(CompareScript, Bounds) {
     b.max_size = 1024;
     EXPECT_THROW((void)serve::parse_script("a 1025", b), serve::script_error);
     EXPECT_NO_THROW((void)serve::parse_script("a 1024", b));
+}
+
+// Text beyond ASCII is refused whole (an error quoting it stays valid UTF-8, so the answer can be
+// sent as JSON); numbers past any bound are refused, never wrapped.
+TEST(CompareScript, UnicodeAndHugeNumbers) {
+    for (const char* text :
+         {"a 16 \xc3\xa9", "\xe2\x82\xac", "a 16; f \xf0\x9f\x98\x80", "x = a 1 align \xc3\xa9"}) {
+        try {
+            (void)serve::parse_script(text);
+            ADD_FAILURE() << text << " accepted";
+        } catch (const serve::script_error& e) {
+            EXPECT_NO_THROW((void)json(e.what()).dump()) << "not UTF-8: " << e.what();
+        }
+    }
+    // Comments may hold any text.
+    EXPECT_EQ(serve::parse_script("a 16 # \xc3\xa9 \xe2\x82\xac\na 8").statements.size(), 2u);
+    serve::script_bounds wide;
+    wide.max_size = SIZE_MAX;
+    wide.max_align = std::size_t{1} << 62;
+    EXPECT_THROW((void)serve::parse_script("a 18446744073709551617", wide), serve::script_error)
+        << "2^64 + 1 wraps to 1";
+    EXPECT_THROW((void)serve::parse_script("a 184467440737095516150", wide), serve::script_error);
+    EXPECT_EQ(serve::parse_script("a 18446744073709551615", wide).statements[0].size, SIZE_MAX);
+    EXPECT_THROW((void)serve::parse_script("a 99999999999999999999999999999999"), serve::script_error);
+    EXPECT_THROW((void)serve::parse_script("a 1; f 99999999999999999999"), serve::script_error);
+    serve::script_bounds tiny;
+    tiny.max_size = 5;
+    EXPECT_THROW((void)serve::parse_script("a 9", tiny), serve::script_error);
+    EXPECT_EQ(serve::parse_script("a 5", tiny).statements[0].size, 5u);
 }
 
 // --- the lanes -------------------------------------------------------------------------------------
@@ -440,6 +470,72 @@ TEST_F(CompareApi, EverySequenceAtEveryBufferSize) {
     std::tie(status, a) = post("run", {{"sequence", "lifo"}, {"buffer", 4096}});
     for (const auto& r : a["result"]["refusals"])
         EXPECT_NE(r["lane"], 1) << r.dump();
+}
+
+// A script with text beyond ASCII is a 400 whose message is JSON, not a 500.
+TEST_F(CompareApi, UnicodeScriptIs400) {
+    for (const char* text : {"a 16 \xc3\xa9", "\xe2\x82\xac", "f \xf0\x9f\x98\x80"}) {
+        json args{{"script", text}, {"session", session_}};
+        const auto r = api_.handle("POST", "/api/compare/run", args.dump());
+        EXPECT_EQ(r.status, 400) << text << " -> " << r.body;
+        const std::string error = json::parse(r.body)["error"];
+        EXPECT_EQ(error.find("\xef\xbf\xbd"), std::string::npos) << "a character cut in two: " << error;
+    }
+}
+
+// Random JSON to every compare op: never a crash, never a 500; every answer is JSON.
+TEST_F(CompareApi, RandomJsonIsNeverA500) {
+    std::mt19937_64 rng(12);
+    const std::vector<json> values{nullptr,
+                                   true,
+                                   false,
+                                   0,
+                                   1,
+                                   -1,
+                                   2,
+                                   3,
+                                   16,
+                                   1024,
+                                   4096,
+                                   65536,
+                                   std::uint64_t{1} << 32,
+                                   std::uint64_t{1} << 63,
+                                   UINT64_MAX,
+                                   INT64_MIN,
+                                   0.5,
+                                   1e300,
+                                   "",
+                                   "a 16",
+                                   "a 100; a 30; f 1; r",
+                                   "a 65536 align 4096; f 1",
+                                   "x = a 1; f x; x = a 2",
+                                   "a 16 \xc3\xa9",
+                                   "\xe2\x82\xac",
+                                   "a 99999999999999999999999",
+                                   "f 0",
+                                   "openttd",
+                                   "mixed",
+                                   std::string(4097, 'r'),
+                                   json::array(),
+                                   json::object(),
+                                   json::array({1, 2})};
+    const std::vector<std::string> keys{"script", "sequence", "buffer", "slot", "step", "session", "x"};
+    const std::vector<std::string> ops{"run", "step", "state", "nope"};
+    for (int i = 0; i < 3000; ++i) {
+        json body = json::object();
+        const auto n = rng() % 5;
+        for (std::uint64_t j = 0; j < n; ++j)
+            body[keys[rng() % keys.size()]] = values[rng() % values.size()];
+        if (rng() % 8 != 0) body["session"] = session_;
+        const std::string op = ops[rng() % ops.size()];
+        const auto r = api_.handle("POST", "/api/compare/" + op, body.dump());
+        ASSERT_TRUE(r.status == 200 || r.status == 400 || r.status == 404)
+            << r.status << " " << op << " " << body.dump() << " -> " << r.body;
+        ASSERT_FALSE(json::parse(r.body, nullptr, false).is_discarded()) << r.body;
+    }
+    const auto [status, a] = post("state");
+    EXPECT_EQ(status, 200);
+    EXPECT_TRUE(a["state"]["intact"].get<bool>());
 }
 
 TEST_F(CompareApi, FitsTheSessionBoundWithEveryOtherDemo) {

@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <random>
@@ -16,6 +18,15 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#if STRATA_LAB_HAS_TRACE
+#include <zstd.h>
+
+#include <cstring>
+#include <fstream>
+
+#include "trace_format.hpp"
+#endif
 
 #include "api.hpp"
 #include "embedded.hpp"
@@ -90,6 +101,30 @@ void expect_samples_match(const trace_player& p) {
     }
 }
 
+// Times 100 seeks to random positions and prints them with the player's figures; the slowest must
+// stay under 200 ms (not asserted under sanitizers). The player's memory stays within its bound.
+void time_seeks(const trace_player& p, const char* trace, std::uint64_t seed) {
+    EXPECT_LE(p.bytes(), std::size_t{64} << 20) << "a player's bound";
+    std::mt19937_64 rng(seed);
+    std::vector<double> ms;
+    std::vector<std::uint32_t> live;
+    for (int i = 0; i < 100; ++i) {
+        const auto k = static_cast<std::uint32_t>(rng() % (p.ops() + 1));
+        const auto s = std::chrono::steady_clock::now();
+        p.live_at(k, live);
+        ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - s).count());
+    }
+    std::sort(ms.begin(), ms.end());
+    std::printf("[trace] %-8s %-9s %7u ops: prepare %6.0f ms, %7zu placements, %.1f MB, keyframe every "
+                "%5u, heap %llu B, refusals %u; seek median %.3f ms, max %.3f ms\n",
+                trace, std::string(serve::heap_name(p.heap())).c_str(), p.ops(), p.prepare_ms(),
+                p.blocks().size(), static_cast<double>(p.bytes()) / 1e6, p.keyframe_every(),
+                static_cast<unsigned long long>(p.heap_bytes()), p.refusals(), ms[ms.size() / 2], ms.back());
+    if (!sanitized) {
+        EXPECT_LT(ms.back(), 200.0) << serve::heap_name(p.heap());
+    }
+}
+
 strata::lab::op_workload embedded(std::uint64_t max_ops) {
     const auto t = strata::lab::embedded_trace();
     return strata::lab::load_trace(t.data(), t.size(), strata::lab::embedded_trace_name, max_ops);
@@ -140,27 +175,7 @@ TEST(TracePlayer, SeekTimeOnTheFullTrace) {
         const auto p = trace_player::prepare(w, h);
         ASSERT_NE(p, nullptr);
         EXPECT_TRUE(p->heap_checked());
-        EXPECT_LE(p->bytes(), std::size_t{64} << 20) << "a player's bound";
-        std::mt19937_64 rng(7);
-        std::vector<double> ms;
-        std::vector<std::uint32_t> live;
-        for (int i = 0; i < 100; ++i) {
-            const auto k = static_cast<std::uint32_t>(rng() % (p->ops() + 1));
-            const auto s = std::chrono::steady_clock::now();
-            p->live_at(k, live);
-            ms.push_back(
-                std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - s).count());
-        }
-        std::sort(ms.begin(), ms.end());
-        std::printf(
-            "[trace] %-9s prepare %6.0f ms, %7zu placements, %.1f MB, keyframe every %5u, heap %llu B, "
-            "refusals %u; seek median %.3f ms, max %.3f ms\n",
-            std::string(serve::heap_name(h)).c_str(), p->prepare_ms(), p->blocks().size(),
-            static_cast<double>(p->bytes()) / 1e6, p->keyframe_every(),
-            static_cast<unsigned long long>(p->heap_bytes()), p->refusals(), ms[ms.size() / 2], ms.back());
-        if (!sanitized) {
-            EXPECT_LT(ms.back(), 200.0) << serve::heap_name(h);
-        }
+        time_seeks(*p, "openttd", 7);
     }
 }
 
@@ -170,27 +185,7 @@ TEST(TracePlayer, SeekTimeOnALongSyntheticTrace) {
     for (const player_heap h : all_heaps) {
         const auto p = trace_player::prepare(w, h);
         ASSERT_NE(p, nullptr);
-        EXPECT_LE(p->bytes(), std::size_t{64} << 20) << "a player's bound";
-        std::mt19937_64 rng(8);
-        std::vector<double> ms;
-        std::vector<std::uint32_t> live;
-        for (int i = 0; i < 100; ++i) {
-            const auto k = static_cast<std::uint32_t>(rng() % (p->ops() + 1));
-            const auto s = std::chrono::steady_clock::now();
-            p->live_at(k, live);
-            ms.push_back(
-                std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - s).count());
-        }
-        std::sort(ms.begin(), ms.end());
-        std::printf(
-            "[trace] trickle %-9s %u ops: prepare %6.0f ms, %.1f MB, keyframe every %5u, refusals %u; "
-            "seek median %.3f ms, max %.3f ms\n",
-            std::string(serve::heap_name(h)).c_str(), p->ops(), p->prepare_ms(),
-            static_cast<double>(p->bytes()) / 1e6, p->keyframe_every(), p->refusals(), ms[ms.size() / 2],
-            ms.back());
-        if (!sanitized) {
-            EXPECT_LT(ms.back(), 200.0) << serve::heap_name(h);
-        }
+        time_seeks(*p, "trickle", 8);
         expect_seeks_match(*p, 5, 9);
     }
 }
@@ -248,6 +243,172 @@ TEST(TracePlayer, CancelStopsPreparing) {
     const auto w = strata::lab::gen::bimodal(4.0);
     std::atomic<bool> cancel{true};
     EXPECT_EQ(trace_player::prepare(w, player_heap::tlsf, {}, &cancel), nullptr);
+}
+
+// Reallocations (in place or moved), allocations the heap refuses (too large to ask) that are later
+// reallocated or freed, and a failed reallocate that leaves its block, placed on and around the
+// keyframe boundaries: the seek equals the plain replay at every position.
+TEST(TracePlayer, ReallocsAndRefusalsAtKeyframeBoundaries) {
+    constexpr std::uint64_t too_large = std::uint64_t{3} << 30; // past max_heap_bytes: refused unasked
+    strata::lab::op_builder b("edges", "reallocs and refusals at keyframe boundaries");
+    std::vector<std::uint32_t> slots;
+    for (int i = 0; i < 1023; ++i)
+        slots.push_back(b.allocate(32 + 16 * static_cast<std::uint64_t>(i % 7)));
+    b.reallocate(slots[0], 48);                       // op 1023: the last before keyframe 1
+    const std::uint32_t big = b.allocate(too_large);  // op 1024: refused, on the keyframe
+    b.reallocate(big, 100);                           // op 1025: realloc of a refused block allocates
+    const std::uint32_t big2 = b.allocate(too_large); // op 1026: refused
+    b.reallocate(slots[1], too_large);                // op 1027: refused, block 1 stays
+    for (int i = 2; i < 1022; ++i)
+        b.free(slots[static_cast<std::size_t>(i)]);
+    b.reallocate(slots[1022], 4000); // op 2048: a moving realloc on keyframe 2
+    b.free(big2);                    // op 2049: the refused block freed (nothing to free)
+    b.reallocate(slots[0], 16);      // op 2050: shrink
+    b.free(big);
+    auto w = b.finish();
+    ASSERT_EQ(w.ops.size(), 2052u);
+    w.peak_live_bytes = 64 << 10; // the heaps are sized from it, not from the refused requests
+    for (const player_heap h : all_heaps) {
+        const auto p = trace_player::prepare(w, h);
+        ASSERT_NE(p, nullptr);
+        ASSERT_EQ(p->keyframe_every(), 1024u);
+        EXPECT_TRUE(p->heap_checked()) << serve::heap_name(h);
+        EXPECT_EQ(p->refusals(), 3u) << serve::heap_name(h);
+        EXPECT_EQ(p->refusals_before(1024), 0u);
+        EXPECT_EQ(p->refusals_before(1025), 1u);
+        std::vector<std::uint32_t> seek, replay;
+        for (std::uint32_t k = 0; k <= p->ops(); ++k) {
+            p->live_at(k, seek);
+            p->live_by_replay(k, replay);
+            ASSERT_EQ(seek, replay) << serve::heap_name(h) << " at op " << k;
+            expect_disjoint(*p, seek);
+        }
+        p->live_at(1028, seek);
+        EXPECT_EQ(seek.size(), 1024u) << "1,023 blocks plus the reallocated refusal";
+    }
+}
+
+// A workload longer than max_ops: the player holds the first max_ops and says it was cut.
+TEST(TracePlayer, LongWorkloadsAreCutAndSaySo) {
+    strata::lab::op_builder b("long", "max_ops + 2 ops");
+    const std::uint32_t keep = b.allocate(64);
+    for (std::size_t i = 0; i + 1 < trace_player::max_ops / 2 + 1; ++i)
+        b.free(b.allocate(32));
+    b.free(keep);
+    const auto w = b.finish();
+    ASSERT_GT(w.ops.size(), trace_player::max_ops);
+    const auto p = trace_player::prepare(w, player_heap::tlsf);
+    ASSERT_NE(p, nullptr);
+    EXPECT_TRUE(p->cut());
+    EXPECT_EQ(p->ops(), trace_player::max_ops);
+    std::vector<std::uint32_t> live;
+    p->live_at(p->ops(), live);
+    EXPECT_EQ(live.size(), 2u) << "the first block and the last pair's, both freed past the cut";
+    EXPECT_FALSE(trace_player::prepare(strata::lab::gen::bimodal(1.0), player_heap::tlsf)->cut());
+}
+
+// A player dropped by its last holder gives its memory back to the OS: the resident set returns to
+// about where it was (glibc only; not under sanitizers, whose allocators keep memory).
+TEST(TracePlayer, ADroppedPlayersMemoryReturns) {
+    if (sanitized) GTEST_SKIP() << "sanitizer allocators keep freed memory";
+    const auto resident = [] {
+        long pages = 0, rss = 0;
+        if (std::FILE* f = std::fopen("/proc/self/statm", "r")) {
+            if (std::fscanf(f, "%ld %ld", &pages, &rss) != 2) rss = 0;
+            std::fclose(f);
+        }
+        return static_cast<std::size_t>(rss) * static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+    };
+    const auto w = strata::lab::gen::trickle(0.5);
+    const std::size_t before = resident();
+    auto p = trace_player::prepare(w, player_heap::buddy);
+    ASSERT_NE(p, nullptr);
+    const std::size_t held = p->bytes();
+    EXPECT_GT(held, std::size_t{8} << 20);
+    p.reset();
+    const std::size_t after = resident();
+    std::printf("[trace] resident %.1f MB before, %.1f MB after a %.1f MB player was dropped\n",
+                static_cast<double>(before) / 1e6, static_cast<double>(after) / 1e6,
+                static_cast<double>(held) / 1e6);
+    EXPECT_LT(after, before + held / 4);
+}
+
+// --- the cache -------------------------------------------------------------------------------------
+
+serve::trace_source synthetic(const char* name) { return {name, "", ""}; }
+
+// Polls `key` of `cache` until it is ready (or failed), at most `seconds`.
+std::shared_ptr<const trace_player> wait_ready(serve::player_cache& cache, const serve::trace_source& t,
+                                               player_heap h, int seconds = 60) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+    while (std::chrono::steady_clock::now() < until) {
+        const auto s = cache.get(t, h);
+        if (s.player || !s.error.empty()) return s.player;
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return nullptr;
+}
+
+// More sessions than the cache holds, each polling its own (trace, heap) pair in turn: every one
+// gets its player (an entry still being prepared is never dropped for a newer one).
+TEST(TraceCache, MoreRequestersThanPlayersAllGetTheirs) {
+    serve::player_cache cache;
+    const serve::trace_source t = synthetic("bimodal");
+    std::array<bool, 4> seen{};
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (std::count(seen.begin(), seen.end(), true) < 4 && std::chrono::steady_clock::now() < until) {
+        for (std::size_t i = 0; i < std::size(all_heaps); ++i)
+            if (cache.get(t, all_heaps[i]).player) seen[i] = true;
+    }
+    for (std::size_t i = 0; i < std::size(all_heaps); ++i)
+        EXPECT_TRUE(seen[i]) << serve::heap_name(all_heaps[i]) << " never ready";
+    EXPECT_LE(cache.prepared(), 6u) << "entries dropped before their requesters saw them";
+    EXPECT_LE(cache.players(), serve::player_cache::max_players);
+}
+
+// TSAN_STAGE: the Thread test below also runs under ThreadSanitizer (the tsan preset builds the
+// server library for tests/serve), covering the cache's lock, its preparing thread and shared seeks.
+// Several threads open the same trace at once (it is prepared once: every thread gets the same
+// player) and seek it concurrently, while others make the cache prepare and drop other players.
+TEST(TraceCacheThread, ManyThreadsOpenAndSeekOneTrace) {
+    serve::player_cache cache;
+    const serve::trace_source t = synthetic("bimodal");
+    constexpr int readers = 6;
+    std::vector<std::shared_ptr<const trace_player>> got(readers);
+    std::vector<std::thread> threads;
+    std::atomic<int> mismatches{0};
+    for (int r = 0; r < readers; ++r) {
+        threads.emplace_back([&, r] {
+            got[static_cast<std::size_t>(r)] = wait_ready(cache, t, player_heap::tlsf);
+            const auto p = got[static_cast<std::size_t>(r)];
+            if (!p) return;
+            std::mt19937_64 rng(static_cast<std::uint64_t>(r));
+            std::vector<std::uint32_t> seek, replay;
+            for (int i = 0; i < 40; ++i) {
+                const auto k = static_cast<std::uint32_t>(rng() % (p->ops() + 1));
+                p->live_at(k, seek);
+                p->live_by_replay(k, replay);
+                if (seek != replay) ++mismatches;
+                (void)cache.get(t, player_heap::tlsf); // keeps it most recently used
+            }
+        });
+    }
+    threads.emplace_back([&] { // churn: other players prepared and dropped meanwhile
+        for (const char* name : {"frame_scratch", "bimodal"})
+            for (const player_heap h : {player_heap::buddy, player_heap::first_fit, player_heap::engine})
+                (void)wait_ready(cache, synthetic(name), h);
+        (void)cache.bytes();
+        (void)cache.players();
+    });
+    for (auto& th : threads)
+        th.join();
+    for (int r = 0; r < readers; ++r) {
+        ASSERT_NE(got[static_cast<std::size_t>(r)], nullptr) << "reader " << r;
+        EXPECT_EQ(got[static_cast<std::size_t>(r)], got[0]) << "prepared more than once";
+    }
+    EXPECT_LE(cache.prepared(), 7u) << "one bimodal/tlsf player and six others at most";
+    EXPECT_EQ(mismatches.load(), 0);
+    EXPECT_LE(cache.players(), serve::player_cache::max_players);
 }
 
 // --- the API ---------------------------------------------------------------------------------------
@@ -395,7 +556,131 @@ TEST(TraceApi, RegisteredTracesArePlayed) {
     ::unlink(path);
     ASSERT_EQ(st["status"], "ready") << st.dump();
     EXPECT_EQ(st["player"]["ops"], embedded(trace_player::max_ops).ops.size());
+    EXPECT_FALSE(st["player"]["cut"].get<bool>());
 }
+
+// Random JSON to every trace op: never a crash, never a 500; every answer is JSON. Small traces only
+// (bimodal, frame_scratch), so the players the fuzz opens prepare at once.
+TEST(TraceApi, RandomJsonIsNeverA500) {
+    serve::api a;
+    const std::string sid = new_session(a);
+    open_ready(a, sid, "bimodal", "tlsf");
+    std::mt19937_64 rng(11);
+    const std::vector<json> values{nullptr,
+                                   true,
+                                   false,
+                                   0,
+                                   1,
+                                   -1,
+                                   16,
+                                   1024,
+                                   4096,
+                                   std::uint64_t{1} << 31,
+                                   std::uint64_t{1} << 32,
+                                   std::uint64_t{1} << 53,
+                                   std::uint64_t{1} << 63,
+                                   UINT64_MAX,
+                                   INT64_MIN,
+                                   0.5,
+                                   -0.0,
+                                   1e300,
+                                   -1e300,
+                                   "",
+                                   "tlsf",
+                                   "buddy",
+                                   "first_fit",
+                                   "engine",
+                                   "bimodal",
+                                   "frame_scratch",
+                                   "trickle\n",
+                                   "\xc3\xa9\xe2\x82\xac",
+                                   std::string(300, 'x'),
+                                   json::array(),
+                                   json::object(),
+                                   json::array({1, 2}),
+                                   json{{"trace", "bimodal"}}};
+    const std::vector<std::string> keys{"trace", "heap", "op", "lo", "hi", "bins", "session", "x", ""};
+    const std::vector<std::string> ops{"open", "view", "series", "state", "nope", ""};
+    for (int i = 0; i < 3000; ++i) {
+        json body = json::object();
+        const auto n = rng() % 5;
+        for (std::uint64_t j = 0; j < n; ++j)
+            body[keys[rng() % keys.size()]] = values[rng() % values.size()];
+        if (rng() % 8 != 0) body["session"] = sid;
+        const std::string op = ops[rng() % ops.size()];
+        const serve::reply r = a.handle("POST", "/api/trace/" + op, body.dump());
+        ASSERT_TRUE(r.status == 200 || r.status == 400 || r.status == 404)
+            << r.status << " " << op << " " << body.dump() << " -> " << r.body;
+        ASSERT_FALSE(json::parse(r.body, nullptr, false).is_discarded()) << r.body;
+        if (op == "open" && r.status == 200) (void)open_ready(a, sid, body["trace"], body["heap"]);
+    }
+    for (const char* raw : {"", "{", "[]", "null", "{\"session\": 1}", "\xff\xfe"}) {
+        const serve::reply r = a.handle("POST", "/api/trace/view", raw);
+        EXPECT_TRUE(r.status == 400 || r.status == 404) << r.status << " " << raw;
+    }
+    // As deep as the body bound lets it be: arrays nested 8,000 deep in an argument.
+    const std::string deep =
+        R"({"session":")" + sid + R"(","op":)" + std::string(8000, '[') + std::string(8000, ']') + "}";
+    const serve::reply r = a.handle("POST", "/api/trace/view", deep);
+    EXPECT_EQ(r.status, 400) << r.body;
+}
+
+#if STRATA_LAB_HAS_TRACE
+// Writes a recorded trace of `pairs` malloc/free pairs (one thread, 48-byte blocks) to `path`.
+void write_pairs_trace(const std::string& path, std::uint64_t pairs) {
+    namespace tr = strata::trace;
+    std::string plain;
+    std::vector<std::uint8_t> payload(tr::max_chunk_records * tr::max_encoded_record);
+    for (std::uint64_t seq = 0; seq < 2 * pairs;) {
+        tr::chunk_header h{};
+        h.magic = tr::chunk_magic;
+        h.thread = 1;
+        tr::chunk_encoder enc;
+        std::uint8_t* end = payload.data();
+        for (; h.count < tr::max_chunk_records && seq < 2 * pairs; ++seq, ++h.count) {
+            tr::record r{};
+            r.seq = seq;
+            r.kind = static_cast<std::uint8_t>(seq % 2 == 0 ? tr::op::malloc : tr::op::free);
+            r.id = seq / 2 + 1;
+            r.size = seq % 2 == 0 ? 48 : 0;
+            r.thread = 1;
+            if (h.count == 0) enc.begin(h, r);
+            end = enc.encode(end, r);
+        }
+        h.payload_bytes = static_cast<std::uint32_t>(end - payload.data());
+        plain.append(reinterpret_cast<const char*>(&h), sizeof h);
+        plain.append(reinterpret_cast<const char*>(payload.data()), h.payload_bytes);
+    }
+    std::string packed(ZSTD_compressBound(plain.size()), '\0');
+    packed.resize(ZSTD_compress(packed.data(), packed.size(), plain.data(), plain.size(), 1));
+    tr::file_header fh{};
+    std::memcpy(fh.magic, tr::file_magic, sizeof fh.magic);
+    fh.version = tr::format_version;
+    fh.header_bytes = sizeof fh;
+    fh.record_bytes = sizeof(tr::record);
+    std::ofstream out(path, std::ios::binary);
+    out.write(reinterpret_cast<const char*>(&fh), sizeof fh);
+    out.write(packed.data(), static_cast<std::streamsize>(packed.size()));
+}
+
+// A `--trace` file longer than max_ops: played up to max_ops, and the state says it was cut.
+TEST(TraceApi, ALongTraceFileIsCutAndSaysSo) {
+    if (sanitized) GTEST_SKIP() << "1.5 million ops: too slow under sanitizers";
+    char path[] = "/tmp/strata-long-trace-XXXXXX";
+    const int fd = ::mkstemp(path);
+    ASSERT_GE(fd, 0);
+    ::close(fd);
+    write_pairs_trace(path, trace_player::max_ops / 2 + 1000);
+    serve::register_traces({path});
+    serve::api a;
+    const std::string sid = new_session(a);
+    const json st = open_ready(a, sid, std::string(path).substr(5), "tlsf");
+    ::unlink(path);
+    ASSERT_EQ(st["status"], "ready") << st.dump();
+    EXPECT_EQ(st["player"]["ops"], trace_player::max_ops);
+    EXPECT_TRUE(st["player"]["cut"].get<bool>());
+}
+#endif
 
 } // namespace
 

@@ -43,6 +43,8 @@ public:
             const trace_player& p = *s.player;
             j["status"] = "ready";
             j["player"] = {{"ops", p.ops()},
+                           {"cut", p.cut()},
+                           {"max_ops", trace_player::max_ops},
                            {"heap_bytes", p.heap_bytes()},
                            {"keyframe_every", p.keyframe_every()},
                            {"sample_every", p.sample_every()},

@@ -111,8 +111,10 @@ private:
         } else if (c == '=') {
             step();
             t.what = token::kind::equals;
-        } else {
+        } else { // one character: a UTF-8 sequence whole, so an error message quoting it stays UTF-8
             step();
+            while (pos_ < text_.size() && (static_cast<unsigned char>(text_[pos_]) & 0xC0) == 0x80)
+                step();
             t.what = token::kind::other;
         }
         t.text = text_.substr(start, pos_ - start);
@@ -136,8 +138,10 @@ private:
         std::size_t v = 0;
         for (const char c : t.text) {
             if (!is_digit(c)) fail(t, "expected " + range + ", found " + shown(t));
-            v = v * 10 + static_cast<std::size_t>(c - '0');
-            if (v > hi) fail(t, std::string(what) + " " + std::string(t.text) + " is out of range: " + range);
+            const auto d = static_cast<std::size_t>(c - '0');
+            if (d > hi || v > (hi - d) / 10)
+                fail(t, std::string(what) + " " + std::string(t.text) + " is out of range: " + range);
+            v = v * 10 + d;
         }
         if (v < lo) fail(t, std::string(what) + " " + std::string(t.text) + " is out of range: " + range);
         return v;

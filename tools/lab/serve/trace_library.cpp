@@ -37,11 +37,23 @@ constexpr synthetic_workload synthetic[] = {
     {"xchurn32k", "synthetic: 4,096 live blocks, 10% of 32,769 B, 400,000 free+allocate pairs"},
 };
 
+// A recorded trace's first max_ops + 1 ops: decoding stops there, so a trace of any length loads
+// in bounded time and memory, and the op past max_ops tells the player the trace was cut.
+op_workload load_capped(trace_batches&& t) {
+    std::vector<op> ops, batch;
+    while (t.next(batch, std::size_t{1} << 16))
+        ops.insert(ops.end(), batch.begin(), batch.end());
+    op_workload w = t.shape();
+    w.ops = std::move(ops);
+    return w;
+}
+
 op_workload load(const trace_source& s) {
-    if (!s.path.empty()) return load_trace(s.path, trace_player::max_ops);
+    constexpr std::uint64_t ops = trace_player::max_ops + 1;
+    if (!s.path.empty()) return load_capped(trace_batches(s.path, ops));
     if (s.name == embedded_trace_name) {
         const auto t = embedded_trace();
-        return load_trace(t.data(), t.size(), embedded_trace_name, trace_player::max_ops);
+        return load_capped(trace_batches(t.data(), t.size(), embedded_trace_name, ops));
     }
     return gen::make(s.name);
 }
@@ -113,7 +125,6 @@ player_cache::status player_cache::get(const trace_source& source, player_heap h
         e->heap = heap;
         entries_.push_front(e);
         queue_.push_back(e);
-        evict_locked();
         if (!thread_.joinable()) thread_ = std::thread([this] { work(); });
         wake_.notify_one();
     }
@@ -126,19 +137,23 @@ player_cache::status player_cache::get(const trace_source& source, player_heap h
     return s;
 }
 
-// Drops the least recently used entries past max_players, never the one being prepared. A queued
-// one dropped leaves the queue too. Memory freed here goes back to the OS (malloc_trim): a player's
-// arrays are large, and glibc would otherwise keep some of them in its heap.
-void player_cache::evict_locked() {
-    bool freed = false;
-    for (auto it = entries_.end(); entries_.size() > max_players && it != entries_.begin();) {
+// Drops the least recently used finished entries (players and failures) past max_players, and
+// returns them, so that the caller lets go of them (and of the memory; see trace_player::prepare)
+// after unlocking. Queued and running entries stay: dropping one would make its session ask again
+// and evict another, so more sessions than max_players, each on its own trace, would prepare for
+// ever and never see a player; they are bounded anyway, by the catalog (one per trace and heap).
+std::vector<std::shared_ptr<player_cache::entry>> player_cache::evict_locked() {
+    std::vector<std::shared_ptr<entry>> dropped;
+    auto finished = static_cast<std::size_t>(
+        std::count_if(entries_.begin(), entries_.end(), [](const auto& e) { return e->done; }));
+    for (auto it = entries_.end(); finished > max_players && it != entries_.begin();) {
         --it;
-        if (*it == running_) continue;
-        std::erase(queue_, *it);
-        freed = freed || (*it)->player != nullptr;
+        if (!(*it)->done) continue;
+        dropped.push_back(std::move(*it));
         it = entries_.erase(it);
+        --finished;
     }
-    if (freed) ::malloc_trim(0);
+    return dropped;
 }
 
 void player_cache::work() {
@@ -172,7 +187,11 @@ void player_cache::work() {
         e->error = e->player || !error.empty() ? error : "preparing was cancelled";
         e->progress = 1;
         e->done = true;
-        evict_locked();
+        ++prepared_;
+        auto dropped = evict_locked();
+        lock.unlock();
+        dropped.clear();
+        lock.lock();
     }
 }
 
@@ -182,6 +201,11 @@ std::size_t player_cache::bytes() {
     for (const auto& e : entries_)
         if (e->player) n += e->player->bytes();
     return n;
+}
+
+std::size_t player_cache::prepared() {
+    std::lock_guard lock(mutex_);
+    return prepared_;
 }
 
 std::size_t player_cache::players() {

@@ -34,9 +34,11 @@ void register_traces(const std::vector<std::string>& paths);
 /// synthetic workloads, then the registered files.
 [[nodiscard]] std::vector<trace_source> trace_sources();
 
-/// Prepared players, shared by every session: at most max_players kept (each at most about 64 MB,
-/// trace_player's bounds), the least recently used one dropped, and its memory given back to the
-/// OS, when another is made. Players are prepared one at a time on the cache's own thread.
+/// Prepared players, shared by every session: at most max_players finished ones kept (each at most
+/// about 64 MB, trace_player's bounds), the least recently used dropped when another finishes; its
+/// memory goes back to the OS once no request reads it any more. Entries queued or being prepared
+/// are never dropped (one per trace and heap at most). Players are prepared one at a time on the
+/// cache's own thread; a pair asked for by several sessions at once is prepared once.
 class player_cache {
 public:
     static constexpr std::size_t max_players = 3;
@@ -68,6 +70,8 @@ public:
     [[nodiscard]] std::size_t bytes();
     /// Returns: the players held (ready ones).
     [[nodiscard]] std::size_t players();
+    /// Returns: the preparations finished so far (ready, failed or cancelled), evicted ones included.
+    [[nodiscard]] std::size_t prepared();
 
 private:
     struct entry {
@@ -81,7 +85,7 @@ private:
         bool done = false;
     };
     void work();
-    void evict_locked();
+    std::vector<std::shared_ptr<entry>> evict_locked();
 
     std::mutex mutex_;
     std::condition_variable wake_;
@@ -90,6 +94,7 @@ private:
     std::shared_ptr<entry> running_;
     std::atomic<bool> cancel_{false};
     bool stop_ = false;
+    std::size_t prepared_ = 0;
     std::thread thread_;
 };
 

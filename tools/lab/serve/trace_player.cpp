@@ -3,6 +3,8 @@
 // parse_heap (trace_player.hpp).
 #include "trace_player.hpp"
 
+#include <malloc.h>
+
 #include <algorithm>
 #include <bit>
 #include <chrono>
@@ -247,6 +249,15 @@ private:
 
 } // namespace
 
+// A player's arrays are tens of MB; glibc keeps freed memory of that size in its heap once its
+// mmap threshold has grown, so the last holder to let go of a player also gives it back to the OS.
+namespace {
+void release_player(const trace_player* p) noexcept {
+    delete p;
+    ::malloc_trim(0);
+}
+} // namespace
+
 // --- the replay ----------------------------------------------------------------------------------
 
 template <class Heap>
@@ -255,10 +266,11 @@ struct replayer {
                                                    const std::function<void(double)>& progress,
                                                    const std::atomic<bool>* cancel) {
         const auto t0 = std::chrono::steady_clock::now();
-        auto pl = std::make_shared<trace_player>();
+        std::shared_ptr<trace_player> pl(new trace_player, release_player);
         trace_player& p = *pl;
         p.heap_ = kind;
         const std::size_t n = std::min(w.ops.size(), trace_player::max_ops);
+        p.cut_ = n < w.ops.size();
         // Keyframes every K ops, K chosen so that every keyframe at the peak live count fits the budget.
         const std::uint64_t per_frame =
             std::max<std::uint64_t>(1, w.peak_live_blocks) * sizeof(std::uint32_t);

@@ -73,13 +73,16 @@ public:
     /// every placement, a keyframe every keyframe_every() ops and a sample every sample_every() ops.
     /// `progress(fraction)` is called now and then (may be empty); when `*cancel` turns true the
     /// replay stops and nullptr is returned. The heap is destroyed before this returns: the player
-    /// keeps what the allocator decided, not its memory.
+    /// keeps what the allocator decided, not its memory. The player's own memory goes back to the
+    /// OS (malloc_trim) when its last holder lets go.
     /// Throws: std::bad_alloc; std::invalid_argument when the workload needs a heap larger than
     /// max_heap_bytes.
     [[nodiscard]] static std::shared_ptr<const trace_player>
     prepare(const op_workload& w, player_heap h, const std::function<void(double)>& progress = {},
             const std::atomic<bool>* cancel = nullptr);
 
+    /// Returns: true when the workload had more than max_ops ops: the player holds the first max_ops.
+    [[nodiscard]] bool cut() const noexcept { return cut_; }
     /// Returns: ops in the player; positions run 0..ops() (position k: the first k ops done).
     [[nodiscard]] std::uint32_t ops() const noexcept { return static_cast<std::uint32_t>(steps_.size()); }
     [[nodiscard]] player_heap heap() const noexcept { return heap_; }
@@ -138,6 +141,7 @@ private:
     std::vector<heap_sample> samples_;
     std::vector<std::uint32_t> refused_; ///< op indexes of refused allocations, ascending
     bool checked_ = false;
+    bool cut_ = false;
     double prepare_ms_ = 0;
 };
 

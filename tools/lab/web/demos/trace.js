@@ -423,7 +423,7 @@ export async function mount(root, ctx) {
             return null;
         }
         const pl = st.player;
-        statusEl.textContent = `${fmt(pl.ops)} ops · ${fmt(pl.placements)} blocks placed · prepared in ${fmt(pl.prepare_ms)} ms · ` +
+        statusEl.textContent = `${fmt(pl.ops)} ops${pl.cut ? ` (the first ${fmt(pl.max_ops)}: the trace is longer)` : ''} · ${fmt(pl.placements)} blocks placed · prepared in ${fmt(pl.prepare_ms)} ms · ` +
             `keyframe every ${fmt(pl.keyframe_every)} ops · heap check ${pl.check ? 'ok' : 'FAILED'}`;
         statusEl.title = (desc ? desc.description + '. ' : '') + `Map: ${pl.layout}.`;
         const key = `${st.trace}|${st.heap}|${pl.ops}|${pl.heap_bytes}`;
