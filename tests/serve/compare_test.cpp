@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api.hpp"
+#include "api_fuzz.hpp"
 #include "compare_lanes.hpp"
 #include "compare_sequences.hpp"
 #include "request_script.hpp"
@@ -485,54 +486,13 @@ TEST_F(CompareApi, UnicodeScriptIs400) {
 
 // Random JSON to every compare op: never a crash, never a 500; every answer is JSON.
 TEST_F(CompareApi, RandomJsonIsNeverA500) {
-    std::mt19937_64 rng(12);
-    const std::vector<json> values{nullptr,
-                                   true,
-                                   false,
-                                   0,
-                                   1,
-                                   -1,
-                                   2,
-                                   3,
-                                   16,
-                                   1024,
-                                   4096,
-                                   65536,
-                                   std::uint64_t{1} << 32,
-                                   std::uint64_t{1} << 63,
-                                   UINT64_MAX,
-                                   INT64_MIN,
-                                   0.5,
-                                   1e300,
-                                   "",
-                                   "a 16",
-                                   "a 100; a 30; f 1; r",
-                                   "a 65536 align 4096; f 1",
-                                   "x = a 1; f x; x = a 2",
-                                   "a 16 \xc3\xa9",
-                                   "\xe2\x82\xac",
-                                   "a 99999999999999999999999",
-                                   "f 0",
-                                   "openttd",
-                                   "mixed",
-                                   std::string(4097, 'r'),
-                                   json::array(),
-                                   json::object(),
-                                   json::array({1, 2})};
-    const std::vector<std::string> keys{"script", "sequence", "buffer", "slot", "step", "session", "x"};
-    const std::vector<std::string> ops{"run", "step", "state", "nope"};
-    for (int i = 0; i < 3000; ++i) {
-        json body = json::object();
-        const auto n = rng() % 5;
-        for (std::uint64_t j = 0; j < n; ++j)
-            body[keys[rng() % keys.size()]] = values[rng() % values.size()];
-        if (rng() % 8 != 0) body["session"] = session_;
-        const std::string op = ops[rng() % ops.size()];
-        const auto r = api_.handle("POST", "/api/compare/" + op, body.dump());
-        ASSERT_TRUE(r.status == 200 || r.status == 400 || r.status == 404)
-            << r.status << " " << op << " " << body.dump() << " -> " << r.body;
-        ASSERT_FALSE(json::parse(r.body, nullptr, false).is_discarded()) << r.body;
-    }
+    const auto values = serve::test::fuzz_values({3, "a 16", "a 100; a 30; f 1; r", "a 65536 align 4096; f 1",
+                                                  "x = a 1; f x; x = a 2", "a 16 \xc3\xa9", "\xe2\x82\xac",
+                                                  "a 99999999999999999999999", "f 0", "openttd", "mixed",
+                                                  std::string(4097, 'r')});
+    serve::test::fuzz_demo(api_, "compare", session_,
+                           {"script", "sequence", "buffer", "slot", "step", "session", "x"},
+                           {"run", "step", "state", "nope"}, values, 12);
     const auto [status, a] = post("state");
     EXPECT_EQ(status, 200);
     EXPECT_TRUE(a["state"]["intact"].get<bool>());

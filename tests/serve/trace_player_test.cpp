@@ -29,6 +29,7 @@
 #endif
 
 #include "api.hpp"
+#include "api_fuzz.hpp"
 #include "embedded.hpp"
 #include "trace_library.hpp"
 #include "trace_player.hpp"
@@ -565,55 +566,14 @@ TEST(TraceApi, RandomJsonIsNeverA500) {
     serve::api a;
     const std::string sid = new_session(a);
     open_ready(a, sid, "bimodal", "tlsf");
-    std::mt19937_64 rng(11);
-    const std::vector<json> values{nullptr,
-                                   true,
-                                   false,
-                                   0,
-                                   1,
-                                   -1,
-                                   16,
-                                   1024,
-                                   4096,
-                                   std::uint64_t{1} << 31,
-                                   std::uint64_t{1} << 32,
-                                   std::uint64_t{1} << 53,
-                                   std::uint64_t{1} << 63,
-                                   UINT64_MAX,
-                                   INT64_MIN,
-                                   0.5,
-                                   -0.0,
-                                   1e300,
-                                   -1e300,
-                                   "",
-                                   "tlsf",
-                                   "buddy",
-                                   "first_fit",
-                                   "engine",
-                                   "bimodal",
-                                   "frame_scratch",
-                                   "trickle\n",
-                                   "\xc3\xa9\xe2\x82\xac",
-                                   std::string(300, 'x'),
-                                   json::array(),
-                                   json::object(),
-                                   json::array({1, 2}),
-                                   json{{"trace", "bimodal"}}};
-    const std::vector<std::string> keys{"trace", "heap", "op", "lo", "hi", "bins", "session", "x", ""};
-    const std::vector<std::string> ops{"open", "view", "series", "state", "nope", ""};
-    for (int i = 0; i < 3000; ++i) {
-        json body = json::object();
-        const auto n = rng() % 5;
-        for (std::uint64_t j = 0; j < n; ++j)
-            body[keys[rng() % keys.size()]] = values[rng() % values.size()];
-        if (rng() % 8 != 0) body["session"] = sid;
-        const std::string op = ops[rng() % ops.size()];
-        const serve::reply r = a.handle("POST", "/api/trace/" + op, body.dump());
-        ASSERT_TRUE(r.status == 200 || r.status == 400 || r.status == 404)
-            << r.status << " " << op << " " << body.dump() << " -> " << r.body;
-        ASSERT_FALSE(json::parse(r.body, nullptr, false).is_discarded()) << r.body;
-        if (op == "open" && r.status == 200) (void)open_ready(a, sid, body["trace"], body["heap"]);
-    }
+    const auto values = serve::test::fuzz_values({"tlsf", "buddy", "first_fit", "engine", "bimodal",
+                                                  "frame_scratch", "trickle\n", json{{"trace", "bimodal"}}});
+    serve::test::fuzz_demo(a, "trace", sid, {"trace", "heap", "op", "lo", "hi", "bins", "session", "x", ""},
+                           {"open", "view", "series", "state", "nope", ""}, values, 11, 3000,
+                           [&](const std::string& op, const json& body, const serve::reply& r) {
+                               if (op == "open" && r.status == 200)
+                                   (void)open_ready(a, sid, body["trace"], body["heap"]);
+                           });
     for (const char* raw : {"", "{", "[]", "null", "{\"session\": 1}", "\xff\xfe"}) {
         const serve::reply r = a.handle("POST", "/api/trace/view", raw);
         EXPECT_TRUE(r.status == 400 || r.status == 404) << r.status << " " << raw;

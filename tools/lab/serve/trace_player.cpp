@@ -315,6 +315,14 @@ struct replayer {
             --live;
         };
         const auto refuse = [&](std::size_t i) { p.refused_.push_back(static_cast<std::uint32_t>(i)); };
+        // A new block for `slot` (an allocation, or a realloc of a block the heap refused before).
+        const auto fresh = [&](std::size_t i, std::uint32_t slot, std::uint64_t size, std::size_t align) {
+            const std::uintptr_t h = size <= trace_player::max_heap_bytes ? heap.allocate(size, align) : 0;
+            if (h != 0)
+                born(i, slot, h, size, align, nullptr);
+            else
+                refuse(i);
+        };
         // Requests of 0 bytes are played as 1 (malloc(0) hands out a unique block); requests past the
         // heap's size are refused without asking it (a placed block's size fits 32 bits).
         const auto request = [](std::uint64_t size) { return std::max<std::uint64_t>(1, size); };
@@ -325,15 +333,7 @@ struct replayer {
             const std::uint64_t size = request(o.size);
             const std::size_t align = std::size_t{1} << std::min<unsigned>(o.log2_align, 30);
             switch (o.kind) {
-            case op_kind::allocate: {
-                const std::uintptr_t h =
-                    size <= trace_player::max_heap_bytes ? heap.allocate(size, align) : 0;
-                if (h != 0)
-                    born(i, o.slot, h, size, align, nullptr);
-                else
-                    refuse(i);
-                break;
-            }
+            case op_kind::allocate: fresh(i, o.slot, size, align); break;
             case op_kind::free:
                 if (block_of[o.slot] != trace_player::none) {
                     heap.deallocate(handle_of[o.slot]);
@@ -342,12 +342,7 @@ struct replayer {
                 break;
             case op_kind::reallocate: {
                 if (block_of[o.slot] == trace_player::none) { // its allocation was refused: realloc(NULL)
-                    const std::uintptr_t h =
-                        size <= trace_player::max_heap_bytes ? heap.allocate(size, align) : 0;
-                    if (h != 0)
-                        born(i, o.slot, h, size, align, nullptr);
-                    else
-                        refuse(i);
+                    fresh(i, o.slot, size, align);
                     break;
                 }
                 const std::uintptr_t h = size <= trace_player::max_heap_bytes
