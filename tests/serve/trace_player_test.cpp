@@ -182,6 +182,7 @@ TEST(TracePlayer, SeekTimeOnTheFullTrace) {
 
 // The same on the longest synthetic workload (trickle: about 1.25 million ops, 24,576 blocks live).
 TEST(TracePlayer, SeekTimeOnALongSyntheticTrace) {
+    if (sanitized) GTEST_SKIP() << "1.25M ops into four heaps: a timing run, and seconds under a sanitizer";
     const auto w = strata::lab::gen::trickle(1.0);
     for (const player_heap h : all_heaps) {
         const auto p = trace_player::prepare(w, h);

@@ -78,6 +78,7 @@ export async function mount(root, ctx) {
     let want = null; // the view to ask for next: {op, lo, hi}
     let inflight = false;
     let poll = null;
+    let opening = 0; // opens queued or in flight
     let playing = null; // {last: timestamp, carry: fractional ops}
     const plots = [];
 
@@ -408,8 +409,11 @@ export async function mount(root, ctx) {
             statusEl.textContent = '';
             return 'open';
         }
-        if (st.trace) traceSel.value = st.trace;
-        if (st.heap) heapSel.value = st.heap;
+        // While an open is queued the selects show the user's choice, not the older player's.
+        if (opening === 0) {
+            if (st.trace) traceSel.value = st.trace;
+            if (st.heap) heapSel.value = st.heap;
+        }
         sec.dataset.player = `${st.trace}|${st.heap}`;
         const desc = (st.traces || []).find((t) => t.name === st.trace);
         if (st.status === 'preparing') {
@@ -468,7 +472,10 @@ export async function mount(root, ctx) {
         for (const e of [overview, ruler, map, note, plotBytes, plotFrag, p.facts]) e.replaceChildren();
         readout.textContent = '';
         tip.hidden = true;
-        act('open', () => ({ trace: traceSel.value, heap: heapSel.value }));
+        // The pair chosen now: a state poll answered before this open runs must not change it.
+        const choice = { trace: traceSel.value, heap: heapSel.value };
+        opening++;
+        act('open', () => choice).finally(() => { opening--; });
     };
 
     const { act, load } = bind(p, ctx, 'trace', (st, answer, op) => {
