@@ -438,16 +438,23 @@ TEST(EngineDecay, FreeBlocksInsideUsedRunsDecay) {
     EXPECT_TRUE(h.check());
 }
 
+/// Returns: `count` blocks of `n` bytes, written; the even-numbered ones freed (so their runs keep
+/// live blocks).
+std::vector<char*> every_other_freed(engine_heap& h, std::size_t n, int count) {
+    std::vector<char*> blocks;
+    for (int i = 0; i < count; ++i)
+        blocks.push_back(written(h, n));
+    for (std::size_t i = 0; i < blocks.size(); i += 2)
+        h.deallocate(blocks[i]);
+    return blocks;
+}
+
 TEST(EngineDecay, RunBlockPurgeCanBeTurnedOff) {
     engine_options o = decay_options(100);
     o.purge_run_blocks = false;
     engine_heap h(o);
     constexpr std::size_t n = 24 * 1024;
-    std::vector<char*> blocks;
-    for (int i = 0; i < 32; ++i)
-        blocks.push_back(written(h, n));
-    for (std::size_t i = 0; i < blocks.size(); i += 2)
-        h.deallocate(blocks[i]);
+    const std::vector<char*> blocks = every_other_freed(h, n, 32);
     (void)h.end_frame(std::chrono::seconds{1});
     advance(1000);
     EXPECT_EQ(h.end_frame(std::chrono::seconds{1}), 0u);
@@ -461,11 +468,7 @@ TEST(EngineDecay, RunBlockPurgeCanBeTurnedOff) {
 TEST(EngineDecay, OnlyTheOwnerThreadPurgesInsideItsRuns) {
     engine_heap h(decay_options(100));
     constexpr std::size_t n = 16 * 1024;
-    std::vector<char*> blocks;
-    for (int i = 0; i < 32; ++i)
-        blocks.push_back(written(h, n));
-    for (std::size_t i = 0; i < blocks.size(); i += 2)
-        h.deallocate(blocks[i]);
+    const std::vector<char*> blocks = every_other_freed(h, n, 32);
     std::thread other([&] {
         (void)h.end_frame(std::chrono::seconds{1});
         advance(1000);
