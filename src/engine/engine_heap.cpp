@@ -54,6 +54,12 @@ engine_heap::engine_heap(engine_options options) : options_(options) {
     runs_ = reinterpret_cast<run*>(vm_.data());
     retain_granules_ = options.retain_bytes >> granule_shift;
     populate_granules_ = options.populate_after_bytes >> granule_shift;
+    // Classes of which the stash holds fewer than 16 blocks are not stashed: a few big blocks
+    // would switch the class between the stash and its run on nearly every allocation.
+    for (unsigned c = 0; c < class_count; ++c) {
+        const std::size_t n = options.stash_bytes / class_size(c);
+        stash_cap_[c] = n < 16 ? 0 : static_cast<std::uint16_t>(std::min<std::size_t>(n, 4096));
+    }
     clock_origin_ = now_ms();
     step_interval_ = options.decay_ms / 8;
     // Fewer TLB misses on a churned working set of megabytes; a hint (THP may be off).

@@ -407,7 +407,7 @@ std::size_t engine_heap::purge_run_blocks(thread_heap* h, std::uint32_t now,
     const unsigned classes = class_count - first_purged_class;
     for (unsigned i = 0; i < classes; ++i) {
         const unsigned c = first_purged_class + (h->purge_class + i) % classes;
-        bool more = walk_run(h->current[c]);
+        bool more = walk_run(h->current[c] == &h->stash[c] ? h->parked[c] : h->current[c]);
         for (run* r = h->partial[c]; more && r != nullptr; r = r->next)
             more = walk_run(r);
         for (run* r = h->full[c]; more && r != nullptr; r = r->next)
@@ -490,6 +490,7 @@ engine_purge_stats engine_heap::purge_stats() const noexcept {
 
 /// Effects: frees emptied abandoned runs, purges every big free medium block and every dirty free span.
 void engine_heap::trim() noexcept {
+    if (const tls_slot& s = tls[slot_]; s.epoch == epoch_) flush_stash(s.heap);
     sweep_abandoned();
     const std::uint32_t now = now_tick();
     {

@@ -1,15 +1,16 @@
 // The small tier: size classes up to 64 KiB, served from runs (spans of one class's blocks) that a
 // thread owns. The owner allocates and frees with no lock and no atomic (engine_heap::allocate and
 // deallocate, inline); this file holds what happens when its run is empty (small_slow), when a run
-// empties (local_free_slow), and frees from other threads (deallocate_slow: onto the run's atomic
-// thread_free list, which the owner collects).
+// empties (local_free_slow), and frees from other threads (deallocate_slow: onto the freeing
+// thread's stash, else onto the run's atomic thread_free list, which the owner collects).
 //
 // A run is on at most one of its owner's lists: current (the one allocate pops from), partial (has
 // free blocks), full (found exhausted; frees into it set a flag), cache (empty, kept for reuse).
+// While a class's stash holds blocks, the stash is current and the current run is parked.
 // Runs of exited threads wait on the heap's abandoned lists until a thread adopts them.
 //
-// Exports: engine_heap::small_slow, local_free_slow, deallocate_slow, collect, retire, new_run,
-// adopt, populate, thread_populates, sweep_abandoned.
+// Exports: engine_heap::small_slow, local_free_slow, deallocate_slow, push_thread_free,
+// flush_stash, collect, retire, new_run, adopt, populate, thread_populates, sweep_abandoned.
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -65,6 +66,11 @@ bool engine_heap::walk_full(thread_heap* h, unsigned c) noexcept {
 void* engine_heap::small_slow(thread_heap* h, unsigned c) noexcept {
     // Now and then a maintenance step, so that a program of small blocks gives back what decayed.
     if ((++h->slow_calls & 63) == 0) maybe_decay(h);
+    // The stash ran dry: the parked run is current again.
+    if (h->current[c] == &h->stash[c]) {
+        h->current[c] = h->parked[c];
+        h->parked[c] = nullptr;
+    }
     for (;;) {
         run* r = h->current[c];
         if (r != &empty_run) {
@@ -274,7 +280,7 @@ void engine_heap::local_free_slow(thread_heap* h, run* d) noexcept {
         d->where = run_list::partial;
         push(h->partial[c], d);
     }
-    if (d->used == 0 && h->current[c] != d) {
+    if (d->used == 0 && h->current[c] != d && h->parked[c] != d) {
         // One empty run per class stays parked in the partial list, carved and ready: a class that
         // oscillates around a run boundary (the big classes' 16-block runs do) neither gives the
         // run up nor re-threads it on every cycle.
@@ -288,41 +294,99 @@ void engine_heap::local_free_slow(thread_heap* h, run* d) noexcept {
     }
 }
 
-/// Effects: a free that is not the owner's own small free: a small block goes onto its run's
-/// thread_free list (one CAS); medium and large blocks go to their tiers.
+/// Effects: a free that is not the owner's own small free: a small block goes onto the freeing
+/// thread's stash while it has room, else onto its run's thread_free list (one CAS); medium and
+/// large blocks go to their tiers.
 void engine_heap::deallocate_slow(void* p, run* d) noexcept {
     switch (d->kind) {
     case span_kind::small: {
+        // The block is still counted in d->used, so the run cannot change class under us.
+        const auto cls = d->cls;
+        auto* b = static_cast<free_block*>(p);
         // Counted here, by the thread that frees, so statistics are exact once threads are quiet
         // (the owner only learns of the block when it collects).
-        // The class is read once, before the block is published: once it is on thread_free the
-        // owner may collect it and reuse the run for another class (a data race on d->cls).
-        const auto cls = d->cls;
         const tls_slot& s = tls[slot_];
-        if (s.epoch == epoch_)
-            s.heap->frees[cls].add(1);
-        else
+        if (s.epoch == epoch_) {
+            thread_heap* h = s.heap;
+            h->frees[cls].add(1);
+            if (STRATA_UNLIKELY(++h->remote_window == stash_window)) choose_stash(h);
+            run* st = &h->stash[cls];
+            if (h->stash_on && stash_count(st) < stash_cap_[cls]) {
+                b->next = st->free;
+                st->free = b;
+                --st->used;
+                if (h->current[cls] != st) {
+                    h->parked[cls] = h->current[cls];
+                    h->current[cls] = st;
+                }
+                return;
+            }
+        } else {
             remote_frees_[cls].fetch_add(1, std::memory_order_relaxed);
-        auto* b = static_cast<free_block*>(p);
-        // A thread without a cache for this heap, or the owner's own free while it is not the
-        // owner any more (abandoned), goes the remote way too.
-        free_block* old = d->thread_free.load(std::memory_order_relaxed);
-        do {
-            b->next = old;
-        } while (!d->thread_free.compare_exchange_weak(old, b, std::memory_order_seq_cst,
-                                                       std::memory_order_relaxed));
-        if (old == nullptr) {
-            // The first block on an empty list tells the owner to look at its full runs; later
-            // ones ride along (the owner takes the whole list at once). seq_cst pairs with adopt()
-            // (a lock cmpxchg and a plain load on x86 either way).
-            if (thread_heap* o = d->owner.load(std::memory_order_seq_cst))
-                o->pending[cls].store(1, std::memory_order_release);
         }
+        push_thread_free(b, d, cls);
         return;
     }
     case span_kind::medium: medium_deallocate(p, d); return;
     case span_kind::large: large_deallocate(p, d); return;
     default: return;
+    }
+}
+
+/// Effects: after each stash_window remote frees, turns h's stash on when they were at least half
+/// of its frees since the last choice, and off when they were under 40%. A program whose threads
+/// free each other's blocks at random (a server) gains from reusing them. One whose threads mostly
+/// free their own would, with the stash on, carry more and more blocks of other threads' runs and
+/// free them the slower way: that alone raises its share of remote frees (to about a third in
+/// `strata-mt --workload xchurn32k`), hence the margin.
+void engine_heap::choose_stash(thread_heap* h) noexcept {
+    std::uint64_t frees = 0;
+    for (unsigned c = 0; c < class_count; ++c)
+        frees += h->frees[c].get();
+    const std::uint64_t window = frees - h->frees_mark;
+    h->stash_on = h->stash_on ? 5 * std::uint64_t{stash_window} >= 2 * window
+                              : 2 * std::uint64_t{stash_window} >= window;
+    h->frees_mark = frees;
+    h->remote_window = 0;
+}
+
+/// Effects: pushes the free block `b` of class `cls` onto its run `d`'s thread_free list, for the
+/// run's owner (or its adopter) to collect.
+void engine_heap::push_thread_free(free_block* b, run* d, unsigned cls) noexcept {
+    // The class comes from the caller, read before the block is published: once it is on
+    // thread_free the owner may collect it and reuse the run for another class.
+    free_block* old = d->thread_free.load(std::memory_order_relaxed);
+    do {
+        b->next = old;
+    } while (
+        !d->thread_free.compare_exchange_weak(old, b, std::memory_order_seq_cst, std::memory_order_relaxed));
+    if (old == nullptr) {
+        // The first block on an empty list tells the owner to look at its full runs; later
+        // ones ride along (the owner takes the whole list at once). seq_cst pairs with adopt()
+        // (a lock cmpxchg and a plain load on x86 either way).
+        if (thread_heap* o = d->owner.load(std::memory_order_seq_cst))
+            o->pending[cls].store(1, std::memory_order_release);
+    }
+}
+
+/// Effects: hands every block on h's stash back to its run (thread exit, flush_thread_cache).
+void engine_heap::flush_stash(thread_heap* h) noexcept {
+    for (unsigned c = 0; c < class_count; ++c) {
+        run* st = &h->stash[c];
+        if (h->current[c] == st) {
+            h->current[c] = h->parked[c];
+            h->parked[c] = nullptr;
+        }
+        for (free_block* b = st->free; b != nullptr;) {
+            free_block* next = b->next;
+            const std::uintptr_t off = reinterpret_cast<std::uintptr_t>(b) - data_;
+            run* d = runs_ + (off >> granule_shift);
+            d -= d->back;
+            push_thread_free(b, d, c);
+            b = next;
+        }
+        st->free = nullptr;
+        st->used = 0;
     }
 }
 

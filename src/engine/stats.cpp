@@ -154,8 +154,32 @@ bool engine_heap::check() const noexcept {
         }
     }
     if (binned != free_spans || dirty != dirty_free_) ok = false;
+    if (ok && tls[slot_].epoch == epoch_) ok = check_stash(tls[slot_].heap);
     self->unlock_all();
     return ok;
+}
+
+/// Returns: whether the stash of `h` holds its count of blocks, each on the block grid of a small
+/// run of its class, and is current exactly while it holds blocks (or until the next slow path).
+bool engine_heap::check_stash(const thread_heap* h) const noexcept {
+    for (unsigned c = 0; c < class_count; ++c) {
+        const run* st = &h->stash[c];
+        if (h->current[c] != st && (st->free != nullptr || h->parked[c] != nullptr)) return false;
+        std::size_t count = 0;
+        for (const free_block* b = st->free; b != nullptr; b = b->next) {
+            const std::uintptr_t off = reinterpret_cast<std::uintptr_t>(b) - data_;
+            if (off >= top_ << granule_shift || ++count > stash_count(st)) return false;
+            const run* d = runs_ + (off >> granule_shift);
+            d -= d->back;
+            const std::uintptr_t at =
+                reinterpret_cast<std::uintptr_t>(b) - reinterpret_cast<std::uintptr_t>(address_of(d));
+            if (d->kind != span_kind::small || d->cls != c || at % d->block_size != 0 ||
+                at / d->block_size >= d->carved || d->used == 0)
+                return false;
+        }
+        if (count != stash_count(st)) return false;
+    }
+    return true;
 }
 
 } // namespace strata

@@ -52,8 +52,14 @@ engine_heap::thread_heap* engine_heap::make_thread_heap() noexcept {
             h->frees[c].v.store(0, std::memory_order_relaxed);
             h->partial[c] = h->full[c] = h->spare[c] = h->resume[c] = nullptr;
             h->pending[c].store(0, std::memory_order_relaxed);
+            h->parked[c] = nullptr;
+            h->stash[c].free = nullptr;
+            h->stash[c].used = 0;
         }
         h->full_freed = 0;
+        h->remote_window = 0;
+        h->stash_on = false;
+        h->frees_mark = 0;
         h->run_bytes.v.store(0, std::memory_order_relaxed);
         h->cache = nullptr;
         h->cache_count = 0;
@@ -81,6 +87,7 @@ void engine_heap::abandon(thread_heap* h) noexcept {
         std::launder(reinterpret_cast<arena*>(h->arena_storage))->~arena();
         h->has_arena = false;
     }
+    flush_stash(h);
     for (unsigned c = 0; c < class_count; ++c) {
         auto give_up = [&](run* r) {
             collect(h, r);

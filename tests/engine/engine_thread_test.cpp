@@ -1,11 +1,14 @@
-// engine_heap under threads: cross-thread frees, producer/consumer, thread exit handing caches
-// back (runs adopted by other threads), a random shared-pointer stress.
+// engine_heap under threads: cross-thread frees (and the freeing thread's stash of them),
+// producer/consumer, thread exit handing caches back (runs adopted by other threads), a random
+// shared-pointer stress.
 // TSAN_STAGE: the CI tsan stage runs the *Thread* tests of this file.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <future>
+#include <iterator>
 #include <mutex>
 #include <random>
 #include <thread>
@@ -47,6 +50,219 @@ TEST(EngineHeapThreads, CrossThreadFreesReturnToTheOwner) {
         h.deallocate(p);
     EXPECT_TRUE(h.check());
     EXPECT_EQ(h.stats().live_allocations, 0u);
+}
+
+// Blocks of `blocks` found in `got` (by address).
+std::size_t overlap(const std::vector<void*>& blocks, const std::vector<void*>& got) {
+    std::vector<void*> a = blocks, b = got;
+    std::sort(a.begin(), a.end());
+    std::sort(b.begin(), b.end());
+    std::vector<void*> both;
+    std::set_intersection(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(both));
+    return both.size();
+}
+
+// The owner (the calling thread) gets every block of `blocks` back within one run's worth of
+// allocations of `size`, and the class still has one run: the blocks came home.
+void expect_all_came_home(engine_heap& h, const std::vector<void*>& blocks, std::size_t size) {
+    const unsigned c = strata::engine_detail::class_of(size);
+    std::vector<void*> again;
+    for (std::size_t i = 0; i < strata::engine_detail::granule / size; ++i)
+        again.push_back(h.allocate(size));
+    EXPECT_EQ(overlap(blocks, again), blocks.size());
+    EXPECT_EQ(h.class_stats(c).committed_bytes, strata::engine_detail::granule);
+    for (void* p : again)
+        h.deallocate(p);
+    EXPECT_TRUE(h.check());
+}
+
+// Makes the calling thread free 512 blocks of 16 bytes another thread allocated: its stash turns on
+// (the second window of 256 remote frees has no free of its own).
+void turn_stash_on(engine_heap& h) {
+    std::vector<void*> theirs;
+    std::thread([&] {
+        for (int i = 0; i < 512; ++i)
+            theirs.push_back(h.allocate(16));
+    }).join();
+    for (void* p : theirs)
+        h.deallocate(p);
+}
+
+// A thread that frees blocks of another thread's runs keeps them (up to stash_bytes per class)
+// and its next allocations of that class take them back, newest first; at its exit the blocks it
+// still holds go to their runs, so the owner reuses them.
+TEST(EngineHeapThreads, RemoteFreesStayWithTheFreeingThread) {
+    strata::engine_options o = options();
+    o.stash_bytes = 1024; // 16 blocks of 64 bytes
+    engine_heap h(o);
+    std::vector<void*> blocks;
+    for (int i = 0; i < 100; ++i)
+        blocks.push_back(h.allocate(64));
+    std::vector<void*> got;
+    std::thread([&] {
+        void* own = h.allocate(64); // this thread's own run, so it has a cache
+        turn_stash_on(h);
+        for (void* p : blocks)
+            h.deallocate(p);
+        EXPECT_TRUE(h.check()); // 16 blocks stashed
+        for (int i = 0; i < 100; ++i)
+            got.push_back(h.allocate(64));
+        EXPECT_TRUE(h.check());
+        // The first 16 frees were stashed; the other 84 went to the owner's runs.
+        EXPECT_EQ(overlap(blocks, got), 16u);
+        EXPECT_TRUE(std::equal(got.begin(), got.begin() + 16, blocks.rbegin() + 84));
+        for (void* p : got)
+            h.deallocate(p); // 16 remote again (stashed), 84 this thread's own
+        h.deallocate(own);
+    }).join();
+    EXPECT_EQ(h.stats().live_allocations, 0u);
+    EXPECT_TRUE(h.check());
+    expect_all_came_home(h, blocks, 64);
+}
+
+TEST(EngineHeapThreads, StashOffSendsEveryRemoteFreeHome) {
+    strata::engine_options o = options();
+    o.stash_bytes = 0;
+    engine_heap h(o);
+    std::vector<void*> blocks;
+    for (int i = 0; i < 100; ++i)
+        blocks.push_back(h.allocate(64));
+    std::thread([&] {
+        void* own = h.allocate(64);
+        turn_stash_on(h);
+        for (void* p : blocks)
+            h.deallocate(p);
+        std::vector<void*> got;
+        for (int i = 0; i < 100; ++i)
+            got.push_back(h.allocate(64));
+        EXPECT_EQ(overlap(blocks, got), 0u);
+        for (void* p : got)
+            h.deallocate(p);
+        h.deallocate(own);
+    }).join();
+    EXPECT_TRUE(h.check());
+    EXPECT_EQ(h.stats().live_allocations, 0u);
+    expect_all_came_home(h, blocks, 64);
+}
+
+// A thread whose remote frees are under a quarter of its frees keeps its stash off (on, it would
+// carry more and more blocks of the other thread's runs); once they pass it, the stash turns on.
+TEST(EngineHeapThreads, StashFollowsTheShareOfRemoteFrees) {
+    engine_heap h(options());
+    std::vector<void*> mine; // first, so that this thread does not adopt the other's runs
+    for (int i = 0; i < 2000; ++i)
+        mine.push_back(h.allocate(64));
+    std::vector<void*> theirs;
+    std::thread([&] {
+        for (int i = 0; i < 2000; ++i)
+            theirs.push_back(h.allocate(64));
+    }).join();
+    // 1 remote free in 5: the stash stays off, and the next allocations are not those blocks.
+    for (int i = 0; i < 1000; ++i) {
+        h.deallocate(theirs[static_cast<std::size_t>(i)]);
+        for (int k = 0; k < 4; ++k)
+            h.deallocate(h.allocate(64));
+    }
+    std::vector<void*> got;
+    for (int i = 0; i < 16; ++i)
+        got.push_back(h.allocate(64));
+    EXPECT_EQ(overlap(theirs, got), 0u);
+    for (void* p : got)
+        h.deallocate(p);
+    // Only remote frees now: after the window the stash is on and serves the next allocations.
+    for (std::size_t i = 1000; i < 2000; ++i)
+        h.deallocate(theirs[i]);
+    got.clear();
+    for (int i = 0; i < 16; ++i)
+        got.push_back(h.allocate(64));
+    EXPECT_EQ(overlap(theirs, got), 16u);
+    EXPECT_TRUE(h.check());
+    for (void* p : got)
+        h.deallocate(p);
+    for (void* p : mine)
+        h.deallocate(p);
+    h.trim();
+    EXPECT_TRUE(h.check());
+    EXPECT_EQ(h.stats().live_allocations, 0u);
+}
+
+// While the stash serves a class, the thread's own current run waits aside; emptying it then by
+// local frees must not hand it back (it is still the run allocation returns to).
+TEST(EngineHeapThreads, ParkedRunOutlivesItsEmptying) {
+    engine_heap h(options());
+    void* foreign = nullptr;
+    std::promise<void> allocated, finished;
+    std::thread other([&] { // stays alive, so that its run keeps its owner
+        foreign = h.allocate(48);
+        allocated.set_value();
+        finished.get_future().wait();
+    });
+    allocated.get_future().wait();
+    // A first run filled and emptied again: it is the class's spare, so the next run to empty
+    // would be handed back.
+    const std::size_t per_run = strata::engine_detail::granule / 48;
+    std::vector<void*> first;
+    for (std::size_t i = 0; i < per_run; ++i)
+        first.push_back(h.allocate(48));
+    std::vector<void*> mine;
+    for (int i = 0; i < 10; ++i)
+        mine.push_back(h.allocate(48));
+    for (void* p : first)
+        h.deallocate(p);
+    turn_stash_on(h);
+    h.deallocate(foreign); // stashed: the stash is this class's current run now
+    for (void* p : mine)
+        h.deallocate(p); // the parked run empties
+    EXPECT_TRUE(h.check());
+    ASSERT_EQ(h.allocate(48), foreign);
+    std::vector<void*> next;
+    for (int i = 0; i < 10; ++i) {
+        next.push_back(h.allocate(48));
+        std::memset(next.back(), 0x5a, 48);
+    }
+    EXPECT_EQ(overlap(mine, next), 10u) << "the parked run serves again";
+    // A new run of another class must not be that run (were it handed back, it would be reused).
+    std::vector<void*> small;
+    for (int i = 0; i < 100; ++i) {
+        small.push_back(h.allocate(16));
+        std::memset(small.back(), 0xa5, 16);
+    }
+    for (void* p : next)
+        EXPECT_EQ(*static_cast<unsigned char*>(p), 0x5a);
+    EXPECT_TRUE(h.check());
+    for (void* p : small)
+        h.deallocate(p);
+    h.deallocate(foreign);
+    for (void* p : next)
+        h.deallocate(p);
+    finished.set_value();
+    other.join();
+    EXPECT_TRUE(h.check());
+    EXPECT_EQ(h.stats().live_allocations, 0u);
+}
+
+// trim() and flush_thread_cache() hand the calling thread's stash back: the owner's runs empty and
+// trim returns them.
+TEST(EngineHeapThreads, TrimAndFlushHandTheStashBack) {
+    for (const bool flush : {false, true}) {
+        engine_heap h(options());
+        const unsigned c = strata::engine_detail::class_of(32);
+        std::vector<void*> blocks;
+        std::thread([&] {
+            for (int i = 0; i < 100; ++i)
+                blocks.push_back(h.allocate(32));
+        }).join();              // its run is abandoned with 100 live blocks
+        (void)h.allocate(4000); // the main thread gets a cache
+        turn_stash_on(h);
+        for (void* p : blocks)
+            h.deallocate(p); // all 100 stashed (16 KiB holds 512 blocks of 32 bytes)
+        EXPECT_EQ(h.stats().live_allocations, 1u);
+        EXPECT_GT(h.class_stats(c).committed_bytes, 0u);
+        if (flush) h.flush_thread_cache();
+        h.trim();
+        EXPECT_EQ(h.class_stats(c).committed_bytes, 0u);
+        EXPECT_TRUE(h.check());
+    }
 }
 
 // Big medium blocks churned by two threads: purged before the free outside the medium lock
@@ -241,35 +457,59 @@ TEST(EngineHeapThreads, TrimFreesAbandonedRunsOtherThreadsEmptied) {
     EXPECT_TRUE(h.check());
 }
 
+// Four threads replace random slots of one shared array, so most blocks are freed by a thread
+// other than the one that allocated them (with the stash on, as such a program turns it on, and
+// off). Every block carries a serial and its complement, checked at its free: a block handed out
+// twice is freed with a link or the other owner's serial in it.
 TEST(EngineHeapThreads, SharedSlotsStress) {
-    engine_heap h(options());
-    constexpr std::size_t slots = 4096;
-    std::vector<std::atomic<void*>> shared(slots);
-    for (auto& s : shared)
-        s.store(nullptr);
-    std::vector<std::thread> threads;
-    for (unsigned t = 0; t < 4; ++t) {
-        threads.emplace_back([&, t] {
-            std::mt19937_64 rng(t + 11);
-            for (int i = 0; i < 60000; ++i) {
-                const std::size_t r = rng();
-                std::size_t size = r % 100 < 90 ? r % 512 : r % 200000;
-                if (r % 1000 == 0) size = std::size_t{9} << 20;
-                void* p = h.allocate(size, r % 8 == 0 ? 64 : 16);
-                ASSERT_NE(p, nullptr);
-                std::memset(p, static_cast<int>(t), std::min<std::size_t>(size, 32));
-                void* old = shared[(r >> 20) % slots].exchange(p);
-                if (old != nullptr) h.deallocate(old);
-                if (i % 10000 == 0 && t == 0) h.flush_thread_cache();
+    for (const std::size_t stash : {std::size_t{16} << 10, std::size_t{0}}) {
+        strata::engine_options o = options();
+        o.stash_bytes = stash;
+        engine_heap h(o);
+        constexpr std::size_t slots = 4096;
+        std::vector<std::atomic<void*>> shared(slots);
+        for (auto& s : shared)
+            s.store(nullptr);
+        std::atomic<std::size_t> torn{0};
+        const auto intact = [&](void* p) {
+            std::uint64_t w[2];
+            std::memcpy(w, p, sizeof w);
+            if (w[1] != ~w[0]) torn.fetch_add(1);
+        };
+        std::vector<std::thread> threads;
+        for (unsigned t = 0; t < 4; ++t) {
+            threads.emplace_back([&, t] {
+                std::mt19937_64 rng(t + 11);
+                for (int i = 0; i < 60000; ++i) {
+                    const std::size_t r = rng();
+                    std::size_t size = 16 + (r % 100 < 90 ? r % 512 : r % 200000);
+                    if (r % 1000 == 0) size = std::size_t{9} << 20;
+                    void* p = h.allocate(size, r % 8 == 0 ? 64 : 16);
+                    ASSERT_NE(p, nullptr);
+                    const std::uint64_t w[2] = {(std::uint64_t{t} << 32) | static_cast<unsigned>(i),
+                                                ~((std::uint64_t{t} << 32) | static_cast<unsigned>(i))};
+                    std::memcpy(p, w, sizeof w);
+                    void* old = shared[(r >> 20) % slots].exchange(p);
+                    if (old != nullptr) {
+                        intact(old);
+                        h.deallocate(old);
+                    }
+                    if (i % 10000 == 0 && t == 0) h.flush_thread_cache();
+                }
+            });
+        }
+        for (auto& th : threads)
+            th.join();
+        for (auto& s : shared) {
+            if (void* p = s.exchange(nullptr)) {
+                intact(p);
+                h.deallocate(p);
             }
-        });
+        }
+        EXPECT_EQ(torn.load(), 0u) << "stash " << stash;
+        EXPECT_TRUE(h.check());
+        EXPECT_EQ(h.stats().live_allocations, 0u);
     }
-    for (auto& th : threads)
-        th.join();
-    for (auto& s : shared)
-        h.deallocate(s.exchange(nullptr));
-    EXPECT_TRUE(h.check());
-    EXPECT_EQ(h.stats().live_allocations, 0u);
 }
 
 } // namespace

@@ -67,6 +67,13 @@ struct engine_options {
     bool purge_run_blocks = true;
     /// Milliseconds of a monotonic clock; nullptr: CLOCK_MONOTONIC_COARSE. Tests give a fake one.
     std::uint64_t (*clock_ms)() noexcept = nullptr;
+    /// Per size class, bytes of small blocks of other threads' runs that a thread's frees keep for
+    /// its own next allocations of that class (its stash): a thread that frees what others
+    /// allocated reuses those blocks while they are in its cache, and skips the atomic push to their
+    /// owner. Only classes of which it holds at least 16 blocks are stashed, and only by a thread
+    /// whose remote frees are at least a quarter of its frees. Past it, such frees go to the
+    /// owning run. Handed back at thread exit, flush_thread_cache() and trim(). 0: off.
+    std::size_t stash_bytes = std::size_t{16} << 10;
     /// Empty runs a thread keeps for itself before handing them back to the shared span pool.
     std::size_t thread_cache_runs = 16;
     /// Size of the first TLSF arena of the medium tier (the second is twice, later ones 4x).
@@ -246,17 +253,19 @@ public:
     }
 
     /// Effects: validates every invariant: span tiling, free bins, run free lists (on the block
-    /// grid, within the carved part, counts matching `used`), TLSF arenas. Requires: no other
+    /// grid, within the carved part, counts matching `used`), TLSF arenas, the calling thread's
+    /// stash (blocks on the grid of runs of their class, counts). Requires: no other
     /// thread uses the heap meanwhile. Returns: true when all hold.
     [[nodiscard]] bool check() const noexcept;
 
-    /// Effects: hands the calling thread's cache back (as thread exit does): runs in use become
-    /// adoptable by other threads, empty ones return to the span pool, the frame arena is
-    /// destroyed. The next allocation on this thread starts a new cache.
+    /// Effects: hands the calling thread's cache back (as thread exit does): its stash goes to the
+    /// owning runs, runs in use become adoptable by other threads, empty ones return to the span
+    /// pool, the frame arena is destroyed. The next allocation on this thread starts a new cache.
     void flush_thread_cache() noexcept;
 
-    /// Effects: frees the runs exited threads left behind whose blocks other threads have since
-    /// freed (otherwise they wait for a thread that needs their size class), then purges every
+    /// Effects: hands the calling thread's stash back to the owning runs, frees the runs exited
+    /// threads left behind whose blocks other threads have since freed (otherwise they wait for a
+    /// thread that needs their size class), then purges every
     /// free medium block of purge_medium_bytes or more and every free span (the retained memory
     /// goes back to the OS). Complexity: O(abandoned runs + free medium blocks + spans).
     void trim() noexcept;
@@ -316,6 +325,11 @@ private:
     // Small tier (small.cpp).
     [[nodiscard]] STRATA_NOINLINE void* small_slow(thread_heap* h, unsigned c) noexcept;
     void collect(thread_heap* h, run* r) noexcept;
+    void push_thread_free(engine_detail::free_block* b, run* d, unsigned cls) noexcept;
+    void flush_stash(thread_heap* h) noexcept;
+    void choose_stash(thread_heap* h) noexcept;
+    static constexpr std::uint32_t stash_window = 256; // remote frees between choose_stash calls
+    [[nodiscard]] bool check_stash(const thread_heap* h) const noexcept; // stats.cpp
     [[nodiscard]] bool walk_full(thread_heap* h, unsigned c) noexcept;
     void retire(thread_heap* h, run* r) noexcept;
     run* new_run(thread_heap* h, unsigned c) noexcept;
@@ -460,6 +474,7 @@ private:
     std::size_t span_peak_ = 0;        // most granules in use (top_ - free_granules_) this window
     std::size_t span_peak_before_ = 0; // ... in the window before
     std::size_t populate_granules_ = 0;
+    std::uint16_t stash_cap_[engine_detail::class_count] = {}; // blocks a thread stashes per class
 
     // Decay (purge.cpp).
     std::uint64_t clock_origin_ = 0;              // clock_ms() at construction

@@ -110,11 +110,20 @@ struct thread_heap {
     run* spare[class_count];     // an empty run kept in `partial` (at most one per class)
     run* resume[class_count];    // where the next walk of `full` starts (when still in it)
     std::atomic<std::uint32_t> pending[class_count]; // a full run got a free from another thread
-    counter run_bytes;                               // committed bytes of the runs this heap owns
-    run* cache = nullptr;                            // empty runs kept for reuse
-    std::size_t cache_count = 0;                     //
-    std::uint32_t slow_calls = 0;                    // small_slow calls (a step every 64)
-    std::uint32_t purge_class = 0;                   // where the next in-run purge walk starts
+    // Blocks of other threads' runs that this thread freed. While a class's stash holds blocks,
+    // current[c] points at stash[c] (a run record of this heap, not of the heap's memory) and
+    // the fast path pops from it; the real current run waits in parked[c]. stash[c].used counts
+    // down from 0 as blocks arrive and back up as they leave.
+    run* parked[class_count];
+    std::uint32_t remote_window = 0; // remote frees since the stash was last turned on or off
+    bool stash_on = false;           // whether remote frees go to the stash
+    std::uint64_t frees_mark = 0;    // sum of frees[] at that time
+    run stash[class_count];
+    counter run_bytes;             // committed bytes of the runs this heap owns
+    run* cache = nullptr;          // empty runs kept for reuse
+    std::size_t cache_count = 0;   //
+    std::uint32_t slow_calls = 0;  // small_slow calls (a step every 64)
+    std::uint32_t purge_class = 0; // where the next in-run purge walk starts
     engine_heap* engine = nullptr;
     thread_heap* next_heap = nullptr; // engine's list of heaps in use, or of free ones
     thread_heap* prev_heap = nullptr;
