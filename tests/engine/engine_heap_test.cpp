@@ -86,6 +86,33 @@ TEST(EngineHeap, AllocatesEveryTier) {
     EXPECT_EQ(h.stats().in_use, 0u);
 }
 
+// allocate_cached answers only from the thread's current run: nullptr before the thread has a
+// cache, above small_max and when the run is empty; its blocks are ordinary blocks.
+TEST(EngineHeap, AllocateCachedServesOnlyFromTheCurrentRun) {
+    engine_heap h(small_options());
+    EXPECT_EQ(h.allocate_cached(64), nullptr) << "no cache yet";
+    void* first = h.allocate(64); // makes the cache and threads a first piece of a run
+    ASSERT_NE(first, nullptr);
+    EXPECT_EQ(h.allocate_cached(engine_heap::small_max + 1), nullptr);
+    EXPECT_EQ(h.allocate_cached(100000), nullptr);
+    std::vector<void*> got{first};
+    while (void* p = h.allocate_cached(64)) { // until the threaded piece runs out
+        EXPECT_EQ(h.usable_size(p), 64u);
+        std::memset(p, 0x3c, 64);
+        got.push_back(p);
+        ASSERT_LT(got.size(), 1025u);
+    }
+    EXPECT_GT(got.size(), 1u);
+    std::sort(got.begin(), got.end());
+    EXPECT_EQ(std::adjacent_find(got.begin(), got.end()), got.end());
+    EXPECT_EQ(h.stats().live_allocations, got.size());
+    EXPECT_TRUE(h.check());
+    for (void* p : got)
+        h.deallocate(p);
+    EXPECT_EQ(h.stats().live_allocations, 0u);
+    EXPECT_TRUE(h.check());
+}
+
 TEST(EngineHeap, SizeZeroGivesUniqueBlocks) {
     engine_heap h(small_options());
     void* a = h.allocate(0);
