@@ -71,7 +71,7 @@ struct engine_options {
     /// its own next allocations of that class (its stash): a thread that frees what others
     /// allocated reuses those blocks while they are in its cache, and skips the atomic push to their
     /// owner. Only classes of which it holds at least 16 blocks are stashed, and only by a thread
-    /// whose remote frees are at least a quarter of its frees. Past it, such frees go to the
+    /// whose remote frees are about half of its frees or more. Past it, such frees go to the
     /// owning run. Handed back at thread exit, flush_thread_cache() and trim(). 0: off.
     std::size_t stash_bytes = std::size_t{16} << 10;
     /// Empty runs a thread keeps for itself before handing them back to the shared span pool.
