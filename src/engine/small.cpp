@@ -68,7 +68,7 @@ void* engine_heap::small_slow(thread_heap* h, unsigned c) noexcept {
     if ((++h->slow_calls & 63) == 0) maybe_decay(h);
     // The stash ran dry: the parked run is current again.
     if (h->current[c] == &h->stash[c]) {
-        set_current(h, c, h->parked[c]);
+        h->current[c] = h->parked[c];
         h->parked[c] = nullptr;
     }
     for (;;) {
@@ -104,13 +104,13 @@ void* engine_heap::small_slow(thread_heap* h, unsigned c) noexcept {
             }
             r->where = run_list::full;
             push(h->full[c], r);
-            set_current(h, c, &empty_run);
+            h->current[c] = &empty_run;
         }
         if (run* p = h->partial[c]) {
             if (p == h->spare[c]) h->spare[c] = nullptr;
             unlink(h->partial[c], p);
             p->where = run_list::none;
-            set_current(h, c, p);
+            h->current[c] = p;
             continue;
         }
         const std::uint64_t bit = std::uint64_t{1} << c;
@@ -120,12 +120,12 @@ void* engine_heap::small_slow(thread_heap* h, unsigned c) noexcept {
             freed = true;
         if (freed && walk_full(h, c)) continue;
         if (run* a = adopt(h, c)) {
-            set_current(h, c, a);
+            h->current[c] = a;
             continue;
         }
         run* n = new_run(h, c);
         if (n == nullptr) return nullptr;
-        set_current(h, c, n);
+        h->current[c] = n;
     }
 }
 
@@ -317,7 +317,7 @@ void engine_heap::deallocate_slow(void* p, run* d) noexcept {
                 --st->used;
                 if (h->current[cls] != st) {
                     h->parked[cls] = h->current[cls];
-                    set_current(h, cls, st);
+                    h->current[cls] = st;
                 }
                 return;
             }
@@ -374,7 +374,7 @@ void engine_heap::flush_stash(thread_heap* h) noexcept {
     for (unsigned c = 0; c < class_count; ++c) {
         run* st = &h->stash[c];
         if (h->current[c] == st) {
-            set_current(h, c, h->parked[c]);
+            h->current[c] = h->parked[c];
             h->parked[c] = nullptr;
         }
         for (free_block* b = st->free; b != nullptr;) {

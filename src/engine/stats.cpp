@@ -154,17 +154,14 @@ bool engine_heap::check() const noexcept {
         }
     }
     if (binned != free_spans || dirty != dirty_free_) ok = false;
-    if (ok && tls[slot_].epoch == epoch_) ok = check_thread_heap(tls[slot_].heap);
+    if (ok && tls[slot_].epoch == epoch_) ok = check_stash(tls[slot_].heap);
     self->unlock_all();
     return ok;
 }
 
-/// Returns: whether h's direct table matches current[], and whether its stash holds its count of
-/// blocks, each on the block grid of a small run of its class, and is current exactly while it
-/// holds blocks (or until the next slow path).
-bool engine_heap::check_thread_heap(const thread_heap* h) const noexcept {
-    for (unsigned i = 0; i < direct_slots; ++i)
-        if (h->direct[i] != h->current[class_of_computed(std::size_t{i} * 16)]) return false;
+/// Returns: whether the stash of `h` holds its count of blocks, each on the block grid of a small
+/// run of its class, and is current exactly while it holds blocks (or until the next slow path).
+bool engine_heap::check_stash(const thread_heap* h) const noexcept {
     for (unsigned c = 0; c < class_count; ++c) {
         const run* st = &h->stash[c];
         if (h->current[c] != st && (st->free != nullptr || h->parked[c] != nullptr)) return false;

@@ -47,7 +47,7 @@ engine_heap::thread_heap* engine_heap::make_thread_heap() noexcept {
         // before the heap was recycled may still set a `pending` flag (atomically; a spurious
         // flag only costs one walk of a full list).
         for (unsigned c = 0; c < class_count; ++c) {
-            set_current(h, c, &empty_run);
+            h->current[c] = &empty_run;
             h->allocs[c].v.store(0, std::memory_order_relaxed);
             h->frees[c].v.store(0, std::memory_order_relaxed);
             h->partial[c] = h->full[c] = h->spare[c] = h->resume[c] = nullptr;
@@ -55,7 +55,6 @@ engine_heap::thread_heap* engine_heap::make_thread_heap() noexcept {
             h->parked[c] = nullptr;
             h->stash[c].free = nullptr;
             h->stash[c].used = 0;
-            h->stash[c].cls = static_cast<std::uint8_t>(c); // the fast path counts by r->cls
         }
         h->full_freed = 0;
         h->remote_window = 0;
@@ -111,7 +110,7 @@ void engine_heap::abandon(thread_heap* h) noexcept {
             abandoned_count_[c].fetch_add(1, std::memory_order_relaxed);
         };
         if (h->current[c] != &empty_run) give_up(h->current[c]);
-        set_current(h, c, &empty_run);
+        h->current[c] = &empty_run;
         for (run* lists : {h->partial[c], h->full[c]}) {
             for (run* r = lists; r != nullptr;) {
                 run* next = r->next;

@@ -66,22 +66,6 @@ TEST(EngineHeap, ClassTableIsTightAndMonotonic) {
     }
 }
 
-// Every size up to direct_max has a direct-table slot inside its class's range of slots, and the
-// ranges tile the table.
-TEST(EngineHeap, DirectSlotsTileTheSmallClasses) {
-    using namespace strata::engine_detail;
-    for (std::size_t size = 0; size <= direct_max; ++size) {
-        const unsigned c = class_of(size);
-        ASSERT_LT(c, direct_classes) << size;
-        EXPECT_GE(direct_slot(size), direct_first(c)) << size;
-        EXPECT_LT(direct_slot(size), direct_first(c + 1)) << size;
-    }
-    EXPECT_EQ(direct_first(0), 0u);
-    EXPECT_EQ(direct_first(direct_classes), direct_slots);
-    for (unsigned c = 0; c < direct_classes; ++c)
-        EXPECT_LT(direct_first(c), direct_first(c + 1)) << c;
-}
-
 TEST(EngineHeap, AllocatesEveryTier) {
     engine_heap h(small_options());
     for (std::size_t size :

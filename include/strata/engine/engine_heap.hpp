@@ -157,17 +157,18 @@ public:
             const tls_slot& s = tls[slot_];
             if (STRATA_LIKELY(s.epoch == epoch_)) {
                 thread_heap* h = s.heap;
-                run* r = size <= direct_max ? h->direct[direct_slot(size)] : h->current[class_of(size)];
+                const unsigned c = class_of(size);
+                run* r = h->current[c];
                 free_block* b = r->free;
                 if (STRATA_LIKELY(b != nullptr)) {
                     r->free = b->next;
                     // The next pop of this class reads that block: start fetching it now.
                     __builtin_prefetch(r->free);
                     ++r->used;
-                    h->allocs[r->cls].add(1);
+                    h->allocs[c].add(1);
                     return b;
                 }
-                return small_slow(h, class_of(size));
+                return small_slow(h, c);
             }
         }
         return allocate_slow(size, align);
@@ -184,13 +185,14 @@ public:
         const tls_slot& s = tls[slot_];
         if (STRATA_UNLIKELY(s.epoch != epoch_)) return nullptr;
         thread_heap* h = s.heap;
-        run* r = size <= direct_max ? h->direct[direct_slot(size)] : h->current[class_of(size)];
+        const unsigned c = class_of(size);
+        run* r = h->current[c];
         free_block* b = r->free;
         if (STRATA_UNLIKELY(b == nullptr)) return nullptr;
         r->free = b->next;
         __builtin_prefetch(r->free);
         ++r->used;
-        h->allocs[r->cls].add(1);
+        h->allocs[c].add(1);
         return b;
     }
 
@@ -274,8 +276,7 @@ public:
 
     /// Effects: validates every invariant: span tiling, free bins, run free lists (on the block
     /// grid, within the carved part, counts matching `used`), TLSF arenas, the calling thread's
-    /// direct table (matching its current runs) and stash (blocks on the grid of runs of their
-    /// class, counts). Requires: no other
+    /// stash (blocks on the grid of runs of their class, counts). Requires: no other
     /// thread uses the heap meanwhile. Returns: true when all hold.
     [[nodiscard]] bool check() const noexcept;
 
@@ -350,7 +351,7 @@ private:
     void flush_stash(thread_heap* h) noexcept;
     void choose_stash(thread_heap* h) noexcept;
     static constexpr std::uint32_t stash_window = 256; // remote frees between choose_stash calls
-    [[nodiscard]] bool check_thread_heap(const thread_heap* h) const noexcept; // stats.cpp
+    [[nodiscard]] bool check_stash(const thread_heap* h) const noexcept; // stats.cpp
     [[nodiscard]] bool walk_full(thread_heap* h, unsigned c) noexcept;
     void retire(thread_heap* h, run* r) noexcept;
     run* new_run(thread_heap* h, unsigned c) noexcept;

@@ -47,23 +47,4 @@ inline constexpr unsigned max_instances = 16; // engine_heap objects alive at on
     return 4 * t - 24 + static_cast<unsigned>(v >> (t - 2));
 }
 
-/// Sizes up to direct_max find their class's current run in one load from a per-thread table
-/// indexed by direct_slot(size) (16-byte steps: every class up to 1 KiB is a multiple of 16).
-inline constexpr std::size_t direct_max = 1024;
-inline constexpr unsigned direct_slots = direct_max / 16 + 1;
-inline constexpr unsigned direct_classes = class_of_computed(direct_max) + 1;
-
-/// Returns: the direct-table slot of `size`. Requires: size <= direct_max.
-[[nodiscard]] constexpr unsigned direct_slot(std::size_t size) noexcept {
-    return static_cast<unsigned>((size + 15) >> 4);
-}
-
-/// Returns: the first direct-table slot of class `c` (c < direct_classes); its slots end where
-/// class c + 1's begin (direct_slots for the last).
-[[nodiscard]] constexpr unsigned direct_first(unsigned c) noexcept {
-    return c == 0                ? 0
-           : c >= direct_classes ? direct_slots
-                                 : static_cast<unsigned>(class_size(c - 1) / 16 + 1);
-}
-
 } // namespace strata::engine_detail

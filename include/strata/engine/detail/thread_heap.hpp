@@ -103,7 +103,6 @@ struct thread_heap {
     // whether a free lands in a full run is unpredictable under random frees.
     std::uint64_t full_freed;
     run* current[class_count];   // the run the fast path pops from (the empty sentinel when none)
-    run* direct[direct_slots];   // current[class of the slot's sizes], for sizes up to direct_max
     counter allocs[class_count]; //
     counter frees[class_count];  //
     run* partial[class_count];   // runs with free blocks
@@ -134,15 +133,6 @@ struct thread_heap {
 
 /// The run every empty `current` slot points to: its free list is always empty.
 extern run empty_run;
-
-/// Effects: makes `r` the current run of class `c` of `h`, in current[] and the direct table.
-inline void set_current(thread_heap* h, unsigned c, run* r) noexcept {
-    h->current[c] = r;
-    if (c < direct_classes) {
-        for (unsigned i = direct_first(c); i < direct_first(c + 1); ++i)
-            h->direct[i] = r;
-    }
-}
 
 /// memory_source over an engine_heap (frame arenas take their blocks from it).
 struct block_source {
