@@ -3,8 +3,10 @@
 // (44 classes), and the granule every span of the heap is cut in.
 //
 // Exports (strata::engine_detail): granule_shift, granule, class_count, small_max, max_instances,
-// class_size, class_of_computed, class_of.
+// class_size, class_of_computed, class_table, class_of.
+#include <array>
 #include <cstddef>
+#include <cstdint>
 
 #include "strata/core/config.hpp"
 
@@ -36,15 +38,20 @@ inline constexpr unsigned max_instances = 16; // engine_heap objects alive at on
     return 8 + (b - 8) * 4 + k;
 }
 
-/// Returns: class_of_computed(size), without a branch on the size (mixed sizes would make such a
-/// branch unpredictable). Requires: size <= small_max.
+/// class_of_computed for every 16-byte step up to small_max (every class size is a multiple of
+/// 16, so all sizes of a step share a class): 4 KiB, of which a program touches the lines of the
+/// sizes it asks for.
+inline constexpr auto class_table = [] {
+    std::array<std::uint8_t, small_max / 16 + 1> t{};
+    for (std::size_t i = 0; i < t.size(); ++i)
+        t[i] = static_cast<std::uint8_t>(class_of_computed(i * 16));
+    return t;
+}();
+
+/// Returns: class_of_computed(size) by one table load, with no branch on the size (mixed sizes
+/// would make such a branch unpredictable). Requires: size <= small_max.
 [[nodiscard]] STRATA_ALWAYS_INLINE unsigned class_of(std::size_t size) noexcept {
-    const std::size_t v = size - (size != 0); // size - 1, and 0 for 0
-    // Above 128 bytes, with t the top bit of v (>= 7): 4 classes per doubling, class
-    // 4t - 24 + the next two bits below t. `| 64` makes t 6 for v < 128, where the same
-    // formula reads v / 16: the 16-byte steps.
-    const auto t = static_cast<unsigned>(63 - __builtin_clzll(v | 64));
-    return 4 * t - 24 + static_cast<unsigned>(v >> (t - 2));
+    return class_table[(size + 15) >> 4];
 }
 
 } // namespace strata::engine_detail
