@@ -62,6 +62,17 @@ std::size_t overlap(const std::vector<void*>& blocks, const std::vector<void*>& 
     return both.size();
 }
 
+// Allocates `n` blocks of `size`, counts those that are blocks of `blocks`, frees them again.
+std::size_t reused(engine_heap& h, const std::vector<void*>& blocks, int n, std::size_t size) {
+    std::vector<void*> got;
+    for (int i = 0; i < n; ++i)
+        got.push_back(h.allocate(size));
+    const std::size_t found = overlap(blocks, got);
+    for (void* p : got)
+        h.deallocate(p);
+    return found;
+}
+
 // The owner (the calling thread) gets every block of `blocks` back within one run's worth of
 // allocations of `size`, and the class still has one run: the blocks came home.
 void expect_all_came_home(engine_heap& h, const std::vector<void*>& blocks, std::size_t size) {
@@ -132,12 +143,7 @@ TEST(EngineHeapThreads, StashOffSendsEveryRemoteFreeHome) {
         turn_stash_on(h);
         for (void* p : blocks)
             h.deallocate(p);
-        std::vector<void*> got;
-        for (int i = 0; i < 100; ++i)
-            got.push_back(h.allocate(64));
-        EXPECT_EQ(overlap(blocks, got), 0u);
-        for (void* p : got)
-            h.deallocate(p);
+        EXPECT_EQ(reused(h, blocks, 100, 64), 0u);
         h.deallocate(own);
     }).join();
     EXPECT_TRUE(h.check());
@@ -145,8 +151,8 @@ TEST(EngineHeapThreads, StashOffSendsEveryRemoteFreeHome) {
     expect_all_came_home(h, blocks, 64);
 }
 
-// A thread whose remote frees are under a quarter of its frees keeps its stash off (on, it would
-// carry more and more blocks of the other thread's runs); once they pass it, the stash turns on.
+// A thread whose remote frees are under half of its frees keeps its stash off (on, it would carry
+// more and more blocks of the other thread's runs); once they pass it, the stash turns on.
 TEST(EngineHeapThreads, StashFollowsTheShareOfRemoteFrees) {
     engine_heap h(options());
     std::vector<void*> mine; // first, so that this thread does not adopt the other's runs
@@ -163,22 +169,12 @@ TEST(EngineHeapThreads, StashFollowsTheShareOfRemoteFrees) {
         for (int k = 0; k < 4; ++k)
             h.deallocate(h.allocate(64));
     }
-    std::vector<void*> got;
-    for (int i = 0; i < 16; ++i)
-        got.push_back(h.allocate(64));
-    EXPECT_EQ(overlap(theirs, got), 0u);
-    for (void* p : got)
-        h.deallocate(p);
+    EXPECT_EQ(reused(h, theirs, 16, 64), 0u);
     // Only remote frees now: after the window the stash is on and serves the next allocations.
     for (std::size_t i = 1000; i < 2000; ++i)
         h.deallocate(theirs[i]);
-    got.clear();
-    for (int i = 0; i < 16; ++i)
-        got.push_back(h.allocate(64));
-    EXPECT_EQ(overlap(theirs, got), 16u);
+    EXPECT_EQ(reused(h, theirs, 16, 64), 16u);
     EXPECT_TRUE(h.check());
-    for (void* p : got)
-        h.deallocate(p);
     for (void* p : mine)
         h.deallocate(p);
     h.trim();
