@@ -99,7 +99,7 @@ struct engine_class_stats {
 
 /// Counters of the calling thread's cache.
 struct engine_thread_stats {
-    std::size_t allocations = 0;     ///< small blocks handed out from this thread's runs
+    std::size_t allocations = 0;     ///< small blocks this thread handed out (its runs, its stash)
     std::size_t frees = 0;           ///< small blocks this thread freed (whichever thread's run)
     std::size_t live_bytes = 0;      ///< bytes this thread allocated minus bytes it freed (>= 0)
     std::size_t committed_bytes = 0; ///< bytes of the runs this thread owns (empty cache included)
