@@ -145,8 +145,7 @@ void* engine_heap::reallocate(void* p, std::size_t new_size, std::size_t align) 
         return nullptr;
     }
     if (!owns(p) || align == 0 || (align & (align - 1)) != 0) return nullptr;
-    run* d = runs_ + ((reinterpret_cast<std::uintptr_t>(p) - data_) >> granule_shift);
-    d -= d->back;
+    run* d = head_of(p);
     const bool aligned = (reinterpret_cast<std::uintptr_t>(p) & (align - 1)) == 0;
     const std::size_t old = usable_size(p);
     if (aligned) {
@@ -192,8 +191,7 @@ void* engine_heap::allocate_zeroed(std::size_t size, std::size_t align) noexcept
 /// Returns: the usable bytes of `p` by its span kind: the class size, the TLSF block, the span.
 std::size_t engine_heap::usable_size(const void* p) const noexcept {
     if (!owns(p)) return 0;
-    const run* d = runs_ + ((reinterpret_cast<std::uintptr_t>(p) - data_) >> granule_shift);
-    d -= d->back;
+    const run* d = head_of(p);
     switch (d->kind) {
     case span_kind::small: return d->block_size;
     case span_kind::medium: {

@@ -337,8 +337,7 @@ void engine_heap::deallocate_slow(void* p, run* d) noexcept {
 /// of its frees since the last choice, and off when they were under 40%. A program whose threads
 /// free each other's blocks at random (a server) gains from reusing them. One whose threads mostly
 /// free their own would, with the stash on, carry more and more blocks of other threads' runs and
-/// free them the slower way: that alone raises its share of remote frees (to about a third in
-/// `strata-mt --workload xchurn32k`), hence the margin.
+/// free them the slower way: that alone raises its share of remote frees, hence the margin.
 void engine_heap::choose_stash(thread_heap* h) noexcept {
     std::uint64_t frees = 0;
     for (unsigned c = 0; c < class_count; ++c)
@@ -379,10 +378,7 @@ void engine_heap::flush_stash(thread_heap* h) noexcept {
         }
         for (free_block* b = st->free; b != nullptr;) {
             free_block* next = b->next;
-            const std::uintptr_t off = reinterpret_cast<std::uintptr_t>(b) - data_;
-            run* d = runs_ + (off >> granule_shift);
-            d -= d->back;
-            push_thread_free(b, d, c);
+            push_thread_free(b, head_of(b), c);
             b = next;
         }
         st->free = nullptr;

@@ -169,8 +169,7 @@ bool engine_heap::check_stash(const thread_heap* h) const noexcept {
         for (const free_block* b = st->free; b != nullptr; b = b->next) {
             const std::uintptr_t off = reinterpret_cast<std::uintptr_t>(b) - data_;
             if (off >= top_ << granule_shift || ++count > stash_count(st)) return false;
-            const run* d = runs_ + (off >> granule_shift);
-            d -= d->back;
+            const run* d = head_of(b);
             const std::uintptr_t at =
                 reinterpret_cast<std::uintptr_t>(b) - reinterpret_cast<std::uintptr_t>(address_of(d));
             if (d->kind != span_kind::small || d->cls != c || at % d->block_size != 0 ||

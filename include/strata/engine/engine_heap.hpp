@@ -440,6 +440,11 @@ private:
     [[nodiscard]] std::byte* address_of(const run* r) const noexcept {
         return reinterpret_cast<std::byte*>(data_ + (index_of(r) << engine_detail::granule_shift));
     }
+    /// Returns: the head descriptor of the span holding `p`. Requires: owns(p).
+    [[nodiscard]] run* head_of(const void* p) const noexcept {
+        run* d = runs_ + ((reinterpret_cast<std::uintptr_t>(p) - data_) >> engine_detail::granule_shift);
+        return d - d->back;
+    }
 
     // Every lock of this heap, in order (check, fork; engine_heap.cpp).
     void lock_all() noexcept;
