@@ -43,7 +43,9 @@ using namespace engine_detail;
 engine_heap::engine_heap(engine_options options) : options_(options) {
     const std::size_t page = virtual_memory::page_size();
     granule_count_ = std::max<std::size_t>(options.reserve_bytes >> granule_shift, 16);
-    meta_bytes_ = (granule_count_ * sizeof(run) + page - 1) & ~(page - 1);
+    // The descriptors, then the tags, then the data.
+    tags_offset_ = (granule_count_ * sizeof(run) + page - 1) & ~(page - 1);
+    meta_bytes_ = tags_offset_ + ((granule_count_ * sizeof(std::uint32_t) + page - 1) & ~(page - 1));
     // Data on a 2 MiB boundary, committed in 4 MiB steps: every step can be backed by huge pages.
     constexpr std::size_t huge = std::size_t{2} << 20;
     vm_ = virtual_memory::reserve(meta_bytes_ + (granule_count_ << granule_shift) + huge);
@@ -52,13 +54,17 @@ engine_heap::engine_heap(engine_options options) : options_(options) {
     data_offset_ = data_ - base;
     data_size_ = granule_count_ << granule_shift;
     runs_ = reinterpret_cast<run*>(vm_.data());
+    tags_ = reinterpret_cast<std::atomic<std::uint32_t>*>(vm_.data() + tags_offset_);
     retain_granules_ = options.retain_bytes >> granule_shift;
     populate_granules_ = options.populate_after_bytes >> granule_shift;
-    // Classes of which the stash holds fewer than 16 blocks are not stashed: a few big blocks
-    // would switch the class between the stash and its run on nearly every allocation.
+    // A class's stash holds stash_bytes, and at least 16 blocks: with fewer, a few blocks would
+    // switch the class between the stash and its run on nearly every allocation. Classes of 8 KiB
+    // and more are not stashed (their free blocks are the ones the in-run purge gives back).
     for (unsigned c = 0; c < class_count; ++c) {
-        const std::size_t n = options.stash_bytes / class_size(c);
-        stash_cap_[c] = n < 16 ? 0 : static_cast<std::uint16_t>(std::min<std::size_t>(n, 4096));
+        const std::size_t n = std::max<std::size_t>(options.stash_bytes / class_size(c), 16);
+        stash_cap_[c] = options.stash_bytes == 0 || class_size(c) >= 8192
+                            ? 0
+                            : static_cast<std::uint16_t>(std::min<std::size_t>(n, 4096));
     }
     clock_origin_ = now_ms();
     step_interval_ = options.decay_ms / 8;
@@ -82,6 +88,7 @@ engine_heap::engine_heap(engine_options options) : options_(options) {
     }
     slot_ = slot;
     epoch_ = registry.next_epoch++;
+    if (registry.next_epoch == 0) registry.next_epoch = 1;
     registry.instances[slot] = this;
     registry.epochs[slot] = epoch_;
 }
@@ -92,7 +99,7 @@ engine_heap::~engine_heap() {
     lock_guard g(registry.lock);
     registry.instances[slot_] = nullptr;
     registry.epochs[slot_] = 0;
-    tls[slot_] = {nullptr, 0};
+    tls[slot_] = {nullptr, 0, 0};
 }
 
 // -------------------------------------------------------------------------------------------------

@@ -51,8 +51,8 @@ struct unlock_guard {
 struct registry_type {
     spinlock lock;
     engine_heap* instances[max_instances] = {};
-    std::uint64_t epochs[max_instances] = {};
-    std::uint64_t next_epoch = 1;
+    std::uint32_t epochs[max_instances] = {};
+    std::uint32_t next_epoch = 1; // never 0 (a slot's epoch 0 is no heap's)
     pthread_key_t key = 0;
     bool key_made = false;
 };

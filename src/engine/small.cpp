@@ -240,6 +240,7 @@ engine_heap::run* engine_heap::new_run(thread_heap* h, unsigned c) noexcept {
     r->where = run_list::none;
     r->thread_free.store(nullptr, std::memory_order_relaxed);
     r->owner.store(h, std::memory_order_relaxed);
+    set_tag(r, h);
     class_committed_[c].fetch_add(std::size_t{n} << granule_shift, std::memory_order_relaxed);
     return r;
 }
@@ -261,6 +262,7 @@ engine_heap::run* engine_heap::adopt(thread_heap* h, unsigned c) noexcept {
     // owner. Both pairs sequentially consistent, or each side could miss the other's write (a store
     // passing a later load, as x86 allows) and the block would wait unseen on a full run.
     r->owner.store(h, std::memory_order_seq_cst);
+    set_tag(r, h);
     h->run_bytes.add(std::uint64_t{r->granules} << granule_shift);
     if (r->thread_free.load(std::memory_order_seq_cst) != nullptr) collect(h, r);
     return r;
@@ -297,11 +299,12 @@ void engine_heap::local_free_slow(thread_heap* h, run* d) noexcept {
 /// Effects: a free that is not the owner's own small free: a small block goes onto the freeing
 /// thread's stash while it has room, else onto its run's thread_free list (one CAS); medium and
 /// large blocks go to their tiers.
-void engine_heap::deallocate_slow(void* p, run* d) noexcept {
-    switch (d->kind) {
-    case span_kind::small: {
-        // The block is still counted in d->used, so the run cannot change class under us.
-        const auto cls = d->cls;
+void engine_heap::deallocate_slow(void* p, std::uint32_t tag) noexcept {
+    if (tag != 0) {
+        // A small block. It is still counted in its run's `used`, so the run cannot change class
+        // under us; the tag gives the class, and the run's descriptor is read only when the block
+        // goes home.
+        const unsigned cls = (tag & 0xff) - 1;
         auto* b = static_cast<free_block*>(p);
         // Counted here, by the thread that frees, so statistics are exact once threads are quiet
         // (the owner only learns of the block when it collects).
@@ -324,12 +327,14 @@ void engine_heap::deallocate_slow(void* p, run* d) noexcept {
         } else {
             remote_frees_[cls].fetch_add(1, std::memory_order_relaxed);
         }
-        push_thread_free(b, d, cls);
+        push_thread_free(b, head_of(p), cls);
         return;
     }
+    run* d = head_of(p);
+    switch (d->kind) {
     case span_kind::medium: medium_deallocate(p, d); return;
     case span_kind::large: large_deallocate(p, d); return;
-    default: return;
+    default: return; // a free span or a thread_heap record: not a block
     }
 }
 

@@ -33,6 +33,8 @@ bool engine_heap::grow_commit(std::size_t need) noexcept {
     if (!vm_.commit(data_from, (want - commit_top_) << granule_shift)) return false;
     const std::size_t meta_from = commit_top_ * sizeof(run);
     if (!vm_.commit(meta_from, (want - commit_top_) * sizeof(run))) return false;
+    const std::size_t tags_from = tags_offset_ + commit_top_ * sizeof(std::uint32_t);
+    if (!vm_.commit(tags_from, (want - commit_top_) * sizeof(std::uint32_t))) return false;
     for (std::size_t i = commit_top_; i < want; ++i)
         new (runs_ + i) run();
     commit_top_ = want;
@@ -165,7 +167,11 @@ engine_heap::run* engine_heap::free_before(std::size_t g) const noexcept {
 /// oldest at once.
 void engine_heap::span_free(run* head, bool dirty) noexcept {
     // Only a run is known to have every page touched (it was populated when it was made).
-    if (head->kind != span_kind::small) head->populated = false;
+    if (head->kind != span_kind::small)
+        head->populated = false;
+    else
+        for (std::size_t i = index_of(head), e = i + head->granules; i < e; ++i)
+            tags_[i].store(0, std::memory_order_relaxed);
     head->dirty = dirty;
     head->clean_tail = 0;
     if (dirty) head->freed_at = now_tick();

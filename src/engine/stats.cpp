@@ -102,6 +102,12 @@ bool engine_heap::check() const noexcept {
             break;
         }
         if (n > 1 && head[n - 1].back != n - 1) ok = false;
+        // Tags: a small run's granules name its owner and class; every other granule is 0.
+        const thread_heap* owner = head->owner.load(std::memory_order_relaxed);
+        const std::uint32_t tag =
+            head->kind == span_kind::small ? run_tag(owner != nullptr ? owner->id : 0, head->cls) : 0;
+        for (std::size_t i = 0; i < n; ++i)
+            if (tags_[g + i].load(std::memory_order_relaxed) != tag) ok = false;
         switch (head->kind) {
         case span_kind::free:
             ++free_spans;

@@ -37,6 +37,7 @@ engine_heap::thread_heap* engine_heap::make_thread_heap() noexcept {
                 heap_end_ = heap_cursor_ + (n << granule_shift);
             }
             auto* fresh = new (heap_cursor_) thread_heap();
+            fresh->id = ++heap_ids_;
             heap_cursor_ += sizeof(thread_heap);
             fresh->next_heap = free_heaps_;
             free_heaps_ = fresh;
@@ -70,7 +71,7 @@ engine_heap::thread_heap* engine_heap::make_thread_heap() noexcept {
         if (heaps_ != nullptr) heaps_->prev_heap = h;
         heaps_ = h;
     }
-    tls[slot_] = {h, epoch_};
+    tls[slot_] = {h, epoch_, h->id};
     // A non-null value makes pthread call thread_exit when this thread ends.
     (void)pthread_setspecific(registry.key, &tls[0]);
     return h;
@@ -103,6 +104,7 @@ void engine_heap::abandon(thread_heap* h) noexcept {
             }
             // Remote frees that race with this see either this heap (and flag it, harmlessly) or
             // no owner; the adopter collects whatever they pushed.
+            set_tag(r, nullptr);
             r->owner.store(nullptr, std::memory_order_release);
             lock_guard g(abandon_lock_);
             r->next = abandoned_[c];
@@ -161,7 +163,7 @@ void engine_heap::thread_exit(void*) noexcept {
             if (registry.epochs[i] == s.epoch && registry.instances[i] != nullptr)
                 registry.instances[i]->abandon(s.heap);
         }
-        tls[i] = {nullptr, 0};
+        tls[i] = {nullptr, 0, 0};
     }
 }
 
@@ -170,7 +172,7 @@ void engine_heap::flush_thread_cache() noexcept {
     const tls_slot s = tls[slot_];
     if (s.epoch != epoch_) return;
     abandon(s.heap);
-    tls[slot_] = {nullptr, 0};
+    tls[slot_] = {nullptr, 0, 0};
 }
 
 } // namespace strata

@@ -131,6 +131,30 @@ TEST(EngineHeapThreads, RemoteFreesStayWithTheFreeingThread) {
     expect_all_came_home(h, blocks, 64);
 }
 
+// A class's stash holds stash_bytes or 16 blocks, whichever is more; classes of 8 KiB and more
+// are not stashed.
+TEST(EngineHeapThreads, StashHoldsSixteenBlocksOfBigClassesAndNoneFrom8KiB) {
+    engine_heap h(options()); // stash_bytes 16 KiB: 4 blocks of 4 KiB, so 16
+    for (const std::size_t size : {std::size_t{4096}, std::size_t{8192}}) {
+        std::vector<void*> blocks;
+        for (int i = 0; i < 40; ++i)
+            blocks.push_back(h.allocate(size));
+        std::size_t kept = 0;
+        std::thread([&] {
+            void* own = h.allocate(16); // a cache
+            turn_stash_on(h);
+            for (void* p : blocks)
+                h.deallocate(p);
+            EXPECT_TRUE(h.check());
+            kept = reused(h, blocks, 40, size);
+            h.deallocate(own);
+        }).join();
+        EXPECT_EQ(kept, size == 4096 ? 16u : 0u) << size;
+        EXPECT_TRUE(h.check());
+    }
+    EXPECT_EQ(h.stats().live_allocations, 0u);
+}
+
 TEST(EngineHeapThreads, StashOffSendsEveryRemoteFreeHome) {
     strata::engine_options o = options();
     o.stash_bytes = 0;
@@ -414,6 +438,35 @@ TEST(EngineHeapThreads, ThreadExitHandsRunsToOthers) {
     EXPECT_EQ(h.stats().live_allocations, 0u);
     // Rounds reuse adopted runs: the heap did not grow by a fresh set of runs per thread.
     EXPECT_LE(committed, committed_early + (std::size_t{16} << 20));
+}
+
+// The next thread gets the exited thread's cache record, with its owner id. The runs the first
+// thread left behind lost that id in their tags when it exited, so the second thread's frees of
+// their blocks go to the runs' thread_free lists, as any other thread's would: its own fast path
+// would take them into runs it does not own.
+TEST(EngineHeapThreads, ARecycledCacheOwnsNoneOfItsPredecessorsRuns) {
+    strata::engine_options o = options();
+    o.stash_bytes = 0; // every remote free goes to its run
+    engine_heap h(o);
+    const unsigned c = strata::engine_detail::class_of(64);
+    std::vector<void*> blocks;
+    std::thread([&] {
+        for (int i = 0; i < 3000; ++i) // about 3 runs
+            blocks.push_back(h.allocate(64));
+    }).join();
+    const std::size_t held = h.class_stats(c).committed_bytes;
+    std::thread([&] {
+        void* own = h.allocate(200); // a cache, and a run of another class
+        for (void* p : blocks)
+            h.deallocate(p);
+        EXPECT_TRUE(h.check()); // tags: the abandoned runs have no owner, this thread's run has it
+        EXPECT_EQ(h.class_stats(c).committed_bytes, held) << "the runs were emptied as if owned";
+        h.deallocate(own);
+    }).join();
+    h.trim(); // the emptied abandoned runs go back to the span pool
+    EXPECT_EQ(h.class_stats(c).committed_bytes, 0u);
+    EXPECT_EQ(h.stats().live_allocations, 0u);
+    EXPECT_TRUE(h.check());
 }
 
 // A thread's runs with live blocks are abandoned when it exits; blocks another thread frees into

@@ -70,9 +70,10 @@ struct engine_options {
     /// Per size class, bytes of small blocks of other threads' runs that a thread's frees keep for
     /// its own next allocations of that class (its stash): a thread that frees what others
     /// allocated reuses those blocks while they are in its cache, and skips the atomic push to their
-    /// owner. Only classes of which it holds at least 16 blocks are stashed, and only by a thread
-    /// whose remote frees are about half of its frees or more. Past it, such frees go to the
-    /// owning run. Handed back at thread exit, flush_thread_cache() and trim(). 0: off.
+    /// owner. A class holds at least 16 blocks (more bytes than this for classes above 1 KiB);
+    /// classes of 8 KiB and more are not stashed. Only a thread whose remote frees are about half
+    /// of its frees or more stashes. Past it, such frees go to the owning run. Handed back at
+    /// thread exit, flush_thread_cache() and trim(). 0: off.
     std::size_t stash_bytes = std::size_t{16} << 10;
     /// Empty runs a thread keeps for itself before handing them back to the shared span pool.
     std::size_t thread_cache_runs = 16;
@@ -127,7 +128,7 @@ struct engine_purge_stats {
 /// pointer this heap does not own is ignored (owns() tells). Double frees are undefined.
 ///
 /// At most 16 engine_heap objects may exist at once (each holds a thread-local slot).
-class engine_heap {
+class alignas(64) engine_heap { // the fast paths' fields share one cache line
 public:
     static constexpr std::size_t small_max = engine_detail::small_max;  ///< largest size-class block
     static constexpr std::size_t medium_max = std::size_t{1} << 20;     ///< largest TLSF request
@@ -203,15 +204,19 @@ public:
         using namespace engine_detail;
         const std::uintptr_t off = reinterpret_cast<std::uintptr_t>(p) - data_;
         if (STRATA_UNLIKELY(off >= data_size_)) return;
-        run* d = runs_ + (off >> granule_shift);
-        d -= d->back;
+        const std::size_t g = off >> granule_shift;
+        // The granule's tag says whose run this is without reading the run's descriptor, which
+        // its owner keeps writing: another thread's free reads only the tag (run_tag).
+        const std::uint32_t tag = tags_[g].load(std::memory_order_relaxed);
         const tls_slot& s = tls[slot_];
         thread_heap* const h = s.heap;
-        if (STRATA_LIKELY(s.epoch == epoch_ && d->owner.load(std::memory_order_relaxed) == h)) {
+        if (STRATA_LIKELY(s.epoch == epoch_ && tag >> 8 == s.id)) {
+            run* d = runs_ + g;
+            d -= d->back;
             auto* b = static_cast<free_block*>(p);
             b->next = d->free;
             d->free = b;
-            const unsigned c = d->cls;
+            const unsigned c = (tag & 0xff) - 1;
             h->frees[c].add(1);
             // A full run stays in the full list; the flag makes the owner look there (in one
             // batch) once its partial runs are used up.
@@ -219,7 +224,7 @@ public:
             if (STRATA_UNLIKELY(--d->used == 0)) local_free_slow(h, d);
             return;
         }
-        deallocate_slow(p, d);
+        deallocate_slow(p, tag);
     }
 
     /// Effects: deallocate(p); the size and alignment are not needed (allocator contract form).
@@ -335,7 +340,7 @@ private:
 
     // Entry points' slow paths (engine_heap.cpp; deallocate_slow and local_free_slow: small.cpp).
     [[nodiscard]] STRATA_NOINLINE void* allocate_slow(std::size_t size, std::size_t align) noexcept;
-    STRATA_NOINLINE void deallocate_slow(void* p, run* d) noexcept;
+    STRATA_NOINLINE void deallocate_slow(void* p, std::uint32_t tag) noexcept;
     STRATA_NOINLINE void local_free_slow(thread_heap* h, run* d) noexcept;
 
     // Thread caches (thread_cache.cpp).
@@ -441,6 +446,13 @@ private:
         return reinterpret_cast<std::byte*>(data_ + (index_of(r) << engine_detail::granule_shift));
     }
     /// Returns: the head descriptor of the span holding `p`. Requires: owns(p).
+    /// Effects: sets the tag of every granule of the small run `r` (owner `h`, none when nullptr).
+    void set_tag(const run* r, const thread_heap* h) noexcept {
+        const std::uint32_t tag = engine_detail::run_tag(h != nullptr ? h->id : 0, r->cls);
+        for (std::size_t g = index_of(r), e = g + r->granules; g < e; ++g)
+            tags_[g].store(tag, std::memory_order_relaxed);
+    }
+
     [[nodiscard]] run* head_of(const void* p) const noexcept {
         run* d = runs_ + ((reinterpret_cast<std::uintptr_t>(p) - data_) >> engine_detail::granule_shift);
         return d - d->back;
@@ -453,14 +465,16 @@ private:
     // Hot fields first (one cache line for the fast paths).
     std::uintptr_t data_ = 0; // first data granule
     std::uintptr_t data_size_ = 0;
-    run* runs_ = nullptr; // descriptor per granule
-    std::uint64_t epoch_ = 0;
+    run* runs_ = nullptr;                        // descriptor per granule
+    std::atomic<std::uint32_t>* tags_ = nullptr; // run_tag per granule
+    std::uint32_t epoch_ = 0;
     unsigned slot_ = 0;
 
     engine_options options_;
     virtual_memory vm_;
     std::size_t granule_count_ = 0;
-    std::size_t meta_bytes_ = 0;  // descriptor array bytes at the start of vm_
+    std::size_t meta_bytes_ = 0;  // descriptor and tag arrays' bytes at the start of vm_
+    std::size_t tags_offset_ = 0; // tags_ - vm_.data()
     std::size_t data_offset_ = 0; // data_ - vm_.data()
 
     mutable spinlock heaps_lock_;
@@ -473,6 +487,7 @@ private:
     thread_heap* free_heaps_ = nullptr; // recycled
     std::byte* heap_cursor_ = nullptr;  // next uncarved thread_heap in the current meta span
     std::byte* heap_end_ = nullptr;
+    std::uint32_t heap_ids_ = 0; // thread_heap records made (the last one's id)
     std::uint64_t retired_allocs_[engine_detail::class_count] = {};
     std::uint64_t retired_frees_[engine_detail::class_count] = {};
 

@@ -1,10 +1,10 @@
 #pragma once
-// The records engine_heap's inline fast paths read: the per-granule run descriptor, the per-thread
-// cache (thread_heap) and the thread-local slot that finds it. Internal to the engine family; they
-// are in a header only because engine_heap::allocate and deallocate are inline.
+// The records engine_heap's inline fast paths read: the per-granule run descriptor and run tag, the
+// per-thread cache (thread_heap) and the thread-local slot that finds it. Internal to the engine
+// family; they are in a header only because engine_heap::allocate and deallocate are inline.
 //
-// Exports (strata::engine_detail): free_block, span_kind, run_list, run, tls_slot, tls, counter,
-// thread_heap, empty_run, block_source.
+// Exports (strata::engine_detail): free_block, span_kind, run_list, run, run_tag, tls_slot, tls,
+// counter, thread_heap, empty_run, block_source.
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -56,10 +56,20 @@ struct alignas(64) run {
 };
 static_assert(sizeof(run) == 64);
 
-/// A thread's slot for one engine_heap instance: valid when `epoch` matches the instance's.
+/// The tag of a granule of a small run, kept beside the descriptors in a dense array that only
+/// changes when the run changes hands: the owner's thread_heap id (0: none) over the class + 1.
+/// Granules of other spans have tag 0. A free compares the tag's owner with its own thread's id;
+/// only the owner writes its id into a tag, and it clears it before it lets the run go.
+[[nodiscard]] constexpr std::uint32_t run_tag(std::uint32_t owner_id, unsigned cls) noexcept {
+    return owner_id << 8 | (cls + 1);
+}
+
+/// A thread's slot for one engine_heap instance: valid when `epoch` matches the instance's. `id`
+/// is heap->id, here so that a free compares it with a run's tag without a second load.
 struct tls_slot {
     thread_heap* heap;
-    std::uint64_t epoch;
+    std::uint32_t epoch;
+    std::uint32_t id;
 };
 
 /// Per-thread caches, one slot per live engine_heap (initial-exec: one fs-relative load).
@@ -102,7 +112,8 @@ struct thread_heap {
     // Bit c: the owner freed a block into one of its full runs of class c. Set without a branch:
     // whether a free lands in a full run is unpredictable under random frees.
     std::uint64_t full_freed;
-    run* current[class_count];   // the run the fast path pops from (the empty sentinel when none)
+    std::uint32_t id;          // this record's owner id in run tags (never 0; kept when the record is reused)
+    run* current[class_count]; // the run the fast path pops from (the empty sentinel when none)
     counter allocs[class_count]; //
     counter frees[class_count];  //
     run* partial[class_count];   // runs with free blocks
