@@ -102,10 +102,11 @@ bool engine_heap::check() const noexcept {
             break;
         }
         if (n > 1 && head[n - 1].back != n - 1) ok = false;
-        // Tags: a small run's granules name its owner and class; every other granule is 0.
+        // Tags: a small run's granules name its owner and class; every other granule is not small.
         const thread_heap* owner = head->owner.load(std::memory_order_relaxed);
-        const std::uint32_t tag =
-            head->kind == span_kind::small ? run_tag(owner != nullptr ? owner->id : 0, head->cls) : 0;
+        const std::uint32_t tag = head->kind == span_kind::small
+                                      ? run_tag(owner != nullptr ? owner->id : no_owner, head->cls)
+                                      : not_small_tag;
         for (std::size_t i = 0; i < n; ++i)
             if (tags_[g + i].load(std::memory_order_relaxed) != tag) ok = false;
         switch (head->kind) {

@@ -17,12 +17,13 @@ using namespace engine_detail;
 // -------------------------------------------------------------------------------------------------
 
 /// Returns: a cache for the calling thread, registered in its TLS slot; nullptr when no span is left
-/// for the record.
+/// for the record, or when 16M records exist (their ids fill the tags' owner field).
 engine_heap::thread_heap* engine_heap::make_thread_heap() noexcept {
     thread_heap* h = nullptr;
     {
         lock_guard g(heaps_lock_);
         if (free_heaps_ == nullptr) {
+            if (heap_ids_ + 1 == no_owner) return nullptr; // 16M records at once: ids run out
             // Heaps are carved one at a time from a meta span (a process with one thread
             // touches one heap's pages, not the span's).
             if (heap_cursor_ + sizeof(thread_heap) > heap_end_) {

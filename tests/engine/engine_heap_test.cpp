@@ -113,6 +113,46 @@ TEST(EngineHeap, AllocateCachedServesOnlyFromTheCurrentRun) {
     EXPECT_TRUE(h.check());
 }
 
+// slot_use::first_for_life finds the cache through TLS slot 0 without the epoch: the same blocks
+// as the checked path, nothing before the thread has a cache, and another thread's blocks (or a
+// thread without a cache) take the remote way: an empty slot's id 0 is in no run tag.
+TEST(EngineHeap, FirstForLifeSlotSeesTheSameCache) {
+    using slot_use = engine_heap::slot_use;
+    engine_heap h(small_options());
+    ASSERT_EQ(h.slot_index(), 0u) << "no other heap is alive in this test";
+    EXPECT_EQ(h.allocate_cached<slot_use::first_for_life>(64), nullptr) << "no cache yet";
+    std::vector<void*> theirs;
+    std::thread([&] { // a thread without a cache frees nothing of its own
+        for (int i = 0; i < 100; ++i)
+            theirs.push_back(h.allocate(48));
+    })
+        .join();
+    void* first = h.allocate(64);
+    std::vector<void*> got{first};
+    while (void* p = h.allocate_cached<slot_use::first_for_life>(64)) {
+        got.push_back(p);
+        ASSERT_LT(got.size(), 1025u);
+    }
+    EXPECT_GT(got.size(), 1u);
+    for (void* p : got) // the owner's frees: back on the run, so the next pops take them again
+        h.deallocate<slot_use::first_for_life>(p);
+    EXPECT_EQ(h.allocate_cached<slot_use::first_for_life>(64), got.back());
+    h.deallocate<slot_use::first_for_life>(got.back());
+    void* orphan = theirs.back(); // of a run whose owner exited: its tags say no_owner
+    theirs.pop_back();
+    for (void* p : theirs) // another thread's (exited) runs: the remote way
+        h.deallocate<slot_use::first_for_life>(p);
+    void* mine = h.allocate(64);
+    std::thread([&] { // a thread without a cache frees a block of this thread's run, and an orphan
+        h.deallocate<slot_use::first_for_life>(mine);
+        h.deallocate<slot_use::first_for_life>(orphan);
+        EXPECT_EQ(h.allocate_cached<slot_use::first_for_life>(64), nullptr) << "its slot 0 is empty";
+    })
+        .join();
+    EXPECT_EQ(h.stats().live_allocations, 0u);
+    EXPECT_TRUE(h.check());
+}
+
 TEST(EngineHeap, SizeZeroGivesUniqueBlocks) {
     engine_heap h(small_options());
     void* a = h.allocate(0);

@@ -46,6 +46,8 @@ void* __libc_memalign(std::size_t, std::size_t);
 namespace {
 
 using strata::engine_heap;
+// The heap holds TLS slot 0 for the life of the process (init_heap checks the slot).
+constexpr auto resident = engine_heap::slot_use::first_for_life;
 
 alignas(engine_heap) unsigned char heap_storage[sizeof(engine_heap)];
 constinit std::atomic<engine_heap*> global_heap{nullptr};
@@ -151,6 +153,12 @@ void fork_child() noexcept { engine_heap::after_fork_child(); }
                 h = nullptr;
             }
         }
+        if (h != nullptr && h->slot_index() != 0) {
+            // The fast paths find threads' caches through slot 0 (slot_use::first_for_life); this
+            // library builds no other engine_heap, so the first one holds it.
+            h->~engine_heap();
+            h = nullptr;
+        }
         if (h != nullptr) (void)pthread_atfork(&fork_prepare, &fork_parent, &fork_child);
         global_heap.store(h, std::memory_order_release);
         init_state.store(h != nullptr ? 2 : 3, std::memory_order_release);
@@ -200,14 +208,14 @@ inline void* do_malloc(std::size_t size) noexcept {
     engine_heap* h = global_heap.load(std::memory_order_acquire);
     if (STRATA_UNLIKELY(h == nullptr)) return malloc_first(size);
     // The hit path makes no call, so it saves no register; a miss ends in a tail call.
-    if (void* p = h->allocate_cached(size)) return p;
+    if (void* p = h->allocate_cached<resident>(size)) return p;
     return malloc_slow(h, size);
 }
 
 inline void do_free(void* p) noexcept {
     engine_heap* h = global_heap.load(std::memory_order_acquire);
     if (STRATA_LIKELY(h != nullptr && h->owns(p))) {
-        h->deallocate(p);
+        h->deallocate<resident>(p);
         return;
     }
     if (p != nullptr) __libc_free(p);
@@ -278,7 +286,7 @@ STRATA_MALLOC_API void* realloc(void* p, std::size_t size) {
     engine_heap* h = heap();
     if (h != nullptr && h->owns(p)) {
         if (size == 0) { // glibc: realloc(p, 0) frees p and returns NULL
-            h->deallocate(p);
+            h->deallocate<resident>(p);
             return nullptr;
         }
         if (void* q = h->reallocate(p, size)) return q;
@@ -287,7 +295,7 @@ STRATA_MALLOC_API void* realloc(void* p, std::size_t size) {
         if (q != nullptr) {
             const std::size_t old_size = h->usable_size(p);
             std::memcpy(q, p, old_size < size ? old_size : size);
-            h->deallocate(p);
+            h->deallocate<resident>(p);
         }
         return q;
     }

@@ -56,13 +56,16 @@ struct alignas(64) run {
 };
 static_assert(sizeof(run) == 64);
 
-/// The tag of a granule of a small run, kept beside the descriptors in a dense array that only
-/// changes when the run changes hands: the owner's thread_heap id (0: none) over the class + 1.
-/// Granules of other spans have tag 0. A free compares the tag's owner with its own thread's id;
-/// only the owner writes its id into a tag, and it clears it before it lets the run go.
+/// A granule's tag, kept beside the descriptors in a dense array that only changes when a run
+/// changes hands: the owning thread_heap's id over the class + 1 for a small run, no_owner over 0
+/// for every other granule. A free compares the tag's owner with its own thread's id (a slot
+/// without a cache has id 0, which no tag holds); only the owner writes its id into a tag, and it
+/// replaces it with no_owner before it lets the run go.
+inline constexpr std::uint32_t no_owner = 0xFFFFFF;
 [[nodiscard]] constexpr std::uint32_t run_tag(std::uint32_t owner_id, unsigned cls) noexcept {
     return owner_id << 8 | (cls + 1);
 }
+inline constexpr std::uint32_t not_small_tag = no_owner << 8;
 
 /// A thread's slot for one engine_heap instance: valid when `epoch` matches the instance's. `id`
 /// is heap->id, here so that a free compares it with a run's tag without a second load.
@@ -112,8 +115,8 @@ struct thread_heap {
     // Bit c: the owner freed a block into one of its full runs of class c. Set without a branch:
     // whether a free lands in a full run is unpredictable under random frees.
     std::uint64_t full_freed;
-    std::uint32_t id;          // this record's owner id in run tags (never 0; kept when the record is reused)
-    run* current[class_count]; // the run the fast path pops from (the empty sentinel when none)
+    std::uint32_t id;            // this record's owner id in run tags (1 .. no_owner - 1; kept when reused)
+    run* current[class_count];   // the run the fast path pops from (the empty sentinel when none)
     counter allocs[class_count]; //
     counter frees[class_count];  //
     run* partial[class_count];   // runs with free blocks
