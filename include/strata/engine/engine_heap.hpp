@@ -463,7 +463,6 @@ private:
     [[nodiscard]] std::byte* address_of(const run* r) const noexcept {
         return reinterpret_cast<std::byte*>(data_ + (index_of(r) << engine_detail::granule_shift));
     }
-    /// Returns: the head descriptor of the span holding `p`. Requires: owns(p).
     /// Effects: sets the tag of every granule of the small run `r` (owner `h`, none when nullptr).
     void set_tag(const run* r, const thread_heap* h) noexcept {
         const std::uint32_t tag =
@@ -471,7 +470,7 @@ private:
         for (std::size_t g = index_of(r), e = g + r->granules; g < e; ++g)
             tags_[g].store(tag, std::memory_order_relaxed);
     }
-
+    /// Returns: the head descriptor of the span holding `p`. Requires: owns(p).
     [[nodiscard]] run* head_of(const void* p) const noexcept {
         run* d = runs_ + ((reinterpret_cast<std::uintptr_t>(p) - data_) >> engine_detail::granule_shift);
         return d - d->back;
