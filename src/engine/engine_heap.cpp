@@ -62,7 +62,7 @@ engine_heap::engine_heap(engine_options options) : options_(options) {
     // and more are not stashed (their free blocks are the ones the in-run purge gives back).
     for (unsigned c = 0; c < class_count; ++c) {
         const std::size_t n = std::max<std::size_t>(options.stash_bytes / class_size(c), 16);
-        stash_cap_[c] = options.stash_bytes == 0 || class_size(c) >= 8192
+        stash_cap_[c] = options.stash_bytes == 0 || class_size(c) >= page_sized_block
                             ? 0
                             : static_cast<std::uint16_t>(std::min<std::size_t>(n, 4096));
     }

@@ -353,7 +353,7 @@ namespace {
 
 constexpr unsigned first_purged_class = [] {
     unsigned c = 0;
-    while (c < class_count && class_size(c) < 8192)
+    while (c < class_count && class_size(c) < page_sized_block)
         ++c;
     return c;
 }();

@@ -300,11 +300,11 @@ void engine_heap::local_free_slow(thread_heap* h, run* d) noexcept {
 /// thread's stash while it has room, else onto its run's thread_free list (one CAS); medium and
 /// large blocks go to their tiers.
 void engine_heap::deallocate_slow(void* p, std::uint32_t tag) noexcept {
-    if ((tag & 0xff) != 0) {
+    if (tag_is_small(tag)) {
         // A small block. It is still counted in its run's `used`, so the run cannot change class
         // under us; the tag gives the class, and the run's descriptor is read only when the block
         // goes home.
-        const unsigned cls = (tag & 0xff) - 1;
+        const unsigned cls = tag_class(tag);
         auto* b = static_cast<free_block*>(p);
         // Counted here, by the thread that frees, so statistics are exact once threads are quiet
         // (the owner only learns of the block when it collects).

@@ -35,10 +35,9 @@ bool engine_heap::grow_commit(std::size_t need) noexcept {
     if (!vm_.commit(meta_from, (want - commit_top_) * sizeof(run))) return false;
     const std::size_t tags_from = tags_offset_ + commit_top_ * sizeof(std::uint32_t);
     if (!vm_.commit(tags_from, (want - commit_top_) * sizeof(std::uint32_t))) return false;
-    for (std::size_t i = commit_top_; i < want; ++i) {
+    for (std::size_t i = commit_top_; i < want; ++i)
         new (runs_ + i) run();
-        tags_[i].store(not_small_tag, std::memory_order_relaxed);
-    }
+    fill_tags(commit_top_, want - commit_top_, not_small_tag);
     commit_top_ = want;
     return true;
 }
@@ -172,8 +171,7 @@ void engine_heap::span_free(run* head, bool dirty) noexcept {
     if (head->kind != span_kind::small)
         head->populated = false;
     else
-        for (std::size_t i = index_of(head), e = i + head->granules; i < e; ++i)
-            tags_[i].store(not_small_tag, std::memory_order_relaxed);
+        fill_tags(index_of(head), head->granules, not_small_tag);
     head->dirty = dirty;
     head->clean_tail = 0;
     if (dirty) head->freed_at = now_tick();

@@ -228,13 +228,14 @@ public:
         const std::uint32_t tag = tags_[g].load(std::memory_order_relaxed);
         const tls_slot& s = tls[Slot == slot_use::first_for_life ? 0 : slot_];
         thread_heap* const h = s.heap;
-        if (STRATA_LIKELY((Slot == slot_use::first_for_life || s.epoch == epoch_) && tag >> 8 == s.id)) {
+        if (STRATA_LIKELY((Slot == slot_use::first_for_life || s.epoch == epoch_) &&
+                          tag_owner(tag) == s.id)) {
             run* d = runs_ + g;
             d -= d->back;
             auto* b = static_cast<free_block*>(p);
             b->next = d->free;
             d->free = b;
-            const unsigned c = (tag & 0xff) - 1;
+            const unsigned c = tag_class(tag);
             h->frees[c].add(1);
             // A full run stays in the full list; the flag makes the owner look there (in one
             // batch) once its partial runs are used up.
@@ -465,9 +466,12 @@ private:
     }
     /// Effects: sets the tag of every granule of the small run `r` (owner `h`, none when nullptr).
     void set_tag(const run* r, const thread_heap* h) noexcept {
-        const std::uint32_t tag =
-            engine_detail::run_tag(h != nullptr ? h->id : engine_detail::no_owner, r->cls);
-        for (std::size_t g = index_of(r), e = g + r->granules; g < e; ++g)
+        fill_tags(index_of(r), r->granules,
+                  engine_detail::run_tag(h != nullptr ? h->id : engine_detail::no_owner, r->cls));
+    }
+    /// Effects: sets the tags of granules [first, first + n) to `tag`.
+    void fill_tags(std::size_t first, std::size_t n, std::uint32_t tag) noexcept {
+        for (std::size_t g = first; g < first + n; ++g)
             tags_[g].store(tag, std::memory_order_relaxed);
     }
     /// Returns: the head descriptor of the span holding `p`. Requires: owns(p).

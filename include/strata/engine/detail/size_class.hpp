@@ -3,7 +3,7 @@
 // (44 classes), and the granule every span of the heap is cut in.
 //
 // Exports (strata::engine_detail): granule_shift, granule, class_count, small_max, max_instances,
-// class_size, class_of_computed, class_table, class_of.
+// page_sized_block, class_size, class_of_computed, class_table, class_of.
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -17,6 +17,9 @@ inline constexpr std::size_t granule = std::size_t{1} << granule_shift;
 inline constexpr unsigned class_count = 44;
 inline constexpr std::size_t small_max = 65536;
 inline constexpr unsigned max_instances = 16; // engine_heap objects alive at once (TLS slots)
+/// Blocks of this size and more own whole pages past their first: the in-run purge gives those
+/// pages back, and the stash leaves such classes out.
+inline constexpr std::size_t page_sized_block = 8192;
 
 /// Returns: the block size of class `c` (16..128 by 16, then 4 classes per doubling to 64 KiB).
 [[nodiscard]] constexpr std::size_t class_size(unsigned c) noexcept {

@@ -3,7 +3,8 @@
 // per-thread cache (thread_heap) and the thread-local slot that finds it. Internal to the engine
 // family; they are in a header only because engine_heap::allocate and deallocate are inline.
 //
-// Exports (strata::engine_detail): free_block, span_kind, run_list, run, run_tag, tls_slot, tls,
+// Exports (strata::engine_detail): free_block, span_kind, run_list, run, run_tag (no_owner,
+// not_small_tag, tag_owner, tag_is_small, tag_class), tls_slot, tls,
 // counter, thread_heap, empty_run, block_source.
 #include <atomic>
 #include <cstddef>
@@ -66,6 +67,10 @@ inline constexpr std::uint32_t no_owner = 0xFFFFFF;
     return owner_id << 8 | (cls + 1);
 }
 inline constexpr std::uint32_t not_small_tag = no_owner << 8;
+[[nodiscard]] constexpr std::uint32_t tag_owner(std::uint32_t tag) noexcept { return tag >> 8; }
+[[nodiscard]] constexpr bool tag_is_small(std::uint32_t tag) noexcept { return (tag & 0xff) != 0; }
+/// Requires: tag_is_small(tag).
+[[nodiscard]] constexpr unsigned tag_class(std::uint32_t tag) noexcept { return (tag & 0xff) - 1; }
 
 /// A thread's slot for one engine_heap instance: valid when `epoch` matches the instance's. `id`
 /// is heap->id, here so that a free compares it with a run's tag without a second load.
