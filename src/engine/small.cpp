@@ -10,7 +10,8 @@
 // Runs of exited threads wait on the heap's abandoned lists until a thread adopts them.
 //
 // Exports: engine_heap::small_slow, local_free_slow, deallocate_slow, push_thread_free,
-// flush_stash, collect, retire, new_run, adopt, populate, thread_populates, sweep_abandoned.
+// flush_stash, maybe_flush_stash, collect, retire, new_run, adopt, populate, thread_populates,
+// sweep_abandoned.
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -65,7 +66,10 @@ bool engine_heap::walk_full(thread_heap* h, unsigned c) noexcept {
 /// else takes a partial run, a full run that got frees, an abandoned run, a new run (in that order).
 void* engine_heap::small_slow(thread_heap* h, unsigned c) noexcept {
     // Now and then a maintenance step, so that a program of small blocks gives back what decayed.
-    if ((++h->slow_calls & 63) == 0) maybe_decay(h);
+    if ((++h->slow_calls & 63) == 0) {
+        maybe_decay(h);
+        maybe_flush_stash(h);
+    }
     // The stash ran dry: the parked run is current again.
     if (h->current[c] == &h->stash[c]) {
         h->current[c] = h->parked[c];
@@ -97,8 +101,26 @@ void* engine_heap::small_slow(thread_heap* h, unsigned c) noexcept {
                 if (r->carved < r->capacity) __builtin_prefetch(first + k * bs, 1);
             }
             if (free_block* b = r->free) {
-                r->free = b->next;
-                ++r->used;
+                // A stashed class takes a batch: b, and up to half the stash's cap for the stash,
+                // which becomes current (the run waits parked), so that local frees land on it too
+                // and the next allocations take them back while their lines are hot. Half: the
+                // other half is room for those frees.
+                std::uint16_t k = 1;
+                free_block* last = b;
+                run* st = &h->stash[c];
+                if (st->free == nullptr) {
+                    for (const unsigned batch = stash_cap_[c] / 2u; k < batch && last->next != nullptr; ++k)
+                        last = last->next;
+                }
+                r->free = last->next;
+                r->used = static_cast<std::uint16_t>(r->used + k);
+                if (k > 1) {
+                    last->next = nullptr;
+                    st->free = b->next;
+                    st->used = static_cast<std::uint16_t>(st->used - (k - 1));
+                    h->parked[c] = r;
+                    h->current[c] = st;
+                }
                 h->allocs[c].add(1);
                 return b;
             }
@@ -373,7 +395,9 @@ void engine_heap::push_thread_free(free_block* b, run* d, unsigned cls) noexcept
     }
 }
 
-/// Effects: hands every block on h's stash back to its run (thread exit, flush_thread_cache).
+/// Effects: hands every block on h's stash back to its run: a block of h's own runs the way the
+/// owner frees (a run that empties becomes the spare or retires), any other onto its run's
+/// thread_free list. Requires: no other thread uses h (its owner calls this, or h is abandoned).
 void engine_heap::flush_stash(thread_heap* h) noexcept {
     for (unsigned c = 0; c < class_count; ++c) {
         run* st = &h->stash[c];
@@ -381,14 +405,35 @@ void engine_heap::flush_stash(thread_heap* h) noexcept {
             h->current[c] = h->parked[c];
             h->parked[c] = nullptr;
         }
-        for (free_block* b = st->free; b != nullptr;) {
-            free_block* next = b->next;
-            push_thread_free(b, head_of(b), c);
-            b = next;
-        }
+        free_block* b = st->free;
         st->free = nullptr;
         st->used = 0;
+        while (b != nullptr) {
+            free_block* next = b->next;
+            const std::size_t g = (reinterpret_cast<std::uintptr_t>(b) - data_) >> granule_shift;
+            run* d = runs_ + g;
+            d -= d->back;
+            if (tag_owner(tags_[g].load(std::memory_order_relaxed)) == h->id) {
+                b->next = d->free;
+                d->free = b;
+                h->full_freed |= std::uint64_t{d->where == run_list::full} << c;
+                if (--d->used == 0) local_free_slow(h, d);
+            } else {
+                push_thread_free(b, d, c);
+            }
+            b = next;
+        }
     }
+}
+
+/// Effects: flush_stash(h) when step_interval_ has passed since its last flush, so that the stash
+/// pins no run for long (a block on it keeps its run from emptying). Requires: the calling thread
+/// owns h.
+void engine_heap::maybe_flush_stash(thread_heap* h) noexcept {
+    const std::uint32_t now = now_tick();
+    if (now - h->stash_flushed_at < step_interval_) return;
+    h->stash_flushed_at = now;
+    flush_stash(h);
 }
 
 /// Effects: collects the abandoned runs of every class and frees those left empty.

@@ -111,7 +111,11 @@ TEST(EngineHeapThreads, RemoteFreesStayWithTheFreeingThread) {
         blocks.push_back(h.allocate(64));
     std::vector<void*> got;
     std::thread([&] {
-        void* own = h.allocate(64); // this thread's own run, so it has a cache
+        // This thread's own run, so it has a cache. A run's first carve (2 KiB) goes to the
+        // stash at once; taking all of it leaves the stash empty.
+        std::vector<void*> own;
+        for (int i = 0; i < 32; ++i)
+            own.push_back(h.allocate(64));
         turn_stash_on(h);
         for (void* p : blocks)
             h.deallocate(p);
@@ -123,19 +127,19 @@ TEST(EngineHeapThreads, RemoteFreesStayWithTheFreeingThread) {
         EXPECT_EQ(overlap(blocks, got), 16u);
         EXPECT_TRUE(std::equal(got.begin(), got.begin() + 16, blocks.rbegin() + 84));
         for (void* p : got)
-            h.deallocate(p); // 16 remote again (stashed), 84 this thread's own
-        h.deallocate(own);
+            h.deallocate(p); // 16 remote again, 84 this thread's own
+        for (void* p : own)
+            h.deallocate(p);
     }).join();
     EXPECT_EQ(h.stats().live_allocations, 0u);
     EXPECT_TRUE(h.check());
     expect_all_came_home(h, blocks, 64);
 }
 
-// A class's stash holds stash_bytes or 16 blocks, whichever is more; classes of 8 KiB and more
-// are not stashed.
-TEST(EngineHeapThreads, StashHoldsSixteenBlocksOfBigClassesAndNoneFrom8KiB) {
+// A class's stash holds stash_bytes or 16 blocks, whichever is more.
+TEST(EngineHeapThreads, StashHoldsSixteenBlocksOfBigClasses) {
     engine_heap h(options()); // stash_bytes 16 KiB: 4 blocks of 4 KiB, so 16
-    for (const std::size_t size : {std::size_t{4096}, std::size_t{8192}}) {
+    for (const std::size_t size : {std::size_t{4096}, std::size_t{8192}, std::size_t{65536}}) {
         std::vector<void*> blocks;
         for (int i = 0; i < 40; ++i)
             blocks.push_back(h.allocate(size));
@@ -149,7 +153,7 @@ TEST(EngineHeapThreads, StashHoldsSixteenBlocksOfBigClassesAndNoneFrom8KiB) {
             kept = reused(h, blocks, 40, size);
             h.deallocate(own);
         }).join();
-        EXPECT_EQ(kept, size == 4096 ? 16u : 0u) << size;
+        EXPECT_EQ(kept, 16u) << size;
         EXPECT_TRUE(h.check());
     }
     EXPECT_EQ(h.stats().live_allocations, 0u);
@@ -207,34 +211,39 @@ TEST(EngineHeapThreads, StashFollowsTheShareOfRemoteFrees) {
 }
 
 // While the stash serves a class, the thread's own current run waits aside; emptying it then by
-// local frees must not hand it back (it is still the run allocation returns to).
+// local frees (the stash is full, so they go home) must not hand it back: it is still the run
+// allocation returns to.
 TEST(EngineHeapThreads, ParkedRunOutlivesItsEmptying) {
-    engine_heap h(options());
-    void* foreign = nullptr;
+    strata::engine_options o = options();
+    o.stash_bytes = 16 * 48; // 16 blocks of 48 bytes
+    engine_heap h(o);
+    std::vector<void*> foreign;
     std::promise<void> allocated, finished;
     std::thread other([&] { // stays alive, so that its run keeps its owner
-        foreign = h.allocate(48);
+        for (int i = 0; i < 16; ++i)
+            foreign.push_back(h.allocate(48));
         allocated.set_value();
         finished.get_future().wait();
     });
     allocated.get_future().wait();
-    // A first run filled and emptied again: it is the class's spare, so the next run to empty
-    // would be handed back.
+    // Two runs filled: the stash took each carve and is empty again, the second run is parked.
     const std::size_t per_run = strata::engine_detail::granule / 48;
     std::vector<void*> first;
     for (std::size_t i = 0; i < per_run; ++i)
         first.push_back(h.allocate(48));
     std::vector<void*> mine;
-    for (int i = 0; i < 10; ++i)
+    for (std::size_t i = 0; i < per_run; ++i)
         mine.push_back(h.allocate(48));
-    for (void* p : first)
-        h.deallocate(p);
     turn_stash_on(h);
-    h.deallocate(foreign); // stashed: the stash is this class's current run now
+    for (void* p : foreign)
+        h.deallocate(p); // the stash is full
+    for (void* p : first)
+        h.deallocate(p); // the first run empties: it is the class's spare
     for (void* p : mine)
-        h.deallocate(p); // the parked run empties
+        h.deallocate(p); // the parked run empties: the next run to empty would be handed back
     EXPECT_TRUE(h.check());
-    ASSERT_EQ(h.allocate(48), foreign);
+    for (std::size_t i = 0; i < foreign.size(); ++i)
+        EXPECT_EQ(h.allocate(48), foreign[foreign.size() - 1 - i]);
     std::vector<void*> next;
     for (int i = 0; i < 10; ++i) {
         next.push_back(h.allocate(48));
@@ -252,13 +261,13 @@ TEST(EngineHeapThreads, ParkedRunOutlivesItsEmptying) {
     EXPECT_TRUE(h.check());
     for (void* p : small)
         h.deallocate(p);
-    h.deallocate(foreign);
+    for (void* p : foreign)
+        h.deallocate(p);
     for (void* p : next)
         h.deallocate(p);
     finished.set_value();
     other.join();
     EXPECT_TRUE(h.check());
-    EXPECT_EQ(h.stats().live_allocations, 0u);
 }
 
 // trim() and flush_thread_cache() hand the calling thread's stash back: the owner's runs empty and

@@ -364,7 +364,11 @@ TEST(TraceCache, MoreRequestersThanPlayersAllGetTheirs) {
     }
     for (std::size_t i = 0; i < std::size(all_heaps); ++i)
         EXPECT_TRUE(seen[i]) << serve::heap_name(all_heaps[i]) << " never ready";
-    EXPECT_LE(cache.prepared(), 6u) << "entries dropped before their requesters saw them";
+    // Each requester's entry is prepared once, plus a few again when the cache holds fewer
+    // entries than requesters; one dropped before its requester saw it would be prepared again
+    // and again for the whole 20 s.
+    EXPECT_LE(cache.prepared(), 2 * std::size(all_heaps))
+        << "entries dropped before their requesters saw them";
     EXPECT_LE(cache.players(), serve::player_cache::max_players);
 }
 
