@@ -71,11 +71,11 @@ struct engine_options {
     /// stash), newest first: its next allocations of the class take them back while they are in
     /// its cache. The stash takes a batch of its current run's free blocks and the thread's own
     /// frees; blocks of other threads' runs too (no atomic push to their owner) once its remote
-    /// frees are about half of its frees or more. A class holds at least 16 blocks (more bytes
-    /// than this for classes above 1 KiB), at most 4,096. Past it, frees go to the owning run.
-    /// Handed back every decay_ms / 8 (slow path, end_frame), at thread exit,
-    /// flush_thread_cache() and trim(). 0: off.
-    std::size_t stash_bytes = std::size_t{16} << 10;
+    /// frees are about half of its frees or more. A class holds at least 16 blocks under 8 KiB
+    /// and 4 from 8 KiB (more bytes than this for classes above 4 KiB), at most 4,096. A full
+    /// stash sends its older half to the owning runs. Handed back every decay_ms / 8 (slow path,
+    /// end_frame), at thread exit, flush_thread_cache() and trim(). 0: off.
+    std::size_t stash_bytes = std::size_t{64} << 10;
     /// Empty runs a thread keeps for itself before handing them back to the shared span pool.
     std::size_t thread_cache_runs = 16;
     /// Size of the first TLSF arena of the medium tier (the second is twice, later ones 4x).
@@ -237,8 +237,8 @@ public:
             // While the class's stash is current and has room, the block goes there: the next
             // allocation of the class takes it back while its line is hot, and the run's
             // descriptor is not read. A stash's `used` counts down from 0.
-            if (run* const front = h->current[c];
-                front == &h->stash[c] && stash_count(front) < stash_cap_[c]) {
+            if (run* const front = h->current[c]; front == &h->stash[c]) {
+                if (STRATA_UNLIKELY(stash_count(front) >= front->capacity)) spill_stash(h, c);
                 b->next = front->free;
                 front->free = b;
                 --front->used;
@@ -383,8 +383,10 @@ private:
     [[nodiscard]] STRATA_NOINLINE void* small_slow(thread_heap* h, unsigned c) noexcept;
     void collect(thread_heap* h, run* r) noexcept;
     void push_thread_free(engine_detail::free_block* b, run* d, unsigned cls) noexcept;
-    void flush_stash(thread_heap* h) noexcept;
+    void flush_stash(thread_heap* h, bool unpark = true) noexcept;
     void maybe_flush_stash(thread_heap* h) noexcept;
+    void spill_stash(thread_heap* h, unsigned c) noexcept;
+    void send_home(thread_heap* h, unsigned c, engine_detail::free_block* list) noexcept;
     void choose_stash(thread_heap* h) noexcept;
     static constexpr std::uint32_t stash_window = 256; // remote frees between choose_stash calls
     [[nodiscard]] bool check_stash(const thread_heap* h) const noexcept; // stats.cpp
