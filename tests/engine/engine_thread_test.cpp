@@ -143,8 +143,10 @@ TEST(EngineHeapThreads, RemoteFreesStayWithTheFreeingThread) {
 // frees end with it full (a full stash keeps its newest half, so each spill leaves room for half).
 TEST(EngineHeapThreads, StashHoldsItsBytesOrAFloorOfBlocks) {
     engine_heap h(options()); // stash_bytes 64 KiB
-    for (const auto& [size, cap] :
+    for (const auto& size_cap :
          {std::pair<std::size_t, std::size_t>{1024, 64}, {4096, 16}, {8192, 8}, {65536, 4}}) {
+        const std::size_t size = size_cap.first; // named, not bound: the lambda below captures it
+        const std::size_t cap = size_cap.second;
         std::vector<void*> blocks;
         for (int i = 0; i < 40; ++i)
             blocks.push_back(h.allocate(size));
