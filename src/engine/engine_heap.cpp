@@ -57,14 +57,14 @@ engine_heap::engine_heap(engine_options options) : options_(options) {
     tags_ = reinterpret_cast<std::atomic<std::uint32_t>*>(vm_.data() + tags_offset_);
     retain_granules_ = options.retain_bytes >> granule_shift;
     populate_granules_ = options.populate_after_bytes >> granule_shift;
-    // A class's stash holds stash_bytes, and at least 16 blocks under 8 KiB (with fewer, it would
-    // fill and run dry every few calls: each time half the cap moves), 4 from 8 KiB (a few such
-    // blocks already pin whole runs). 3.5 MiB per thread at most, by default.
+    // A class's stash holds stash_bytes, and at least 16 blocks: with fewer, a few blocks would
+    // switch the class between the stash and its run on nearly every allocation. Classes of 8 KiB
+    // and more are not stashed (their free blocks are the ones the in-run purge gives back).
     for (unsigned c = 0; c < class_count; ++c) {
-        const std::size_t floor = class_size(c) < page_sized_block ? 16 : 4;
-        const std::size_t n = std::max<std::size_t>(options.stash_bytes / class_size(c), floor);
-        stash_cap_[c] =
-            options.stash_bytes == 0 ? 0 : static_cast<std::uint16_t>(std::min<std::size_t>(n, 4096));
+        const std::size_t n = std::max<std::size_t>(options.stash_bytes / class_size(c), 16);
+        stash_cap_[c] = options.stash_bytes == 0 || class_size(c) >= page_sized_block
+                            ? 0
+                            : static_cast<std::uint16_t>(std::min<std::size_t>(n, 4096));
     }
     clock_origin_ = now_ms();
     step_interval_ = options.decay_ms / 8;

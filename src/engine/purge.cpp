@@ -328,9 +328,7 @@ std::size_t engine_heap::end_frame(std::chrono::microseconds budget) noexcept {
     frames_.fetch_add(1, std::memory_order_relaxed);
     const auto us = static_cast<std::uint64_t>(std::max<std::int64_t>(budget.count(), 1));
     const tls_slot& slot = tls[slot_];
-    thread_heap* own = slot.epoch == epoch_ ? slot.heap : nullptr;
-    if (own != nullptr) maybe_flush_stash(own);
-    return decay_step(steady_ns() + us * 1000, own);
+    return decay_step(steady_ns() + us * 1000, slot.epoch == epoch_ ? slot.heap : nullptr);
 }
 
 // -------------------------------------------------------------------------------------------------
@@ -409,8 +407,7 @@ std::size_t engine_heap::purge_run_blocks(thread_heap* h, std::uint32_t now,
     const unsigned classes = class_count - first_purged_class;
     for (unsigned i = 0; i < classes; ++i) {
         const unsigned c = first_purged_class + (h->purge_class + i) % classes;
-        bool more =
-            walk_run(&h->stash[c]) && walk_run(h->current[c] == &h->stash[c] ? h->parked[c] : h->current[c]);
+        bool more = walk_run(h->current[c] == &h->stash[c] ? h->parked[c] : h->current[c]);
         for (run* r = h->partial[c]; more && r != nullptr; r = r->next)
             more = walk_run(r);
         for (run* r = h->full[c]; more && r != nullptr; r = r->next)

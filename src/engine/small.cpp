@@ -10,8 +10,7 @@
 // Runs of exited threads wait on the heap's abandoned lists until a thread adopts them.
 //
 // Exports: engine_heap::small_slow, local_free_slow, deallocate_slow, push_thread_free,
-// flush_stash, maybe_flush_stash, spill_stash, send_home, collect, retire, new_run, adopt, populate,
-// thread_populates, sweep_abandoned.
+// flush_stash, collect, retire, new_run, adopt, populate, thread_populates, sweep_abandoned.
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -66,10 +65,7 @@ bool engine_heap::walk_full(thread_heap* h, unsigned c) noexcept {
 /// else takes a partial run, a full run that got frees, an abandoned run, a new run (in that order).
 void* engine_heap::small_slow(thread_heap* h, unsigned c) noexcept {
     // Now and then a maintenance step, so that a program of small blocks gives back what decayed.
-    if ((++h->slow_calls & 63) == 0) {
-        maybe_decay(h);
-        maybe_flush_stash(h);
-    }
+    if ((++h->slow_calls & 63) == 0) maybe_decay(h);
     // The stash ran dry: the parked run is current again.
     if (h->current[c] == &h->stash[c]) {
         h->current[c] = h->parked[c];
@@ -101,33 +97,8 @@ void* engine_heap::small_slow(thread_heap* h, unsigned c) noexcept {
                 if (r->carved < r->capacity) __builtin_prefetch(first + k * bs, 1);
             }
             if (free_block* b = r->free) {
-                // The stash takes a batch of the run's free blocks (the whole list when it fits in
-                // half its cap: its length is carved - used, so no walk over blocks that may each
-                // miss; else half the cap) and becomes current, the run parked, even when the batch
-                // is empty: the owner's frees go to it, and the next allocations take them back
-                // while their lines are hot. The other half of the cap is room for those frees.
-                run* st = &h->stash[c];
-                std::uint16_t k = 1; // blocks leaving the run: b and the batch
-                if (stash_cap_[c] == 0 || st->free != nullptr) {
-                    r->free = b->next;
-                } else {
-                    const unsigned half = stash_cap_[c] / 2u;
-                    if (const unsigned listed = r->carved - r->used; listed <= half) {
-                        k = static_cast<std::uint16_t>(listed);
-                        r->free = nullptr;
-                    } else {
-                        free_block* last = b;
-                        for (; k < half && last->next != nullptr; ++k)
-                            last = last->next;
-                        r->free = last->next;
-                        last->next = nullptr;
-                    }
-                    st->free = b->next;
-                    st->used = static_cast<std::uint16_t>(st->used - (k - 1));
-                    h->parked[c] = r;
-                    h->current[c] = st;
-                }
-                r->used = static_cast<std::uint16_t>(r->used + k);
+                r->free = b->next;
+                ++r->used;
                 h->allocs[c].add(1);
                 return b;
             }
@@ -343,8 +314,7 @@ void engine_heap::deallocate_slow(void* p, std::uint32_t tag) noexcept {
             h->frees[cls].add(1);
             if (STRATA_UNLIKELY(++h->remote_window == stash_window)) choose_stash(h);
             run* st = &h->stash[cls];
-            if (h->stash_on && stash_cap_[cls] != 0) {
-                if (stash_count(st) >= stash_cap_[cls]) spill_stash(h, cls);
+            if (h->stash_on && stash_count(st) < stash_cap_[cls]) {
                 b->next = st->free;
                 st->free = b;
                 --st->used;
@@ -403,69 +373,22 @@ void engine_heap::push_thread_free(free_block* b, run* d, unsigned cls) noexcept
     }
 }
 
-/// Effects: hands every block on h's stash back to its run (send_home). `unpark`: the parked runs
-/// are current again (thread exit, trim); otherwise an emptied stash stays current, so that the
-/// owner's frees keep going to it and its next allocation refills it. Requires: no other thread
-/// uses h (its owner calls this, or h is abandoned).
-void engine_heap::flush_stash(thread_heap* h, bool unpark) noexcept {
+/// Effects: hands every block on h's stash back to its run (thread exit, flush_thread_cache).
+void engine_heap::flush_stash(thread_heap* h) noexcept {
     for (unsigned c = 0; c < class_count; ++c) {
         run* st = &h->stash[c];
-        if (unpark && h->current[c] == st) {
+        if (h->current[c] == st) {
             h->current[c] = h->parked[c];
             h->parked[c] = nullptr;
         }
-        free_block* b = st->free;
+        for (free_block* b = st->free; b != nullptr;) {
+            free_block* next = b->next;
+            push_thread_free(b, head_of(b), c);
+            b = next;
+        }
         st->free = nullptr;
         st->used = 0;
-        send_home(h, c, b);
     }
-}
-
-/// Effects: hands the blocks of `list` (class c) back to their runs: a block of h's own runs the
-/// way the owner frees (a run that empties becomes the spare or retires), any other onto its run's
-/// thread_free list. Requires: no other thread uses h.
-void engine_heap::send_home(thread_heap* h, unsigned c, free_block* list) noexcept {
-    while (list != nullptr) {
-        free_block* b = list;
-        list = b->next;
-        const std::size_t g = (reinterpret_cast<std::uintptr_t>(b) - data_) >> granule_shift;
-        run* d = runs_ + g;
-        d -= d->back;
-        if (tag_owner(tags_[g].load(std::memory_order_relaxed)) == h->id) {
-            b->next = d->free;
-            d->free = b;
-            h->full_freed |= std::uint64_t{d->where == run_list::full} << c;
-            if (--d->used == 0) local_free_slow(h, d);
-        } else {
-            push_thread_free(b, d, c);
-        }
-    }
-}
-
-/// Effects: the stash of class c is full: keeps its newest half and sends the rest home, so that
-/// the owner's next frees find room (a free that went to the stash or not by turns would make its
-/// branch unpredictable). Requires: the calling thread owns h.
-void engine_heap::spill_stash(thread_heap* h, unsigned c) noexcept {
-    run* st = &h->stash[c];
-    free_block* last = st->free;
-    if (last == nullptr) return;
-    unsigned kept = 1;
-    for (const unsigned keep = stash_cap_[c] / 2u; kept < keep && last->next != nullptr; ++kept)
-        last = last->next;
-    free_block* rest = last->next;
-    last->next = nullptr;
-    st->used = static_cast<std::uint16_t>(0u - kept);
-    send_home(h, c, rest);
-}
-
-/// Effects: flush_stash(h) when step_interval_ has passed since its last flush, so that the stash
-/// pins no run for long (a block on it keeps its run from emptying). Requires: the calling thread
-/// owns h.
-void engine_heap::maybe_flush_stash(thread_heap* h) noexcept {
-    const std::uint32_t now = now_tick();
-    if (now - h->stash_flushed_at < step_interval_) return;
-    h->stash_flushed_at = now;
-    flush_stash(h, false);
 }
 
 /// Effects: collects the abandoned runs of every class and frees those left empty.

@@ -57,10 +57,6 @@ engine_heap::thread_heap* engine_heap::make_thread_heap() noexcept {
             h->parked[c] = nullptr;
             h->stash[c].free = nullptr;
             h->stash[c].used = 0;
-            h->stash[c].block_size = static_cast<std::uint32_t>(class_size(c)); // for the in-run purge
-            h->stash[c].cls = static_cast<std::uint8_t>(c);
-            h->stash[c].capacity = stash_cap_[c]; // read by the free fast path
-            h->stash[c].purge_sig = 0;
         }
         h->full_freed = 0;
         h->remote_window = 0;

@@ -111,42 +111,31 @@ TEST(EngineHeapThreads, RemoteFreesStayWithTheFreeingThread) {
         blocks.push_back(h.allocate(64));
     std::vector<void*> got;
     std::thread([&] {
-        // This thread's own run, so it has a cache: its first carve (2 KiB, 32 blocks), used up.
-        std::vector<void*> own;
-        for (int i = 0; i < 32; ++i)
-            own.push_back(h.allocate(64));
+        void* own = h.allocate(64); // this thread's own run, so it has a cache
         turn_stash_on(h);
         for (void* p : blocks)
             h.deallocate(p);
-        EXPECT_TRUE(h.check());
+        EXPECT_TRUE(h.check()); // 16 blocks stashed
         for (int i = 0; i < 100; ++i)
             got.push_back(h.allocate(64));
         EXPECT_TRUE(h.check());
-        // The stash kept the newest frees (a full stash sends its older half home, so 8 to 16
-        // of them); the others went to the owner's runs.
-        const std::size_t kept = overlap(blocks, got);
-        EXPECT_GE(kept, 8u);
-        EXPECT_LE(kept, 16u);
-        EXPECT_TRUE(
-            std::equal(got.begin(), got.begin() + static_cast<std::ptrdiff_t>(kept), blocks.rbegin()));
+        // The first 16 frees were stashed; the other 84 went to the owner's runs.
+        EXPECT_EQ(overlap(blocks, got), 16u);
+        EXPECT_TRUE(std::equal(got.begin(), got.begin() + 16, blocks.rbegin() + 84));
         for (void* p : got)
-            h.deallocate(p); // the other thread's and this thread's own
-        for (void* p : own)
-            h.deallocate(p);
+            h.deallocate(p); // 16 remote again (stashed), 84 this thread's own
+        h.deallocate(own);
     }).join();
     EXPECT_EQ(h.stats().live_allocations, 0u);
     EXPECT_TRUE(h.check());
     expect_all_came_home(h, blocks, 64);
 }
 
-// A class's stash holds stash_bytes, and at least 16 blocks under 8 KiB, 4 from 8 KiB. 40 remote
-// frees end with it full (a full stash keeps its newest half, so each spill leaves room for half).
-TEST(EngineHeapThreads, StashHoldsItsBytesOrAFloorOfBlocks) {
-    engine_heap h(options()); // stash_bytes 64 KiB
-    for (const auto& size_cap :
-         {std::pair<std::size_t, std::size_t>{1024, 64}, {4096, 16}, {8192, 8}, {65536, 4}}) {
-        const std::size_t size = size_cap.first; // named, not bound: the lambda below captures it
-        const std::size_t cap = size_cap.second;
+// A class's stash holds stash_bytes or 16 blocks, whichever is more; classes of 8 KiB and more
+// are not stashed.
+TEST(EngineHeapThreads, StashHoldsSixteenBlocksOfBigClassesAndNoneFrom8KiB) {
+    engine_heap h(options()); // stash_bytes 16 KiB: 4 blocks of 4 KiB, so 16
+    for (const std::size_t size : {std::size_t{4096}, std::size_t{8192}}) {
         std::vector<void*> blocks;
         for (int i = 0; i < 40; ++i)
             blocks.push_back(h.allocate(size));
@@ -160,7 +149,7 @@ TEST(EngineHeapThreads, StashHoldsItsBytesOrAFloorOfBlocks) {
             kept = reused(h, blocks, 40, size);
             h.deallocate(own);
         }).join();
-        EXPECT_EQ(kept, std::min<std::size_t>(cap, 40)) << size;
+        EXPECT_EQ(kept, size == 4096 ? 16u : 0u) << size;
         EXPECT_TRUE(h.check());
     }
     EXPECT_EQ(h.stats().live_allocations, 0u);
@@ -217,52 +206,40 @@ TEST(EngineHeapThreads, StashFollowsTheShareOfRemoteFrees) {
     EXPECT_EQ(h.stats().live_allocations, 0u);
 }
 
-// While the stash serves a class, the thread's own current run waits aside; emptying it then (a
-// full stash sends its older half home) must not hand it back: it is still the run allocation
-// returns to.
+// While the stash serves a class, the thread's own current run waits aside; emptying it then by
+// local frees must not hand it back (it is still the run allocation returns to).
 TEST(EngineHeapThreads, ParkedRunOutlivesItsEmptying) {
-    strata::engine_options o = options();
-    o.stash_bytes = 16 * 48; // 16 blocks of 48 bytes
-    engine_heap h(o);
-    std::vector<void*> foreign;
+    engine_heap h(options());
+    void* foreign = nullptr;
     std::promise<void> allocated, finished;
     std::thread other([&] { // stays alive, so that its run keeps its owner
-        for (int i = 0; i < 16; ++i)
-            foreign.push_back(h.allocate(48));
+        foreign = h.allocate(48);
         allocated.set_value();
         finished.get_future().wait();
     });
     allocated.get_future().wait();
-    // Two runs filled: the stash took each carve and is empty again, the second run is parked.
+    // A first run filled and emptied again: it is the class's spare, so the next run to empty
+    // would be handed back.
     const std::size_t per_run = strata::engine_detail::granule / 48;
     std::vector<void*> first;
     for (std::size_t i = 0; i < per_run; ++i)
         first.push_back(h.allocate(48));
     std::vector<void*> mine;
-    for (std::size_t i = 0; i < per_run; ++i)
+    for (int i = 0; i < 10; ++i)
         mine.push_back(h.allocate(48));
-    turn_stash_on(h);
     for (void* p : first)
-        h.deallocate(p); // all but the stashed ones home: the first run is the class's spare
+        h.deallocate(p);
+    turn_stash_on(h);
+    h.deallocate(foreign); // stashed: the stash is this class's current run now
     for (void* p : mine)
-        h.deallocate(p); // the first run empties; the stash holds the newest of the parked run
-    for (void* p : foreign)
-        h.deallocate(p); // two spills later the stash holds only these: the parked run empties
+        h.deallocate(p); // the parked run empties
     EXPECT_TRUE(h.check());
-    // The stash's blocks come back first (the other thread's, newest first), then the parked run's.
-    std::vector<void*> back;
-    void* p = h.allocate(48);
-    while (back.size() < foreign.size() && overlap(foreign, {p}) == 1) {
-        back.push_back(p);
-        p = h.allocate(48);
-    }
-    EXPECT_GE(back.size(), 8u);
-    EXPECT_TRUE(std::equal(back.begin(), back.end(), foreign.rbegin()));
-    std::vector<void*> next{p};
-    while (next.size() < 10)
+    ASSERT_EQ(h.allocate(48), foreign);
+    std::vector<void*> next;
+    for (int i = 0; i < 10; ++i) {
         next.push_back(h.allocate(48));
-    for (void* q : next)
-        std::memset(q, 0x5a, 48);
+        std::memset(next.back(), 0x5a, 48);
+    }
     EXPECT_EQ(overlap(mine, next), 10u) << "the parked run serves again";
     // A new run of another class must not be that run (were it handed back, it would be reused).
     std::vector<void*> small;
@@ -273,15 +250,15 @@ TEST(EngineHeapThreads, ParkedRunOutlivesItsEmptying) {
     for (void* p : next)
         EXPECT_EQ(*static_cast<unsigned char*>(p), 0x5a);
     EXPECT_TRUE(h.check());
-    for (void* q : small)
-        h.deallocate(q);
-    for (void* q : back)
-        h.deallocate(q);
-    for (void* q : next)
-        h.deallocate(q);
+    for (void* p : small)
+        h.deallocate(p);
+    h.deallocate(foreign);
+    for (void* p : next)
+        h.deallocate(p);
     finished.set_value();
     other.join();
     EXPECT_TRUE(h.check());
+    EXPECT_EQ(h.stats().live_allocations, 0u);
 }
 
 // trim() and flush_thread_cache() hand the calling thread's stash back: the owner's runs empty and
@@ -298,7 +275,7 @@ TEST(EngineHeapThreads, TrimAndFlushHandTheStashBack) {
         (void)h.allocate(4000); // the main thread gets a cache
         turn_stash_on(h);
         for (void* p : blocks)
-            h.deallocate(p); // all 100 stashed (64 KiB holds 2,048 blocks of 32 bytes)
+            h.deallocate(p); // all 100 stashed (16 KiB holds 512 blocks of 32 bytes)
         EXPECT_EQ(h.stats().live_allocations, 1u);
         EXPECT_GT(h.class_stats(c).committed_bytes, 0u);
         if (flush) h.flush_thread_cache();

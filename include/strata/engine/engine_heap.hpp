@@ -67,15 +67,14 @@ struct engine_options {
     bool purge_run_blocks = true;
     /// Milliseconds of a monotonic clock; nullptr: CLOCK_MONOTONIC_COARSE. Tests give a fake one.
     std::uint64_t (*clock_ms)() noexcept = nullptr;
-    /// Per size class, bytes of free small blocks a thread keeps in front of its runs (its
-    /// stash), newest first: its next allocations of the class take them back while they are in
-    /// its cache. The stash takes a batch of its current run's free blocks and the thread's own
-    /// frees; blocks of other threads' runs too (no atomic push to their owner) once its remote
-    /// frees are about half of its frees or more. A class holds at least 16 blocks under 8 KiB
-    /// and 4 from 8 KiB (more bytes than this for classes above 4 KiB), at most 4,096. A full
-    /// stash sends its older half to the owning runs. Handed back every decay_ms / 8 (slow path,
-    /// end_frame), at thread exit, flush_thread_cache() and trim(). 0: off.
-    std::size_t stash_bytes = std::size_t{64} << 10;
+    /// Per size class, bytes of small blocks of other threads' runs that a thread's frees keep for
+    /// its own next allocations of that class (its stash): a thread that frees what others
+    /// allocated reuses those blocks while they are in its cache, and skips the atomic push to their
+    /// owner. A class holds at least 16 blocks (more bytes than this for classes above 1 KiB);
+    /// classes of 8 KiB and more are not stashed. Only a thread whose remote frees are about half
+    /// of its frees or more stashes. Past it, such frees go to the owning run. Handed back at
+    /// thread exit, flush_thread_cache() and trim(). 0: off.
+    std::size_t stash_bytes = std::size_t{16} << 10;
     /// Empty runs a thread keeps for itself before handing them back to the shared span pool.
     std::size_t thread_cache_runs = 16;
     /// Size of the first TLSF arena of the medium tier (the second is twice, later ones 4x).
@@ -231,23 +230,13 @@ public:
         thread_heap* const h = s.heap;
         if (STRATA_LIKELY((Slot == slot_use::first_for_life || s.epoch == epoch_) &&
                           tag_owner(tag) == s.id)) {
-            auto* b = static_cast<free_block*>(p);
-            const unsigned c = tag_class(tag);
-            h->frees[c].add(1);
-            // While the class's stash is current and has room, the block goes there: the next
-            // allocation of the class takes it back while its line is hot, and the run's
-            // descriptor is not read. A stash's `used` counts down from 0.
-            if (run* const front = h->current[c]; front == &h->stash[c]) {
-                if (STRATA_UNLIKELY(stash_count(front) >= front->capacity)) spill_stash(h, c);
-                b->next = front->free;
-                front->free = b;
-                --front->used;
-                return;
-            }
             run* d = runs_ + g;
             d -= d->back;
+            auto* b = static_cast<free_block*>(p);
             b->next = d->free;
             d->free = b;
+            const unsigned c = tag_class(tag);
+            h->frees[c].add(1);
             // A full run stays in the full list; the flag makes the owner look there (in one
             // batch) once its partial runs are used up.
             h->full_freed |= std::uint64_t{d->where == run_list::full} << c;
@@ -383,10 +372,7 @@ private:
     [[nodiscard]] STRATA_NOINLINE void* small_slow(thread_heap* h, unsigned c) noexcept;
     void collect(thread_heap* h, run* r) noexcept;
     void push_thread_free(engine_detail::free_block* b, run* d, unsigned cls) noexcept;
-    void flush_stash(thread_heap* h, bool unpark = true) noexcept;
-    void maybe_flush_stash(thread_heap* h) noexcept;
-    void spill_stash(thread_heap* h, unsigned c) noexcept;
-    void send_home(thread_heap* h, unsigned c, engine_detail::free_block* list) noexcept;
+    void flush_stash(thread_heap* h) noexcept;
     void choose_stash(thread_heap* h) noexcept;
     static constexpr std::uint32_t stash_window = 256; // remote frees between choose_stash calls
     [[nodiscard]] bool check_stash(const thread_heap* h) const noexcept; // stats.cpp

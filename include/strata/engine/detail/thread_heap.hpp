@@ -57,12 +57,6 @@ struct alignas(64) run {
 };
 static_assert(sizeof(run) == 64);
 
-/// Returns: blocks on the stash `st` (a thread_heap's run record; its `used` counts down from 0 as
-/// blocks arrive).
-[[nodiscard]] inline std::uint16_t stash_count(const run* st) noexcept {
-    return static_cast<std::uint16_t>(0u - st->used);
-}
-
 /// A granule's tag, kept beside the descriptors in a dense array that only changes when a run
 /// changes hands: the owning thread_heap's id over the class + 1 for a small run, no_owner over 0
 /// for every other granule. A free compares the tag's owner with its own thread's id (a slot
@@ -135,8 +129,7 @@ struct thread_heap {
     run* spare[class_count];     // an empty run kept in `partial` (at most one per class)
     run* resume[class_count];    // where the next walk of `full` starts (when still in it)
     std::atomic<std::uint32_t> pending[class_count]; // a full run got a free from another thread
-    // Free blocks in front of the runs: a batch of the current run's, this thread's frees, and
-    // blocks of other threads' runs that it freed. While a class's stash holds blocks,
+    // Blocks of other threads' runs that this thread freed. While a class's stash holds blocks,
     // current[c] points at stash[c] (a run record of this heap, not of the heap's memory) and
     // the fast path pops from it; the real current run waits in parked[c]. stash[c].used counts
     // down from 0 as blocks arrive and back up as they leave.
@@ -145,12 +138,11 @@ struct thread_heap {
     bool stash_on = false;           // whether remote frees go to the stash
     std::uint64_t frees_mark = 0;    // sum of frees[] at that time
     run stash[class_count];
-    counter run_bytes;                  // committed bytes of the runs this heap owns
-    run* cache = nullptr;               // empty runs kept for reuse
-    std::size_t cache_count = 0;        //
-    std::uint32_t slow_calls = 0;       // small_slow calls (a step every 64)
-    std::uint32_t stash_flushed_at = 0; // tick of the last maybe_flush_stash flush
-    std::uint32_t purge_class = 0;      // where the next in-run purge walk starts
+    counter run_bytes;             // committed bytes of the runs this heap owns
+    run* cache = nullptr;          // empty runs kept for reuse
+    std::size_t cache_count = 0;   //
+    std::uint32_t slow_calls = 0;  // small_slow calls (a step every 64)
+    std::uint32_t purge_class = 0; // where the next in-run purge walk starts
     engine_heap* engine = nullptr;
     thread_heap* next_heap = nullptr; // engine's list of heaps in use, or of free ones
     thread_heap* prev_heap = nullptr;
