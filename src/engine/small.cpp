@@ -78,7 +78,10 @@ void* engine_heap::small_slow(thread_heap* h, unsigned c) noexcept {
             if (r->free == nullptr && r->carved < r->capacity) {
                 // A lazy run whose class grows on after the heap passed the populate threshold
                 // is faulted in whole, once.
-                if (!r->populated && thread_populates(h)) populate(r, std::size_t{r->carved} * r->block_size);
+                if (const std::size_t carved = std::size_t{r->carved} * r->block_size;
+                    !r->populated &&
+                    thread_populates(h, c, 2 * carved >= std::size_t{r->granules} << granule_shift))
+                    populate(r, carved);
                 // Thread the next never-used blocks, 2 KiB of them (one block above 2 KiB): a fresh run is
                 // written a piece at a time, and each slow path touches at most one new page or so.
                 const std::size_t bs = r->block_size;
@@ -196,8 +199,9 @@ void engine_heap::populate(run* r, std::size_t carved_bytes) noexcept {
     r->populated = true;
 }
 
-bool engine_heap::thread_populates(const thread_heap* h) const noexcept {
-    return (h->run_bytes.get() >> granule_shift) >= populate_granules_;
+bool engine_heap::thread_populates(const thread_heap* h, unsigned c, bool half_carved) const noexcept {
+    return (h->run_bytes.get() >> granule_shift) >= populate_granules_ &&
+           (half_carved || h->full[c] != nullptr || h->partial[c] != nullptr);
 }
 
 /// Returns: a fresh run of class `c` owned by `h`: from h's cache, else from the span pool; nullptr
@@ -225,11 +229,14 @@ engine_heap::run* engine_heap::new_run(thread_heap* h, unsigned c) noexcept {
     }
     if (fresh) r->populated = false;
     // Fault a run in whole (once) when it is recycled memory, partly touched by its last use, or
-    // when this thread's runs are past `populate_after_bytes`: otherwise, as runs move between
-    // classes and classes reach new highs, carving keeps reaching untouched pages in the middle of
-    // steady churn. Below the threshold fresh runs stay lazy, so a small program stays small, and so
-    // does each of a program's many light threads (the threshold is per thread for that reason).
-    if (!r->populated && (!fresh || thread_populates(h))) populate(r, 0); // nothing carved yet
+    // when this thread's runs are past `populate_after_bytes` and the class already has another
+    // run: otherwise, as runs move between classes and classes reach new highs, carving keeps
+    // reaching untouched pages in the middle of steady churn. Below the threshold fresh runs stay
+    // lazy, so a small program stays small, and so does each of a program's many light threads
+    // (the threshold is per thread for that reason). A class's first run stays lazy until half of it
+    // is carved: a rare class of a big program (a few blocks) would otherwise hold a whole run
+    // resident.
+    if (!r->populated && (!fresh || thread_populates(h, c, false))) populate(r, 0); // nothing carved yet
     const std::size_t bs = class_size(c);
     r->free = nullptr;
     r->used = 0;

@@ -573,9 +573,9 @@ TEST(EngineHeap, MediumRequestsOutliveTheLastArena) {
     EXPECT_EQ(h.stats().in_use, 0u);
 }
 
-// Resident pages among the whole pages of [p, p + n).
 // populate_after_bytes counts each thread's runs: a light thread's first run of a class stays lazy
 // however much the rest of the process holds (guards: many light threads each faulting runs in whole).
+// Past it, a class's first run is faulted in once half carved, its later runs when made.
 TEST(EngineHeap, ALightThreadsRunsStayLazyInABigProcess) {
     engine_options o = small_options();
     o.populate_after_bytes = std::size_t{1} << 20; // 1 MiB per thread
@@ -592,12 +592,28 @@ TEST(EngineHeap, ALightThreadsRunsStayLazyInABigProcess) {
     const auto granule = std::uintptr_t{1} << 16;
     const auto* run = reinterpret_cast<const char*>(reinterpret_cast<std::uintptr_t>(light) & ~(granule - 1));
     EXPECT_LE(resident_pages(run, granule), 2u) << "the light thread's run was faulted in whole";
-    // This thread is past its threshold: its next fresh run of a new class is faulted in whole.
-    char* more = static_cast<char*>(h.allocate(96));
+    // This thread is past its threshold, yet a new class's first run stays lazy (a rare class
+    // holds a few blocks, not a run's pages) until half of it is carved; then it is faulted in.
+    std::vector<void*> more{h.allocate(96)};
     const auto* its_run =
-        reinterpret_cast<const char*>(reinterpret_cast<std::uintptr_t>(more) & ~(granule - 1));
-    EXPECT_EQ(resident_pages(its_run, granule), granule / 4096);
-    h.deallocate(more);
+        reinterpret_cast<const char*>(reinterpret_cast<std::uintptr_t>(more[0]) & ~(granule - 1));
+    EXPECT_LE(resident_pages(its_run, granule), 2u) << "a new class's first run was faulted in whole";
+    while (more.size() < granule / 2 / 96 + 64)
+        more.push_back(h.allocate(96));
+    EXPECT_EQ(resident_pages(its_run, granule), granule / 4096) << "a half-carved run stays lazy";
+    // The class's next run is faulted in whole when made.
+    void* first_of_next = nullptr;
+    while (first_of_next == nullptr) {
+        void* p = h.allocate(96);
+        more.push_back(p);
+        if (reinterpret_cast<std::uintptr_t>(p) - reinterpret_cast<std::uintptr_t>(its_run) >= granule)
+            first_of_next = p;
+    }
+    const auto* next_run =
+        reinterpret_cast<const char*>(reinterpret_cast<std::uintptr_t>(first_of_next) & ~(granule - 1));
+    EXPECT_EQ(resident_pages(next_run, granule), granule / 4096) << "a class's second run stays lazy";
+    for (void* p : more)
+        h.deallocate(p);
     h.deallocate(light);
     for (void* p : heavy)
         h.deallocate(p);
