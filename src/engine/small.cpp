@@ -200,6 +200,7 @@ void engine_heap::populate(run* r, std::size_t carved_bytes) noexcept {
 }
 
 bool engine_heap::thread_populates(const thread_heap* h, unsigned c, bool half_carved) const noexcept {
+    if (populate_granules_ == 0) return true; // every run, first runs too: no faults from the start
     return (h->run_bytes.get() >> granule_shift) >= populate_granules_ &&
            (half_carved || h->full[c] != nullptr || h->partial[c] != nullptr);
 }

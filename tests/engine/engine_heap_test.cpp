@@ -573,6 +573,21 @@ TEST(EngineHeap, MediumRequestsOutliveTheLastArena) {
     EXPECT_EQ(h.stats().in_use, 0u);
 }
 
+// populate_after_bytes = 0: every run is faulted in whole when made, a class's first run too, so
+// an engine that asks for it takes no fault from its first frame.
+TEST(EngineHeap, PopulateFromTheStartFaultsFirstRunsInWhole) {
+    engine_options o = small_options();
+    o.populate_after_bytes = 0;
+    engine_heap h(o);
+    void* p = h.allocate(96);
+    ASSERT_NE(p, nullptr);
+    const auto granule = std::uintptr_t{1} << 16;
+    const auto* run = reinterpret_cast<const char*>(reinterpret_cast<std::uintptr_t>(p) & ~(granule - 1));
+    EXPECT_EQ(resident_pages(run, granule), granule / 4096);
+    h.deallocate(p);
+    EXPECT_TRUE(h.check());
+}
+
 // populate_after_bytes counts each thread's runs: a light thread's first run of a class stays lazy
 // however much the rest of the process holds (guards: many light threads each faulting runs in whole).
 // Past it, a class's first run is faulted in once half carved, its later runs when made.

@@ -84,7 +84,8 @@ struct engine_options {
     /// Bytes in one thread's size-class runs from which its new runs are faulted in whole when
     /// made, so steady churn never faults; below it runs are touched lazily (small programs, and
     /// the light threads of big ones, stay small). A class's first run stays lazy until half of it
-    /// is carved (a rare class holds a few blocks, not a run's pages). Recycled runs are faulted in whole.
+    /// is carved (a rare class holds a few blocks, not a run's pages). Recycled runs are faulted in
+    /// whole. Under 64 KiB (0): every run is faulted in whole when made, first runs included.
     std::size_t populate_after_bytes = std::size_t{8} << 20;
     /// Ask for transparent huge pages on the heap's memory (MADV_HUGEPAGE; a hint).
     bool huge_pages = false;
@@ -383,8 +384,9 @@ private:
     run* adopt(thread_heap* h, unsigned c) noexcept;
     /// Effects: collects the remote frees of every abandoned run and frees the empty ones.
     void sweep_abandoned() noexcept;
-    /// Returns: true when h's runs have reached populate_after_bytes and class c has a run besides
-    /// its current one, or that run is `half_carved` (then the run is faulted in whole).
+    /// Returns: true when populate_after_bytes is under one granule, or h's runs have reached it and
+    /// class c has a run besides its current one or that run is `half_carved` (then the run is
+    /// faulted in whole).
     [[nodiscard]] bool thread_populates(const thread_heap* h, unsigned c, bool half_carved) const noexcept;
     void populate(run* r, std::size_t carved_bytes) noexcept; // faults the run in, sparing carved blocks
 
