@@ -9,7 +9,7 @@
 // While a class's stash holds blocks, the stash is current and the current run is parked.
 // Runs of exited threads wait on the heap's abandoned lists until a thread adopts them.
 //
-// Exports: engine_heap::small_slow, local_free_slow, deallocate_slow, push_thread_free,
+// Exports: engine_heap::small_slow, refill_stash, local_free_slow, deallocate_slow, push_thread_free,
 // flush_stash, collect, retire, new_run, adopt, populate, thread_populates, sweep_abandoned.
 #include <sys/mman.h>
 
@@ -66,8 +66,9 @@ bool engine_heap::walk_full(thread_heap* h, unsigned c) noexcept {
 void* engine_heap::small_slow(thread_heap* h, unsigned c) noexcept {
     // Now and then a maintenance step, so that a program of small blocks gives back what decayed.
     if ((++h->slow_calls & 63) == 0) maybe_decay(h);
-    // The stash ran dry: the parked run is current again.
     if (h->current[c] == &h->stash[c]) {
+        if (free_block* b = refill_stash(h, c)) return b;
+        // The stash ran dry and the parked run has no free block: the run is current again.
         h->current[c] = h->parked[c];
         h->parked[c] = nullptr;
     }
@@ -130,6 +131,39 @@ void* engine_heap::small_slow(thread_heap* h, unsigned c) noexcept {
         if (n == nullptr) return nullptr;
         h->current[c] = n;
     }
+}
+
+/// Effects: the stash of class `c` is current and ran dry: moves up to half its cap of blocks from
+/// the parked run's free list onto it (the run counts them as out, as it counts stashed blocks of
+/// its own that other threads freed), so the stash stays current. Without it, a thread whose frees
+/// are mostly remote would switch between its stash and its run on nearly every allocation of the
+/// class: each remote free parks the run again, each allocation after it finds the stash empty.
+/// Returns: a block popped from the refilled stash; nullptr when the parked run has no free block
+/// or the stash is off (the run is current again then).
+free_block* engine_heap::refill_stash(thread_heap* h, unsigned c) noexcept {
+    run* st = &h->stash[c];
+    run* p = h->parked[c];
+    free_block* b = p->free; // the empty run's list is empty too
+    if (b == nullptr || !h->stash_on) return nullptr;
+    // The run's free list holds carved - used blocks: taken whole with no walk when they fit.
+    std::uint16_t n = static_cast<std::uint16_t>(p->carved - p->used);
+    const std::uint16_t half = static_cast<std::uint16_t>(stash_cap_[c] / 2);
+    if (n <= half) {
+        p->free = nullptr;
+    } else {
+        free_block* last = b;
+        for (unsigned i = 1; i < half; ++i)
+            last = last->next;
+        p->free = last->next;
+        last->next = nullptr;
+        n = half;
+    }
+    p->used = static_cast<std::uint16_t>(p->used + n);
+    // n blocks arrive and one leaves at once.
+    st->free = b->next;
+    st->used = static_cast<std::uint16_t>(st->used - n + 1);
+    h->allocs[c].add(1);
+    return b;
 }
 
 // -------------------------------------------------------------------------------------------------

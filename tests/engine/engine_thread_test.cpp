@@ -261,6 +261,88 @@ TEST(EngineHeapThreads, ParkedRunOutlivesItsEmptying) {
     EXPECT_EQ(h.stats().live_allocations, 0u);
 }
 
+// A stash that runs dry while the thread's frees are mostly remote takes up to half its cap from
+// the parked run's free list and stays current: the thread's own frees keep going to the run, and
+// allocations keep popping the stash (without the refill, each would switch the class back to the
+// run until the next remote free).
+TEST(EngineHeapThreads, DryStashTakesHalfItsCapFromTheParkedRun) {
+    strata::engine_options o = options();
+    o.stash_bytes = 1024; // 16 blocks of 64 bytes: a refill takes at most 8
+    engine_heap h(o);
+    void* foreign = nullptr;
+    std::promise<void> allocated, finished;
+    std::thread other([&] { // stays alive, so that this thread does not adopt its run
+        foreign = h.allocate(64);
+        allocated.set_value();
+        finished.get_future().wait();
+    });
+    allocated.get_future().wait();
+    std::vector<void*> mine;
+    for (int i = 0; i < 20; ++i)
+        mine.push_back(h.allocate(64));
+    turn_stash_on(h);
+    for (void* p : mine)
+        h.deallocate(p);   // the run's free list: mine[19] first
+    h.deallocate(foreign); // stashed: the stash is current, the run parked
+    EXPECT_EQ(h.allocate(64), foreign);
+    void* a = h.allocate(64); // the stash is dry: 8 blocks move over, the first is returned
+    EXPECT_EQ(a, mine[19]);
+    EXPECT_TRUE(h.check());
+    h.deallocate(a); // the owner's free goes to the parked run, not to the stash
+    std::vector<void*> next;
+    for (int i = 0; i < 7; ++i)
+        next.push_back(h.allocate(64));
+    EXPECT_TRUE(std::equal(next.begin(), next.end(), mine.rbegin() + 1)) << "the stash serves its 7";
+    next.push_back(h.allocate(64)); // dry again: the next refill starts with the run's newest
+    EXPECT_EQ(next.back(), a);
+    EXPECT_TRUE(h.check());
+    for (void* p : next)
+        h.deallocate(p);
+    h.deallocate(foreign);
+    finished.set_value();
+    other.join();
+    EXPECT_TRUE(h.check());
+    EXPECT_EQ(h.stats().live_allocations, 0u);
+}
+
+// A parked run whose free list fits in half the cap gives it all: the stash serves every block,
+// newest first, and the run is current again only once both are dry.
+TEST(EngineHeapThreads, DryStashTakesAShortListWhole) {
+    engine_heap h(options()); // stash_bytes 16 KiB: 32 blocks of 512 bytes, a refill takes up to 16
+    void* foreign = nullptr;
+    std::promise<void> allocated, finished;
+    std::thread other([&] {
+        foreign = h.allocate(512);
+        allocated.set_value();
+        finished.get_future().wait();
+    });
+    allocated.get_future().wait();
+    std::vector<void*> mine;
+    for (int i = 0; i < 8; ++i)
+        mine.push_back(h.allocate(512)); // 8 blocks carved, 2 KiB at a time: the list is empty
+    turn_stash_on(h);
+    for (void* p : mine)
+        h.deallocate(p); // the run's list: the 8, mine[7] first
+    h.deallocate(foreign);
+    EXPECT_EQ(h.allocate(512), foreign);
+    std::vector<void*> next;
+    for (int i = 0; i < 8; ++i)
+        next.push_back(h.allocate(512));
+    EXPECT_TRUE(std::equal(next.begin(), next.end(), mine.rbegin()));
+    EXPECT_TRUE(h.check());
+    void* fresh = h.allocate(512); // both dry: the run carves its next block
+    EXPECT_EQ(std::count(mine.begin(), mine.end(), fresh), 0);
+    EXPECT_TRUE(h.check());
+    for (void* p : next)
+        h.deallocate(p);
+    h.deallocate(fresh);
+    h.deallocate(foreign);
+    finished.set_value();
+    other.join();
+    EXPECT_TRUE(h.check());
+    EXPECT_EQ(h.stats().live_allocations, 0u);
+}
+
 // trim() and flush_thread_cache() hand the calling thread's stash back: the owner's runs empty and
 // trim returns them.
 TEST(EngineHeapThreads, TrimAndFlushHandTheStashBack) {

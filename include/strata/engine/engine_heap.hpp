@@ -376,6 +376,7 @@ private:
     void push_thread_free(engine_detail::free_block* b, run* d, unsigned cls) noexcept;
     void flush_stash(thread_heap* h) noexcept;
     void choose_stash(thread_heap* h) noexcept;
+    [[nodiscard]] engine_detail::free_block* refill_stash(thread_heap* h, unsigned c) noexcept;
     static constexpr std::uint32_t stash_window = 256; // remote frees between choose_stash calls
     [[nodiscard]] bool check_stash(const thread_heap* h) const noexcept; // stats.cpp
     [[nodiscard]] bool walk_full(thread_heap* h, unsigned c) noexcept;
