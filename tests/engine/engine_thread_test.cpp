@@ -99,6 +99,32 @@ void turn_stash_on(engine_heap& h) {
         h.deallocate(p);
 }
 
+// Another thread that allocates one block of `size` and stays alive until this object is
+// destroyed: its run keeps its owner, so the calling thread never adopts it.
+class live_owner {
+public:
+    live_owner(engine_heap& h, std::size_t size)
+        : thread_([this, &h, size] {
+              block_ = h.allocate(size);
+              allocated_.set_value();
+              finished_.get_future().wait();
+          }) {
+        allocated_.get_future().wait();
+    }
+    ~live_owner() {
+        finished_.set_value();
+        thread_.join();
+    }
+    live_owner(const live_owner&) = delete;
+    live_owner& operator=(const live_owner&) = delete;
+    [[nodiscard]] void* block() const { return block_; }
+
+private:
+    void* block_ = nullptr;
+    std::promise<void> allocated_, finished_;
+    std::thread thread_; // last: it starts once the promises exist
+};
+
 // A thread that frees blocks of another thread's runs keeps them (up to stash_bytes per class)
 // and its next allocations of that class take them back, newest first; at its exit the blocks it
 // still holds go to their runs, so the owner reuses them.
@@ -210,14 +236,8 @@ TEST(EngineHeapThreads, StashFollowsTheShareOfRemoteFrees) {
 // local frees must not hand it back (it is still the run allocation returns to).
 TEST(EngineHeapThreads, ParkedRunOutlivesItsEmptying) {
     engine_heap h(options());
-    void* foreign = nullptr;
-    std::promise<void> allocated, finished;
-    std::thread other([&] { // stays alive, so that its run keeps its owner
-        foreign = h.allocate(48);
-        allocated.set_value();
-        finished.get_future().wait();
-    });
-    allocated.get_future().wait();
+    live_owner other(h, 48);
+    void* const foreign = other.block();
     // A first run filled and emptied again: it is the class's spare, so the next run to empty
     // would be handed back.
     const std::size_t per_run = strata::engine_detail::granule / 48;
@@ -255,8 +275,6 @@ TEST(EngineHeapThreads, ParkedRunOutlivesItsEmptying) {
     h.deallocate(foreign);
     for (void* p : next)
         h.deallocate(p);
-    finished.set_value();
-    other.join();
     EXPECT_TRUE(h.check());
     EXPECT_EQ(h.stats().live_allocations, 0u);
 }
@@ -269,14 +287,8 @@ TEST(EngineHeapThreads, DryStashTakesHalfItsCapFromTheParkedRun) {
     strata::engine_options o = options();
     o.stash_bytes = 1024; // 16 blocks of 64 bytes: a refill takes at most 8
     engine_heap h(o);
-    void* foreign = nullptr;
-    std::promise<void> allocated, finished;
-    std::thread other([&] { // stays alive, so that this thread does not adopt its run
-        foreign = h.allocate(64);
-        allocated.set_value();
-        finished.get_future().wait();
-    });
-    allocated.get_future().wait();
+    live_owner other(h, 64);
+    void* const foreign = other.block();
     std::vector<void*> mine;
     for (int i = 0; i < 20; ++i)
         mine.push_back(h.allocate(64));
@@ -299,8 +311,6 @@ TEST(EngineHeapThreads, DryStashTakesHalfItsCapFromTheParkedRun) {
     for (void* p : next)
         h.deallocate(p);
     h.deallocate(foreign);
-    finished.set_value();
-    other.join();
     EXPECT_TRUE(h.check());
     EXPECT_EQ(h.stats().live_allocations, 0u);
 }
@@ -309,14 +319,8 @@ TEST(EngineHeapThreads, DryStashTakesHalfItsCapFromTheParkedRun) {
 // newest first, and the run is current again only once both are dry.
 TEST(EngineHeapThreads, DryStashTakesAShortListWhole) {
     engine_heap h(options()); // stash_bytes 16 KiB: 32 blocks of 512 bytes, a refill takes up to 16
-    void* foreign = nullptr;
-    std::promise<void> allocated, finished;
-    std::thread other([&] {
-        foreign = h.allocate(512);
-        allocated.set_value();
-        finished.get_future().wait();
-    });
-    allocated.get_future().wait();
+    live_owner other(h, 512);
+    void* const foreign = other.block();
     std::vector<void*> mine;
     for (int i = 0; i < 8; ++i)
         mine.push_back(h.allocate(512)); // 8 blocks carved, 2 KiB at a time: the list is empty
@@ -337,8 +341,6 @@ TEST(EngineHeapThreads, DryStashTakesAShortListWhole) {
         h.deallocate(p);
     h.deallocate(fresh);
     h.deallocate(foreign);
-    finished.set_value();
-    other.join();
     EXPECT_TRUE(h.check());
     EXPECT_EQ(h.stats().live_allocations, 0u);
 }
