@@ -9,8 +9,9 @@
 // While a class's stash holds blocks, the stash is current and the current run is parked.
 // Runs of exited threads wait on the heap's abandoned lists until a thread adopts them.
 //
-// Exports: engine_heap::small_slow, refill_stash, local_free_slow, deallocate_slow, push_thread_free,
-// flush_stash, collect, retire, new_run, adopt, populate, thread_populates, sweep_abandoned.
+// Exports: engine_heap::small_slow, refill_stash, local_free_slow, deallocate_slow,
+// push_thread_free, flush_stash, collect, retire, new_run, adopt, populate, thread_populates,
+// sweep_abandoned.
 #include <sys/mman.h>
 
 #include <algorithm>
