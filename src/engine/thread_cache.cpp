@@ -26,7 +26,8 @@ engine_heap::thread_heap* engine_heap::make_thread_heap() noexcept {
             if (heap_ids_ + 1 == no_owner) return nullptr; // 16M records at once: ids run out
             // Heaps are carved one at a time from a meta span (a process with one thread
             // touches one heap's pages, not the span's).
-            if (heap_cursor_ + sizeof(thread_heap) > heap_end_) {
+            // (A distance, not cursor + size: both are null before the first meta span.)
+            if (static_cast<std::size_t>(heap_end_ - heap_cursor_) < sizeof(thread_heap)) {
                 const std::size_t n = (16 * sizeof(thread_heap) + granule - 1) >> granule_shift;
                 run* m = nullptr;
                 {
