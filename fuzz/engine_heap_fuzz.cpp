@@ -35,54 +35,6 @@ std::size_t engine_align(reader& in) {
     return std::size_t{1} << (a % 21);
 }
 
-/// The bytes of a block that the model writes and checks: all of a block up to 4 KiB; of a bigger
-/// one its first and last 2 KiB and one byte per page (a whole 16 MiB block checked byte by byte
-/// would make each input take a second).
-template <class F>
-void for_sampled(std::size_t size, F f) {
-    if (size <= 4096) {
-        for (std::size_t i = 0; i < size; ++i)
-            f(i);
-        return;
-    }
-    for (std::size_t i = 0; i < 2048; ++i)
-        f(i);
-    for (std::size_t i = 2048; i < size - 2048; i += 4096)
-        f(i);
-    for (std::size_t i = size - 2048; i < size; ++i)
-        f(i);
-}
-
-/// The live blocks (as strata_fuzz::model, with sampled contents): no overlap, alignment, contents.
-class sparse_model {
-public:
-    void add(void* ptr, std::size_t size, std::size_t align, unsigned char fill) {
-        auto* p = static_cast<unsigned char*>(ptr);
-        require(reinterpret_cast<std::uintptr_t>(p) % align == 0, "misaligned block");
-        for (const live_block& b : live_)
-            require(p + size <= b.p || b.p + b.size <= p, "overlapping blocks");
-        for_sampled(size, [&](std::size_t i) { p[i] = fill; });
-        live_.push_back({p, size, align, fill});
-    }
-    void verify(const live_block& b) const {
-        for_sampled(b.size, [&](std::size_t i) { require(b.p[i] == b.fill, "block contents changed"); });
-    }
-    live_block take(std::size_t i) {
-        const std::size_t k = i % live_.size();
-        const live_block b = live_[k];
-        verify(b);
-        live_[k] = live_.back();
-        live_.pop_back();
-        return b;
-    }
-    [[nodiscard]] bool empty() const noexcept { return live_.empty(); }
-    [[nodiscard]] std::size_t size() const noexcept { return live_.size(); }
-    [[nodiscard]] std::vector<live_block>& blocks() noexcept { return live_; }
-
-private:
-    std::vector<live_block> live_;
-};
-
 /// Bytes of all live blocks: allocations stop adding past this, so no input exhausts memory.
 constexpr std::size_t live_cap = std::size_t{96} << 20;
 
@@ -100,7 +52,7 @@ void run(reader& in) {
     o.populate_after_bytes = static_cast<std::size_t>(in.byte() % 4) << 20;
     o.clock_ms = fake_clock;
     strata::engine_heap h(o);
-    sparse_model m;
+    model m(true); // contents sampled: blocks reach 17 MiB
     unsigned char fill = 1;
     std::size_t live = 0;
     while (!in.done()) {
