@@ -244,12 +244,40 @@ std::size_t page_size() noexcept {
 }
 
 // --- operator new ---------------------------------------------------------------------------
+// libstrata_malloc.so carries its own copy of the C++ runtime (-static-libstdc++), so that a C
+// program maps no libstdc++. The new-handler a C++ program sets, and the bad_alloc it catches,
+// belong to the program's runtime: they are looked up there first (the library's copies are
+// local). Only failed allocations look.
+
+/// Returns: `name` in the process's libstdc++ (global, or loaded locally by a plugin); nullptr when
+/// none is loaded.
+void* program_cxx_symbol(const char* name) noexcept {
+    if (void* sym = dlsym(RTLD_DEFAULT, name)) return sym;
+    void* lib = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_NOLOAD);
+    if (lib == nullptr) return nullptr;
+    void* sym = dlsym(lib, name);
+    dlclose(lib); // NOLOAD took a reference
+    return sym;
+}
+
+std::new_handler current_new_handler() noexcept {
+    using get_fn = std::new_handler (*)() noexcept;
+    if (auto get = reinterpret_cast<get_fn>(program_cxx_symbol("_ZSt15get_new_handlerv"))) return get();
+    return std::get_new_handler();
+}
+
+[[noreturn]] void throw_bad_alloc() {
+    using throw_fn = void (*)();
+    if (auto raise = reinterpret_cast<throw_fn>(program_cxx_symbol("_ZSt17__throw_bad_allocv"))) raise();
+    throw std::bad_alloc();
+}
+
 void* new_impl(std::size_t size, std::size_t align) {
     for (;;) {
         void* p = align <= alignof(std::max_align_t) ? do_malloc(size) : do_aligned(align, size);
         if (STRATA_LIKELY(p != nullptr)) return p;
-        std::new_handler handler = std::get_new_handler();
-        if (handler == nullptr) throw std::bad_alloc();
+        std::new_handler handler = current_new_handler();
+        if (handler == nullptr) throw_bad_alloc();
         handler();
     }
 }

@@ -186,6 +186,21 @@ void cxx_checks() {
         threw = true;
     }
     PROBE(threw);
+    // The new-handler is the program's (std::set_new_handler), called before bad_alloc is thrown.
+    static int handler_calls = 0;
+    std::set_new_handler([] {
+        ++handler_calls;
+        std::set_new_handler(nullptr); // the next failure throws
+    });
+    threw = false;
+    try {
+        sink = ::operator new(opaque(SIZE_MAX - 100));
+    } catch (const std::bad_alloc&) {
+        threw = true;
+    }
+    PROBE(threw && handler_calls == 1);
+    std::set_new_handler([] { ++handler_calls, std::set_new_handler(nullptr); });
+    PROBE(::operator new(opaque(SIZE_MAX - 100), std::nothrow) == nullptr&& handler_calls == 2);
     void* s = ::operator new(100);
     ::operator delete(s, 100);
     void* al = ::operator new (100, std::align_val_t{4096});
