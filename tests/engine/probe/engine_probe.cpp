@@ -186,12 +186,15 @@ void cxx_checks() {
         threw = true;
     }
     PROBE(threw);
-    // The new-handler is the program's (std::set_new_handler), called before bad_alloc is thrown.
+    // The new-handler is the program's (std::set_new_handler), called before bad_alloc is thrown
+    // and before the nothrow form gives up. It counts its calls and uninstalls itself, so the
+    // next failed attempt ends the request.
     static int handler_calls = 0;
-    std::set_new_handler([] {
+    const std::new_handler count_once = [] {
         ++handler_calls;
-        std::set_new_handler(nullptr); // the next failure throws
-    });
+        std::set_new_handler(nullptr);
+    };
+    std::set_new_handler(count_once);
     threw = false;
     try {
         sink = ::operator new(opaque(SIZE_MAX - 100));
@@ -199,8 +202,9 @@ void cxx_checks() {
         threw = true;
     }
     PROBE(threw && handler_calls == 1);
-    std::set_new_handler([] { ++handler_calls, std::set_new_handler(nullptr); });
-    PROBE(::operator new(opaque(SIZE_MAX - 100), std::nothrow) == nullptr&& handler_calls == 2);
+    std::set_new_handler(count_once);
+    void* refused = ::operator new(opaque(SIZE_MAX - 100), std::nothrow);
+    PROBE(refused == nullptr && handler_calls == 2);
     void* s = ::operator new(100);
     ::operator delete(s, 100);
     void* al = ::operator new (100, std::align_val_t{4096});
