@@ -20,6 +20,7 @@ void* engine_heap::large_allocate(std::size_t size, std::size_t align, bool* cle
     if (size > data_size_ || align > data_size_) return nullptr;
     const std::size_t n = std::max<std::size_t>(1, (size + granule - 1) >> granule_shift);
     const std::size_t extra = align > granule ? (align >> granule_shift) - 1 : 0;
+    if (const tls_slot& own = tls[slot_]; own.epoch == epoch_) prefer_resident(own.heap, n + extra);
     lock_guard g(span_lock_);
     bool was_clean = false;
     run* head = span_alloc(n + extra, span_kind::large, &was_clean);

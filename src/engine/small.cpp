@@ -7,11 +7,13 @@
 // A run is on at most one of its owner's lists: current (the one allocate pops from), partial (has
 // free blocks), full (found exhausted; frees into it set a flag), cache (empty, kept for reuse).
 // While a class's stash holds blocks, the stash is current and the current run is parked.
-// Runs of exited threads wait on the heap's abandoned lists until a thread adopts them.
+// Runs of exited threads wait on the heap's abandoned lists until a thread adopts them. Empty runs a
+// thread keeps for idle classes go back to the span pool when a request would otherwise touch fresh
+// pages (prefer_resident).
 //
 // Exports: engine_heap::small_slow, refill_stash, local_free_slow, deallocate_slow,
-// push_thread_free, flush_stash, collect, retire, new_run, adopt, populate, thread_populates,
-// sweep_abandoned.
+// push_thread_free, flush_stash, collect, retire, prefer_resident, note_busy_classes,
+// release_idle_runs, new_run, adopt, populate, thread_populates, sweep_abandoned.
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -21,6 +23,16 @@
 namespace strata {
 
 using namespace engine_detail;
+
+namespace {
+/// The first class whose runs span more than one granule.
+constexpr unsigned first_multi_granule_class = [] {
+    unsigned c = 0;
+    while (c < class_count && class_granules(c) == 1)
+        ++c;
+    return c;
+}();
+} // namespace
 
 // -------------------------------------------------------------------------------------------------
 // Allocation slow path
@@ -65,8 +77,12 @@ bool engine_heap::walk_full(thread_heap* h, unsigned c) noexcept {
 /// Returns: a block of class `c` once `h->current[c]` is empty: carves more of the current run,
 /// else takes a partial run, a full run that got frees, an abandoned run, a new run (in that order).
 void* engine_heap::small_slow(thread_heap* h, unsigned c) noexcept {
-    // Now and then a maintenance step, so that a program of small blocks gives back what decayed.
-    if ((++h->slow_calls & 63) == 0) maybe_decay(h);
+    // Now and then a maintenance step, so that a program of small blocks gives back what decayed,
+    // and a note of which big classes allocated since the last one (release_idle_runs).
+    if ((++h->slow_calls & 63) == 0) {
+        note_busy_classes(h);
+        maybe_decay(h);
+    }
     if (h->current[c] == &h->stash[c]) {
         if (free_block* b = refill_stash(h, c)) return b;
         // The stash ran dry and the parked run has no free block: the run is current again.
@@ -207,6 +223,77 @@ void engine_heap::retire(thread_heap* h, run* r) noexcept {
     maybe_decay();
 }
 
+/// Effects: before a request of `n` granules from the span pool: when no free span holds them in its
+/// resident part, h's idle empty runs go back to the pool first (release_idle_runs), so the request
+/// takes resident memory rather than fresh pages. Requires: the calling thread owns h.
+void engine_heap::prefer_resident(thread_heap* h, std::size_t n) noexcept {
+    {
+        lock_guard g(span_lock_);
+        const run* fit = span_fit(n);
+        if (fit != nullptr && dirty_granules(fit) >= n) return;
+    }
+    release_idle_runs(h);
+}
+
+/// Effects: stamps each class above one granule that allocated since the last call with the
+/// current slow-call count (its fast path counts allocations; its slow path may not run for long).
+void engine_heap::note_busy_classes(thread_heap* h) noexcept {
+    for (unsigned c = first_multi_granule_class; c < class_count; ++c) {
+        const auto n = static_cast<std::uint32_t>(h->allocs[c].get());
+        if (n != h->allocs_seen[c]) {
+            h->allocs_seen[c] = n;
+            h->class_seen[c] = h->slow_calls;
+        }
+    }
+}
+
+/// Effects: hands back to the span pool the faulted-in (populated) empty runs of more than one
+/// granule (classes above 4 KiB: 80 KiB to 1 MiB each) that h keeps for classes that allocated
+/// nothing in h's last 1024 slow calls or more (the spare, an empty current run), and such runs in
+/// its cache when none left it in that time. A class that is busy again makes a run anew. Lazy runs
+/// stay (most of their pages were never touched: reusing them would fault as fresh memory does),
+/// and so do one-granule runs (cheap to keep). Requires: the calling thread owns h.
+void engine_heap::release_idle_runs(thread_heap* h) noexcept {
+    constexpr std::uint32_t window = 1024;
+    run* idle = nullptr;
+    for (unsigned c = first_multi_granule_class; c < class_count; ++c) {
+        if (h->slow_calls - h->class_seen[c] <= window) continue;
+        if (run* s = h->spare[c]; s != nullptr && s->populated) {
+            unlink(h->partial[c], s);
+            h->spare[c] = nullptr;
+            push(idle, s);
+        }
+        run* r = h->current[c];
+        if (r != &empty_run && r != &h->stash[c] && r->used == 0 && r->populated) {
+            h->current[c] = &empty_run;
+            push(idle, r);
+        }
+    }
+    for (run* r = idle; r != nullptr; r = r->next)
+        class_committed_[r->cls].fetch_sub(std::size_t{r->granules} << granule_shift,
+                                           std::memory_order_relaxed);
+    if (h->slow_calls - h->cache_seen > window) {
+        for (run* r = h->cache; r != nullptr;) {
+            run* next = r->next;
+            if (r->granules > 1 && r->populated) {
+                unlink(h->cache, r);
+                --h->cache_count;
+                push(idle, r);
+            }
+            r = next;
+        }
+    }
+    if (idle == nullptr) return;
+    lock_guard g(span_lock_);
+    while (run* r = idle) {
+        idle = r->next;
+        h->run_bytes.add(-(std::uint64_t{r->granules} << granule_shift));
+        r->owner.store(nullptr, std::memory_order_relaxed);
+        r->where = run_list::none;
+        span_free(r, true);
+    }
+}
+
 /// Effects: faults every page of `r` in (MADV_POPULATE_WRITE, or a write per page above the first
 /// `carved_bytes`).
 void engine_heap::populate(run* r, std::size_t carved_bytes) noexcept {
@@ -249,12 +336,14 @@ engine_heap::run* engine_heap::new_run(thread_heap* h, unsigned c) noexcept {
         if (p->granules == n) {
             unlink(h->cache, p);
             --h->cache_count;
+            h->cache_seen = h->slow_calls;
             r = p;
             break;
         }
     }
     bool fresh = false;
     if (r == nullptr) {
+        prefer_resident(h, n);
         {
             lock_guard g(span_lock_);
             r = span_alloc(n, span_kind::small, &fresh);

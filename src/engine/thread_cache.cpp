@@ -56,6 +56,7 @@ engine_heap::thread_heap* engine_heap::make_thread_heap() noexcept {
             h->partial[c] = h->full[c] = h->spare[c] = h->resume[c] = nullptr;
             h->pending[c].store(0, std::memory_order_relaxed);
             h->parked[c] = nullptr;
+            h->class_seen[c] = h->allocs_seen[c] = 0;
             h->stash[c].free = nullptr;
             h->stash[c].used = 0;
         }
@@ -66,6 +67,8 @@ engine_heap::thread_heap* engine_heap::make_thread_heap() noexcept {
         h->run_bytes.v.store(0, std::memory_order_relaxed);
         h->cache = nullptr;
         h->cache_count = 0;
+        h->slow_calls = 0;
+        h->cache_seen = 0;
         h->has_arena = false;
         h->prev_heap = nullptr;
         h->engine = this;

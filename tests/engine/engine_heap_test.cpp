@@ -635,6 +635,48 @@ TEST(EngineHeap, ALightThreadsRunsStayLazyInABigProcess) {
     EXPECT_TRUE(h.check());
 }
 
+// An idle class's faulted-in empty run (640 KiB for 40 KiB blocks) goes back to the span pool when
+// another request would otherwise take fresh pages; a lazy one (mostly untouched) stays.
+TEST(EngineHeap, AnIdleClassesEmptyRunIsReusedBeforeFreshPages) {
+    for (const bool populate : {true, false}) {
+        engine_options o = small_options();
+        o.populate_after_bytes = populate ? 0 : SIZE_MAX; // every run faulted in, or none
+        engine_heap h(o);
+        const unsigned big = engine_heap::class_of(40 << 10);
+        auto* idle = static_cast<char*>(h.allocate(40 << 10)); // the first block: the run's start
+        ASSERT_NE(idle, nullptr);
+        h.deallocate(idle); // the run is empty and stays this class's current run
+        const std::size_t run_bytes = h.class_stats(big).committed_bytes;
+        ASSERT_GE(run_bytes, std::size_t{640} << 10);
+        // 1 KiB blocks: two per slow call, a new one-granule run every 32 slow calls. Past 1024 slow
+        // calls without one of the big class, a new run finds no resident free span but that run.
+        std::vector<void*> small;
+        bool reused = false;
+        for (int i = 0; i < 4000; ++i) {
+            auto* p = static_cast<char*>(h.allocate(1000));
+            ASSERT_NE(p, nullptr);
+            std::memset(p, 1, 1000);
+            reused = reused || (p >= idle && p < idle + run_bytes);
+            small.push_back(p);
+        }
+        EXPECT_TRUE(h.check());
+        if (populate) {
+            EXPECT_TRUE(reused) << "fresh pages were taken while the idle run stayed resident";
+            EXPECT_EQ(h.class_stats(big).committed_bytes, 0u);
+        } else {
+            EXPECT_FALSE(reused) << "a lazy run was handed back";
+            EXPECT_EQ(h.class_stats(big).committed_bytes, run_bytes);
+        }
+        void* again = h.allocate(40 << 10); // the class makes a run anew
+        ASSERT_NE(again, nullptr);
+        std::memset(again, 2, 40 << 10);
+        h.deallocate(again);
+        for (void* p : small)
+            h.deallocate(p);
+        EXPECT_TRUE(h.check());
+    }
+}
+
 // medium_retain_bytes 0: a freed medium block of purge_medium_bytes or more is purged at the free.
 TEST(EngineHeap, LargeMediumFreesReturnTheirPages) {
     for (const std::size_t threshold : {std::size_t{1} << 20, SIZE_MAX}) {

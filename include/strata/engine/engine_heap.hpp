@@ -75,7 +75,9 @@ struct engine_options {
     /// of its frees or more stashes. Past it, such frees go to the owning run. Handed back at
     /// thread exit, flush_thread_cache() and trim(). 0: off.
     std::size_t stash_bytes = std::size_t{16} << 10;
-    /// Empty runs a thread keeps for itself before handing them back to the shared span pool.
+    /// Empty runs a thread keeps for itself before handing them back to the shared span pool. Kept
+    /// runs above one granule of a class that allocated nothing in the thread's last 1024 slow
+    /// calls go back anyway when a new run or large block would otherwise take fresh pages.
     std::size_t thread_cache_runs = 16;
     /// Size of the first TLSF arena of the medium tier (the second is twice, later ones 4x).
     std::size_t medium_arena_bytes = std::size_t{16} << 20;
@@ -381,6 +383,9 @@ private:
     [[nodiscard]] bool check_stash(const thread_heap* h) const noexcept; // stats.cpp
     [[nodiscard]] bool walk_full(thread_heap* h, unsigned c) noexcept;
     void retire(thread_heap* h, run* r) noexcept;
+    void prefer_resident(thread_heap* h, std::size_t n) noexcept;
+    void note_busy_classes(thread_heap* h) noexcept;
+    void release_idle_runs(thread_heap* h) noexcept;
     run* new_run(thread_heap* h, unsigned c) noexcept;
     run* adopt(thread_heap* h, unsigned c) noexcept;
     /// Effects: collects the remote frees of every abandoned run and frees the empty ones.

@@ -139,11 +139,14 @@ struct thread_heap {
     bool stash_on = false;           // whether remote frees go to the stash
     std::uint64_t frees_mark = 0;    // sum of frees[] at that time
     run stash[class_count];
-    counter run_bytes;             // committed bytes of the runs this heap owns
-    run* cache = nullptr;          // empty runs kept for reuse
-    std::size_t cache_count = 0;   //
-    std::uint32_t slow_calls = 0;  // small_slow calls (a step every 64)
-    std::uint32_t purge_class = 0; // where the next in-run purge walk starts
+    counter run_bytes;                      // committed bytes of the runs this heap owns
+    run* cache = nullptr;                   // empty runs kept for reuse
+    std::size_t cache_count = 0;            //
+    std::uint32_t slow_calls = 0;           // small_slow calls (a step every 64)
+    std::uint32_t class_seen[class_count];  // slow_calls when class c was last seen allocating
+    std::uint32_t allocs_seen[class_count]; // allocs[c] then (low 32 bits)
+    std::uint32_t cache_seen = 0;           // slow_calls when a run last left `cache`
+    std::uint32_t purge_class = 0;          // where the next in-run purge walk starts
     engine_heap* engine = nullptr;
     thread_heap* next_heap = nullptr; // engine's list of heaps in use, or of free ones
     thread_heap* prev_heap = nullptr;
