@@ -57,6 +57,7 @@ engine_heap::engine_heap(engine_options options) : options_(options) {
     tags_ = reinterpret_cast<std::atomic<std::uint32_t>*>(vm_.data() + tags_offset_);
     retain_granules_ = options.retain_bytes >> granule_shift;
     populate_granules_ = options.populate_after_bytes >> granule_shift;
+    keep_granules_ = options.large_keep_bytes >> granule_shift;
     // A class's stash holds stash_bytes, and at least 16 blocks: with fewer, a few blocks would
     // switch the class between the stash and its run on nearly every allocation. Classes of 8 KiB
     // and more are not stashed (their free blocks are the ones the in-run purge gives back).

@@ -2,8 +2,12 @@
 // own straight from the span tier, whose bins are the large-block cache: a freed span stays resident
 // until it decays, and a request takes the best fit, a resident one first. Freed spans coalesce; a
 // shrink gives its tail back and a grow takes a free successor span, in place.
+// A thread keeps the span of the last large block it freed for its own next large request
+// (thread_heap::kept): in the shared pool, another thread's request would often take it, and write
+// memory whose lines sit in the first thread's caches.
 //
-// Exports: engine_heap::large_allocate, large_deallocate, large_resize_in_place.
+// Exports: engine_heap::large_allocate, large_deallocate, large_resize_in_place, take_kept, keep,
+// release_kept, release_kept_of.
 #include "engine_internal.hpp"
 
 namespace strata {
@@ -20,7 +24,16 @@ void* engine_heap::large_allocate(std::size_t size, std::size_t align, bool* cle
     if (size > data_size_ || align > data_size_) return nullptr;
     const std::size_t n = std::max<std::size_t>(1, (size + granule - 1) >> granule_shift);
     const std::size_t extra = align > granule ? (align >> granule_shift) - 1 : 0;
-    if (const tls_slot& own = tls[slot_]; own.epoch == epoch_) prefer_resident(own.heap, n + extra);
+    if (const tls_slot& own = tls[slot_]; own.epoch == epoch_) {
+        // The kept span serves the request, or goes to the pool first, where it may merge with
+        // its free neighbours into a span that does (memory this thread wrote last).
+        if (own.heap->kept.load(std::memory_order_relaxed) != nullptr)
+            if (void* p = take_kept(own.heap, extra == 0 ? n : 0)) {
+                if (clean != nullptr) *clean = false;
+                return p;
+            }
+        prefer_resident(own.heap, n + extra);
+    }
     lock_guard g(span_lock_);
     bool was_clean = false;
     run* head = span_alloc(n + extra, span_kind::large, &was_clean);
@@ -53,13 +66,94 @@ void* engine_heap::large_allocate(std::size_t size, std::size_t align, bool* cle
 /// then takes a maintenance step when due; a pointer inside the span is ignored.
 void engine_heap::large_deallocate(void* p, run* head) noexcept {
     if (p != address_of(head)) return; // not a block start: ignored like any foreign pointer
+    thread_heap* own = head->granules <= keep_granules_ ? thread_cache() : nullptr;
     {
         lock_guard g(span_lock_);
         large_bytes_.fetch_sub(std::size_t{head->granules} << granule_shift, std::memory_order_relaxed);
         large_live_.fetch_sub(1, std::memory_order_relaxed);
-        span_free(head, true);
+        if (own != nullptr)
+            keep(own, head);
+        else
+            span_free(head, true);
     }
     maybe_decay();
+}
+
+// -------------------------------------------------------------------------------------------------
+// Kept spans
+// -------------------------------------------------------------------------------------------------
+
+/// Effects: `head` (a freed large block's span) becomes h's kept span, and the one h kept before goes
+/// to the span pool; when all kept spans would pass retain_bytes, `head` goes to the pool instead.
+/// Requires: span_lock_ held; the calling thread owns h.
+void engine_heap::keep(thread_heap* h, run* head) noexcept {
+    run* old = h->kept.load(std::memory_order_relaxed);
+    const std::size_t others =
+        kept_granules_.load(std::memory_order_relaxed) - (old != nullptr ? old->granules : 0);
+    if (others + head->granules > retain_granules_) {
+        span_free(head, true);
+        return;
+    }
+    head->kind = span_kind::kept;
+    add_under_lock(kept_granules_, head->granules);
+    const std::uint32_t old_at = h->kept_at.load(std::memory_order_relaxed);
+    h->kept_at.store(now_tick(), std::memory_order_relaxed);
+    // A maintenance step of another thread may have taken the old one since the load.
+    old = h->kept.exchange(head, std::memory_order_acq_rel);
+    if (old != nullptr) {
+        add_under_lock(kept_granules_, 0 - std::size_t{old->granules});
+        span_free(old, true, old_at); // aged from when it was kept
+    }
+}
+
+/// Returns: a block of `n` granules from h's kept span: the whole span when it is at most a quarter
+/// (or 16 granules) bigger, else its front (the rest goes to the pool); nullptr when there is none,
+/// or it is smaller, or `n` is 0 (then it goes to the pool). Requires: the calling thread owns h.
+void* engine_heap::take_kept(thread_heap* h, std::size_t n) noexcept {
+    run* k = h->kept.exchange(nullptr, std::memory_order_acq_rel); // a step may have taken it
+    if (k == nullptr) return nullptr;
+    {
+        lock_guard g(span_lock_);
+        const std::size_t have = k->granules;
+        add_under_lock(kept_granules_, 0 - have);
+        if (have < n || n == 0) {
+            span_free(k, true, h->kept_at.load(std::memory_order_relaxed));
+            return nullptr;
+        }
+        if (have - n > std::max<std::size_t>(n / 4, 16)) {
+            mark_span(k, n, span_kind::large);
+            run* tail = k + n;
+            mark_span(tail, have - n, span_kind::free);
+            span_free(tail, true, h->kept_at.load(std::memory_order_relaxed));
+        } else {
+            k->kind = span_kind::large;
+        }
+        large_bytes_.fetch_add(std::size_t{k->granules} << granule_shift, std::memory_order_relaxed);
+    }
+    note_big_live();
+    large_live_.fetch_add(1, std::memory_order_relaxed);
+    large_total_.fetch_add(1, std::memory_order_relaxed);
+    return address_of(k);
+}
+
+/// Effects: hands h's kept span (if any) to the span pool, aged from when it was kept.
+void engine_heap::release_kept_of(thread_heap* h) noexcept {
+    run* k = h->kept.exchange(nullptr, std::memory_order_acq_rel);
+    if (k == nullptr) return;
+    lock_guard g(span_lock_);
+    add_under_lock(kept_granules_, 0 - std::size_t{k->granules});
+    span_free(k, true, h->kept_at.load(std::memory_order_relaxed));
+}
+
+/// Effects: hands the kept spans of every thread to the span pool: all (`all`), or those kept for
+/// decay_ms or more by tick `now`. Requires: no lock of the heap held.
+void engine_heap::release_kept(bool all, std::uint32_t now) noexcept {
+    if (kept_granules_.load(std::memory_order_relaxed) == 0) return;
+    lock_guard g(heaps_lock_);
+    for (thread_heap* h = heaps_; h != nullptr; h = h->next_heap)
+        if (h->kept.load(std::memory_order_relaxed) != nullptr &&
+            (all || now - h->kept_at.load(std::memory_order_relaxed) >= options_.decay_ms))
+            release_kept_of(h);
 }
 
 // -------------------------------------------------------------------------------------------------

@@ -291,6 +291,7 @@ std::size_t engine_heap::decay_step(std::uint64_t deadline_ns, thread_heap* own)
         big_peak_before_.store(big_peak_.load(std::memory_order_relaxed), std::memory_order_relaxed);
         big_peak_.store(big_live(), std::memory_order_relaxed);
     }
+    release_kept(false, now); // kept spans decay as free ones do: from when they were kept
     std::size_t purged = 0;
     if (options_.medium_retain_bytes != 0) {
         lock_guard m(medium_lock_);
@@ -476,7 +477,8 @@ engine_purge_stats engine_heap::purge_stats() const noexcept {
     engine_purge_stats s;
     {
         lock_guard g(span_lock_);
-        s.retained_span_bytes = dirty_free_ << granule_shift;
+        s.retained_span_bytes = (dirty_free_ + kept_granules_.load(std::memory_order_relaxed))
+                                << granule_shift;
     }
     {
         lock_guard g(medium_lock_);
@@ -488,11 +490,13 @@ engine_purge_stats engine_heap::purge_stats() const noexcept {
     return s;
 }
 
-/// Effects: frees emptied abandoned runs, purges every big free medium block and every dirty free span.
+/// Effects: frees emptied abandoned runs, hands kept spans to the pool, purges every big free medium
+/// block and every dirty free span.
 void engine_heap::trim() noexcept {
     if (const tls_slot& s = tls[slot_]; s.epoch == epoch_) flush_stash(s.heap);
     sweep_abandoned();
     const std::uint32_t now = now_tick();
+    release_kept(true, now);
     {
         lock_guard m(medium_lock_);
         (void)purge_free_medium(purge_pass::all, now, 0);

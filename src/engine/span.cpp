@@ -164,9 +164,9 @@ engine_heap::run* engine_heap::free_before(std::size_t g) const noexcept {
 }
 
 /// Effects: frees the span `head` (dirty: it holds written pages, which stay resident until they
-/// decay) and merges it with its free neighbours; past retain_bytes of dirty free spans, purges the
-/// oldest at once.
-void engine_heap::span_free(run* head, bool dirty) noexcept {
+/// decay, aged from tick `freed_at`) and merges it with its free neighbours; past retain_bytes of dirty free
+/// spans, purges the oldest at once.
+void engine_heap::span_free(run* head, bool dirty, std::uint32_t freed_at) noexcept {
     // Only a run is known to have every page touched (it was populated when it was made).
     if (head->kind != span_kind::small)
         head->populated = false;
@@ -174,7 +174,7 @@ void engine_heap::span_free(run* head, bool dirty) noexcept {
         fill_tags(index_of(head), head->granules, not_small_tag);
     head->dirty = dirty;
     head->clean_tail = 0;
-    if (dirty) head->freed_at = now_tick();
+    if (dirty) head->freed_at = freed_at;
     std::size_t g = index_of(head);
     std::size_t n = head->granules;
     if (g + n < top_ && runs_[g + n].kind == span_kind::free) {

@@ -87,13 +87,15 @@ std::size_t engine_heap::retained_bytes() const noexcept {
 // check
 // -------------------------------------------------------------------------------------------------
 
-/// Returns: whether every invariant holds: span tiling, free bins, run free lists, TLSF arenas.
+/// Returns: whether every invariant holds: span tiling, free bins, run free lists, TLSF arenas, kept
+/// spans.
 bool engine_heap::check() const noexcept {
     auto* self = const_cast<engine_heap*>(this);
     self->lock_all();
     bool ok = true;
     std::size_t free_spans = 0;
     std::size_t dirty = 0;
+    std::size_t kept = 0;
     for (std::size_t g = 0; ok && g < top_;) {
         const run* head = runs_ + g;
         const std::size_t n = head->granules;
@@ -147,6 +149,7 @@ bool engine_heap::check() const noexcept {
             if (!tlsf_of(const_cast<run*>(head), data_, runs_)->check()) ok = false;
             break;
         }
+        case span_kind::kept: kept += n; break;
         case span_kind::large:
         case span_kind::meta: break;
         }
@@ -161,6 +164,14 @@ bool engine_heap::check() const noexcept {
         }
     }
     if (binned != free_spans || dirty != dirty_free_) ok = false;
+    // Each kept span is one thread's: the spans of kind kept are those the threads hold.
+    std::size_t held = 0;
+    for (const thread_heap* h = heaps_; ok && h != nullptr; h = h->next_heap)
+        if (const run* k = h->kept.load(std::memory_order_relaxed)) {
+            if (k->kind != span_kind::kept) ok = false;
+            held += k->granules;
+        }
+    if (ok && (kept != held || kept != kept_granules_.load(std::memory_order_relaxed))) ok = false;
     if (ok && tls[slot_].epoch == epoch_) ok = check_stash(tls[slot_].heap);
     self->unlock_all();
     return ok;

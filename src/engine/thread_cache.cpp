@@ -86,7 +86,8 @@ engine_heap::thread_heap* engine_heap::make_thread_heap() noexcept {
 // Handing a cache back
 // -------------------------------------------------------------------------------------------------
 
-/// Effects: gives up every run of `h` (empty ones to the span pool, others to the abandoned lists),
+/// Effects: gives up every run of `h` (empty ones to the span pool, others to the abandoned lists)
+/// and its kept large span,
 /// destroys its frame arena, folds its counters into the heap's and recycles the record.
 void engine_heap::abandon(thread_heap* h) noexcept {
     if (h->has_arena) {
@@ -94,6 +95,7 @@ void engine_heap::abandon(thread_heap* h) noexcept {
         h->has_arena = false;
     }
     flush_stash(h);
+    release_kept_of(h);
     for (unsigned c = 0; c < class_count; ++c) {
         auto give_up = [&](run* r) {
             collect(h, r);

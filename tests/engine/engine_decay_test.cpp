@@ -310,6 +310,140 @@ TEST(EngineDecay, TrimPurgesEverythingWhateverItsAge) {
 }
 
 // -------------------------------------------------------------------------------------------------
+// Kept spans (a thread's last freed large block)
+// -------------------------------------------------------------------------------------------------
+
+/// Runs `f` on a thread of its own and waits for it.
+template <class F>
+void on_thread(F f) {
+    std::thread t(f);
+    t.join();
+}
+
+TEST(EngineDecay, AThreadGetsBackTheLargeSpanItFreedLast) {
+    engine_heap h(decay_options(1000));
+    char* mine = written(h, 4 * mib);
+    ASSERT_NE(mine, nullptr);
+    h.deallocate(mine);
+    EXPECT_TRUE(h.check());
+    EXPECT_EQ(h.stats().in_use, 0u);
+    EXPECT_EQ(h.purge_stats().retained_span_bytes, 4 * mib);
+    // Another thread's request of the same size does not take it.
+    char* theirs = nullptr;
+    std::thread other([&] {
+        theirs = written(h, 4 * mib, 2);
+        ASSERT_NE(theirs, nullptr);
+        EXPECT_NE(theirs, mine);
+    });
+    other.join(); // the thread's exit gives its cache back; its block is still live
+    // This thread's next request a little smaller takes its own span whole, still resident.
+    char* again = static_cast<char*>(h.allocate(4 * mib - 300 * 1024));
+    EXPECT_EQ(again, mine);
+    EXPECT_EQ(h.usable_size(again), 4 * mib);
+    EXPECT_EQ(resident(again, 4 * mib), 4 * mib / page);
+    h.deallocate(again);
+    h.deallocate(theirs);
+    EXPECT_TRUE(h.check());
+    EXPECT_EQ(h.stats().in_use, 0u);
+}
+
+TEST(EngineDecay, AKeptSpanMuchBiggerThanAskedGivesItsFront) {
+    engine_heap h(decay_options(1000));
+    char* big = written(h, 24 * mib);
+    ASSERT_NE(big, nullptr);
+    h.deallocate(big);
+    char* front = static_cast<char*>(h.allocate(2 * mib));
+    EXPECT_EQ(front, big);
+    EXPECT_EQ(h.usable_size(front), 2 * mib);
+    EXPECT_TRUE(h.check());
+    // The rest went to the pool, where another thread's request finds it.
+    char* rest = nullptr;
+    on_thread([&] { rest = static_cast<char*>(h.allocate(20 * mib)); });
+    EXPECT_EQ(rest, big + 2 * mib);
+    h.deallocate(front);
+    h.deallocate(rest);
+    EXPECT_TRUE(h.check());
+}
+
+TEST(EngineDecay, AKeptSpanTooSmallGoesBackToThePool) {
+    engine_heap h(decay_options(1000));
+    char* a = written(h, 4 * mib);
+    char* b = written(h, 4 * mib);
+    char* c = written(h, 4 * mib);
+    char* d = written(h, 4 * mib);
+    ASSERT_TRUE(a && b && c && d);
+    on_thread([&] { h.deallocate(c); }); // kept by that thread until it exits: then free
+    h.deallocate(b);                     // kept by this one
+    char* e = static_cast<char*>(h.allocate(6 * mib));
+    EXPECT_EQ(e, b) << "the kept span, merged with its free neighbour, serves the bigger request";
+    EXPECT_TRUE(h.check());
+    for (char* p : {a, d, e})
+        h.deallocate(p);
+    EXPECT_TRUE(h.check());
+}
+
+TEST(EngineDecay, AKeptSpanDecaysLikeAFreeOne) {
+    engine_heap h(decay_options(100));
+    char* p = written(h, 8 * mib);
+    ASSERT_NE(p, nullptr);
+    h.deallocate(p);
+    advance(99);
+    // Another thread's frame: kept spans of every thread age by the same clock.
+    std::size_t purged = 1;
+    on_thread([&] { purged = h.end_frame(std::chrono::seconds{1}); });
+    EXPECT_EQ(purged, 0u);
+    EXPECT_EQ(resident(p, 8 * mib), 8 * mib / page);
+    advance(1);
+    on_thread([&] { purged = h.end_frame(std::chrono::seconds{1}); });
+    EXPECT_EQ(purged, 8 * mib);
+    EXPECT_EQ(resident(p, 8 * mib), 0u);
+    EXPECT_EQ(h.purge_stats().retained_span_bytes, 0u);
+    EXPECT_TRUE(h.check());
+    // No longer kept: another thread's request takes the span (clean now).
+    char* q = nullptr;
+    on_thread([&] {
+        q = static_cast<char*>(h.allocate(8 * mib));
+        h.deallocate(q);
+    });
+    EXPECT_EQ(q, p);
+    EXPECT_TRUE(h.check());
+}
+
+TEST(EngineDecay, ExitTrimAndTheCapHandKeptSpansBack) {
+    {
+        engine_heap h(decay_options(1000));
+        char* p = nullptr;
+        on_thread([&] { h.deallocate(p = written(h, 4 * mib)); }); // kept, until the thread exits
+        EXPECT_EQ(h.allocate(4 * mib), p);
+        EXPECT_TRUE(h.check());
+    }
+    {
+        engine_heap h(decay_options(1000));
+        char* p = written(h, 4 * mib);
+        h.deallocate(p);
+        h.trim();
+        EXPECT_EQ(resident(p, 4 * mib), 0u);
+        EXPECT_EQ(h.purge_stats().retained_span_bytes, 0u);
+        EXPECT_TRUE(h.check());
+    }
+    for (const bool off : {false, true}) {
+        engine_options o = decay_options(1000);
+        if (off)
+            o.large_keep_bytes = 0;
+        else
+            o.retain_bytes = 8 * mib; // kept spans of all threads stay within it
+        engine_heap h(o);
+        char* p = written(h, 12 * mib);
+        h.deallocate(p);
+        char* q = nullptr;
+        on_thread([&] { q = static_cast<char*>(h.allocate(12 * mib)); });
+        EXPECT_EQ(q, p) << (off ? "large_keep_bytes = 0" : "past retain_bytes");
+        h.deallocate(q);
+        EXPECT_TRUE(h.check());
+    }
+}
+
+// -------------------------------------------------------------------------------------------------
 // Whole runs
 // -------------------------------------------------------------------------------------------------
 

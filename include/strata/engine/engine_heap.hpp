@@ -89,6 +89,14 @@ struct engine_options {
     /// is carved (a rare class holds a few blocks, not a run's pages). Recycled runs are faulted in
     /// whole. Under 64 KiB (0): every run is faulted in whole when made, first runs included.
     std::size_t populate_after_bytes = std::size_t{8} << 20;
+    /// Largest large block (above 1 MiB) a thread keeps for itself when it frees one: the span of
+    /// the last one it freed waits, resident, for its next large request (taken whole when at most
+    /// a quarter, or 1 MiB, bigger than asked; its front otherwise), so a thread that churns big
+    /// buffers writes memory that is still in its own caches rather than another thread's. Kept
+    /// spans of all threads together stay within retain_bytes; one goes back to the span pool when
+    /// its thread keeps another, exits, or at the first maintenance step decay_ms after it was
+    /// kept, and at trim(). 0: off.
+    std::size_t large_keep_bytes = std::size_t{64} << 20;
     /// Ask for transparent huge pages on the heap's memory (MADV_HUGEPAGE; a hint).
     bool huge_pages = false;
 };
@@ -452,6 +460,10 @@ private:
     // Large tier (large.cpp).
     void* large_allocate(std::size_t size, std::size_t align, bool* clean) noexcept;
     void large_deallocate(void* p, run* head) noexcept;
+    void* take_kept(thread_heap* h, std::size_t n) noexcept;
+    void keep(thread_heap* h, run* head) noexcept;
+    void release_kept(bool all, std::uint32_t now) noexcept;
+    void release_kept_of(thread_heap* h) noexcept;
     [[nodiscard]] bool large_resize_in_place(run* head, std::size_t new_size) noexcept;
 
     // Span tier (span.cpp; span_lock_ held).
@@ -463,7 +475,8 @@ private:
     [[nodiscard]] static std::size_t dirty_granules(const run* r) noexcept {
         return r->dirty ? r->granules - r->clean_tail : 0;
     }
-    void span_free(run* head, bool dirty) noexcept;
+    void span_free(run* head, bool dirty) noexcept { span_free(head, dirty, now_tick()); }
+    void span_free(run* head, bool dirty, std::uint32_t freed_at) noexcept;
     void bin_insert(run* head) noexcept;
     void bin_remove(run* head) noexcept;
     bool grow_commit(std::size_t granules) noexcept;
@@ -548,6 +561,8 @@ private:
     std::size_t span_peak_ = 0;        // most granules in use (top_ - free_granules_) this window
     std::size_t span_peak_before_ = 0; // ... in the window before
     std::size_t populate_granules_ = 0;
+    std::size_t keep_granules_ = 0;             // largest span a thread keeps (large_keep_bytes)
+    std::atomic<std::size_t> kept_granules_{0}; // every thread's kept span (written under span_lock_)
     std::uint16_t stash_cap_[engine_detail::class_count] = {}; // blocks a thread stashes per class
 
     // Decay (purge.cpp).

@@ -25,7 +25,9 @@ struct free_block {
 
 struct thread_heap;
 
-enum class span_kind : std::uint8_t { free, small, medium, large, meta };
+/// What a span holds. `kept`: a large block's span that a thread freed and keeps for its own next
+/// large request (thread_heap::kept); to the rest of the heap it is neither free nor a block.
+enum class span_kind : std::uint8_t { free, small, medium, large, meta, kept };
 enum class run_list : std::uint8_t { none, partial, full, cache };
 
 /// One descriptor per granule; only the first granule's descriptor of a span (its head) is
@@ -147,6 +149,11 @@ struct thread_heap {
     std::uint32_t allocs_seen[class_count]; // allocs[c] then (low 32 bits)
     std::uint32_t cache_seen = 0;           // slow_calls when a run last left `cache`
     std::uint32_t purge_class = 0;          // where the next in-run purge walk starts
+    // The span of the last large block this thread freed, kept for its next large request (its
+    // pages are resident and in this core's caches), and the tick it was kept at. The owner swaps it;
+    // maintenance steps of any thread take it back to the span pool once it is decay_ms old.
+    std::atomic<run*> kept{nullptr};
+    std::atomic<std::uint32_t> kept_at{0};
     engine_heap* engine = nullptr;
     thread_heap* next_heap = nullptr; // engine's list of heaps in use, or of free ones
     thread_heap* prev_heap = nullptr;
