@@ -367,17 +367,15 @@ TEST(EngineDecay, AKeptSpanMuchBiggerThanAskedGivesItsFront) {
 
 TEST(EngineDecay, AKeptSpanTooSmallGoesBackToThePool) {
     engine_heap h(decay_options(1000));
-    char* a = written(h, 4 * mib);
-    char* b = written(h, 4 * mib);
-    char* c = written(h, 4 * mib);
-    char* d = written(h, 4 * mib);
-    ASSERT_TRUE(a && b && c && d);
-    on_thread([&] { h.deallocate(c); }); // kept by that thread until it exits: then free
-    h.deallocate(b);                     // kept by this one
-    char* e = static_cast<char*>(h.allocate(6 * mib));
-    EXPECT_EQ(e, b) << "the kept span, merged with its free neighbour, serves the bigger request";
+    char* four[4];
+    for (char*& p : four)
+        ASSERT_NE(p = written(h, 4 * mib), nullptr);
+    on_thread([&] { h.deallocate(four[2]); }); // kept by that thread until it exits: then free
+    h.deallocate(four[1]);                     // kept by this one
+    char* grown = static_cast<char*>(h.allocate(6 * mib));
+    EXPECT_EQ(grown, four[1]) << "the kept span, merged with its free neighbour, serves the bigger request";
     EXPECT_TRUE(h.check());
-    for (char* p : {a, d, e})
+    for (char* p : {four[0], four[3], grown})
         h.deallocate(p);
     EXPECT_TRUE(h.check());
 }
