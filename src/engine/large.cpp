@@ -6,8 +6,8 @@
 // (thread_heap::kept): in the shared pool, another thread's request would often take it, and write
 // memory whose lines sit in the first thread's caches.
 //
-// Exports: engine_heap::large_allocate, large_deallocate, large_resize_in_place, take_kept, keep,
-// release_kept, release_kept_of.
+// Exports: engine_heap::large_allocate, large_deallocate, large_resize_in_place, cut_tail, take_kept,
+// keep, release_kept, release_kept_of.
 #include "engine_internal.hpp"
 
 namespace strata {
@@ -120,14 +120,10 @@ void* engine_heap::take_kept(thread_heap* h, std::size_t n) noexcept {
             span_free(k, true, h->kept_at.load(std::memory_order_relaxed));
             return nullptr;
         }
-        if (have - n > std::max<std::size_t>(n / 4, 16)) {
-            mark_span(k, n, span_kind::large);
-            run* tail = k + n;
-            mark_span(tail, have - n, span_kind::free);
-            span_free(tail, true, h->kept_at.load(std::memory_order_relaxed));
-        } else {
+        if (have - n > std::max<std::size_t>(n / 4, 16))
+            cut_tail(k, n, h->kept_at.load(std::memory_order_relaxed));
+        else
             k->kind = span_kind::large;
-        }
         large_bytes_.fetch_add(std::size_t{k->granules} << granule_shift, std::memory_order_relaxed);
     }
     note_big_live();
@@ -156,6 +152,15 @@ void engine_heap::release_kept(bool all, std::uint32_t now) noexcept {
             release_kept_of(h);
 }
 
+/// Effects: `head` becomes a large block's span of its first `n` granules; the rest is freed (dirty,
+/// aged from tick `freed_at`). Requires: span_lock_ held; n < head->granules.
+void engine_heap::cut_tail(run* head, std::size_t n, std::uint32_t freed_at) noexcept {
+    const std::size_t rest = head->granules - n;
+    mark_span(head, n, span_kind::large);
+    mark_span(head + n, rest, span_kind::free);
+    span_free(head + n, true, freed_at);
+}
+
 // -------------------------------------------------------------------------------------------------
 // Resize in place
 // -------------------------------------------------------------------------------------------------
@@ -169,10 +174,7 @@ bool engine_heap::large_resize_in_place(run* d, std::size_t new_size) noexcept {
     const std::size_t have = d->granules;
     if (need <= have) {
         if (have - need >= 16) { // give back the tail when it is worth it
-            mark_span(d, need, span_kind::large);
-            run* tail = d + need;
-            mark_span(tail, have - need, span_kind::free);
-            span_free(tail, true);
+            cut_tail(d, need, now_tick());
             large_bytes_.fetch_sub((have - need) << granule_shift, std::memory_order_relaxed);
         }
         return true;

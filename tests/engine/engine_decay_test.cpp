@@ -407,6 +407,31 @@ TEST(EngineDecay, AKeptSpanDecaysLikeAFreeOne) {
     EXPECT_TRUE(h.check());
 }
 
+// Bad input: a second free of a block whose span is kept is ignored (the span is neither free nor a
+// block); the span still serves its thread's next request, and the counts stay exact. An aligned
+// request the kept span cannot promise sends it to the pool, where a best fit may take it.
+TEST(EngineDecay, ASecondFreeOfAKeptBlockIsIgnored) {
+    engine_heap h(decay_options(1000));
+    char* p = written(h, 4 * mib);
+    ASSERT_NE(p, nullptr);
+    h.deallocate(p);
+    h.deallocate(p);
+    EXPECT_TRUE(h.check());
+    EXPECT_EQ(h.stats().in_use, 0u);
+    EXPECT_EQ(h.stats().live_allocations, 0u);
+    EXPECT_EQ(h.purge_stats().retained_span_bytes, 4 * mib);
+    EXPECT_EQ(h.allocate(4 * mib), p);
+    EXPECT_EQ(h.stats().in_use, 4 * mib);
+    h.deallocate(p);
+    void* aligned = h.allocate(2 * mib, 2 * mib);
+    ASSERT_NE(aligned, nullptr);
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(aligned) % (2 * mib), 0u);
+    EXPECT_TRUE(h.check());
+    EXPECT_EQ(h.stats().in_use, h.usable_size(aligned));
+    h.deallocate(aligned);
+    EXPECT_TRUE(h.check());
+}
+
 TEST(EngineDecay, ExitTrimAndTheCapHandKeptSpansBack) {
     {
         engine_heap h(decay_options(1000));

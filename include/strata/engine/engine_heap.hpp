@@ -465,6 +465,7 @@ private:
     void release_kept(bool all, std::uint32_t now) noexcept;
     void release_kept_of(thread_heap* h) noexcept;
     [[nodiscard]] bool large_resize_in_place(run* head, std::size_t new_size) noexcept;
+    void cut_tail(run* head, std::size_t n, std::uint32_t freed_at) noexcept;
 
     // Span tier (span.cpp; span_lock_ held).
     run* span_alloc(std::size_t n, engine_detail::span_kind kind, bool* clean) noexcept;
