@@ -241,27 +241,28 @@ TEST(EngineDecay, MediumBlocksDecayInTheOrderTheyWereFreed) {
     for (char* p : m.blocks)
         ASSERT_NE(p, nullptr);
     const std::size_t all = m.warm(0);
+    const std::chrono::seconds frame{1}; // ages decide here, not the budget (EndFrameStopsAtItsBudget)
     ASSERT_GT(all, medium_setup::big / page - 4);
     h.deallocate(m.blocks[0]);
-    (void)h.end_frame(); // first seen at t
+    (void)h.end_frame(frame); // first seen at t
     advance(10);
     h.deallocate(m.blocks[1]);
-    (void)h.end_frame(); // t + 10
+    (void)h.end_frame(frame); // t + 10
     EXPECT_EQ(m.warm(0), all);
     EXPECT_EQ(m.warm(1), all);
     advance(10);
     h.deallocate(m.blocks[2]); // within the cap (4 MiB plus the recent peak of big live bytes)
-    (void)h.end_frame();       // t + 20
+    (void)h.end_frame(frame);  // t + 20
     EXPECT_EQ(m.warm(0), all);
     EXPECT_EQ(m.warm(1), all);
     EXPECT_EQ(m.warm(2), all);
     advance(95); // blocks 0 and 1 have been free 100 ms or more, block 2 for 95
-    (void)h.end_frame();
+    (void)h.end_frame(frame);
     EXPECT_EQ(m.warm(0), 0u);
     EXPECT_EQ(m.warm(1), 0u);
     EXPECT_EQ(m.warm(2), all);
     advance(5);
-    (void)h.end_frame();
+    (void)h.end_frame(frame);
     EXPECT_EQ(m.warm(2), 0u);
     EXPECT_EQ(h.purge_stats().retained_medium_bytes, 0u);
     EXPECT_TRUE(h.check());
