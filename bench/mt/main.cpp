@@ -14,6 +14,11 @@
 //   larson    K rounds of T threads (default 4) that replace random slots of ONE shared 8,192-slot
 //             array (atomic exchange): most blocks are freed by a thread other than the one that
 //             allocated them, often after that thread has exited (larson's server pattern).
+//   relay     T lanes (default 4), each a chunk of 5,000 slots of 8-1,000 B blocks (the main thread
+//             fills them): a thread replaces random slots of its lane's chunk, writing a block's first
+//             two bytes, and after 250,000 replacements a fresh thread takes the chunk over (the
+//             original larson benchmark: each thread first frees blocks its exited predecessor, or
+//             the main thread, allocated, then mostly its own).
 //   big       T threads (default 2), each replacing random slots of its own 8-slot array with
 //             blocks of 1-8 MiB, every page written (streaming buffers, big scratch: what a malloc
 //             that gives freed pages back at once pays for in page faults). Not in the default set.
@@ -323,6 +328,57 @@ sample run_larson(unsigned threads, std::uint64_t ops, unsigned rounds, std::uin
     const sample s{std::chrono::duration<double>(t1 - t0).count(), minor_faults() - f0};
     for (auto& slot : shared)
         std::free(slot.load(std::memory_order_relaxed));
+    return s;
+}
+
+// The original larson's block: 8-1,000 bytes, the first two written.
+void* make_relay_block(rng& r) {
+    const std::size_t size = 8 + r.below(993);
+    auto* p = static_cast<unsigned char*>(std::malloc(size));
+    if (p == nullptr) {
+        std::fprintf(stderr, "strata-mt: malloc(%zu) returned null\n", size);
+        std::abort();
+    }
+    p[0] = 'a';
+    p[1] = 'b';
+    return p;
+}
+
+sample run_relay(unsigned lanes, std::uint64_t ops, std::uint64_t seed) {
+    constexpr std::size_t slots = 5'000;
+    constexpr std::uint64_t per_thread = 250'000;
+    std::vector<void*> chunks(std::size_t{lanes} * slots);
+    rng setup(seed);
+    for (auto& p : chunks)
+        p = make_relay_block(setup);
+    // Each lane runs n replacements on its chunk, per_thread at a time, each stint on a fresh thread.
+    auto run_lanes = [&](std::uint64_t n, unsigned pass) {
+        std::vector<std::thread> drivers;
+        for (unsigned lane = 0; lane < lanes; ++lane)
+            drivers.emplace_back([&, lane] {
+                void** chunk = chunks.data() + std::size_t{lane} * slots;
+                for (std::uint64_t done = 0, stint = 0; done < n; done += per_thread, ++stint)
+                    std::thread([&, stint] {
+                        rng r(seed * 7919 + pass * 1'000'003 + lane * 131 + stint);
+                        const std::uint64_t m = std::min(per_thread, n - done);
+                        for (std::uint64_t i = 0; i < m; ++i) {
+                            const std::size_t k = r.below(slots);
+                            std::free(chunk[k]);
+                            chunk[k] = make_relay_block(r);
+                        }
+                    }).join();
+            });
+        for (auto& d : drivers)
+            d.join();
+    };
+    run_lanes(ops / 4, 0);
+    const long f0 = minor_faults();
+    const auto t0 = clock_type::now();
+    run_lanes(ops, 1);
+    const auto t1 = clock_type::now();
+    const sample s{std::chrono::duration<double>(t1 - t0).count(), minor_faults() - f0};
+    for (void* p : chunks)
+        std::free(p);
     return s;
 }
 
@@ -774,7 +830,7 @@ int usage() {
         "usage: strata-mt [--workload NAME,...] [--ops N] [--threads T] [--repeats R] [--rounds K]\n"
         "                 [--phase-mib M] [--frames F] [--frame-us U] [--label NAME] [--jsonl FILE] [--seed "
         "S]\n"
-        "workloads: local prodcons larson (the default set), big tight falseshare threadchurn bigloop\n"
+        "workloads: local prodcons larson (the default set), relay big tight falseshare threadchurn bigloop\n"
         "           realloc leaky trickle xchurn32k tilesim phase\n",
         stderr);
     return 2;
@@ -840,6 +896,10 @@ int main(int argc, char** argv) {
             threads = o.threads ? o.threads : 4;
             ops = o.ops ? o.ops : 1'000'000;
             body = [&] { return run_larson(threads, ops, o.rounds ? o.rounds : 4, o.seed); };
+        } else if (name == "relay") {
+            threads = o.threads ? o.threads : 4;
+            ops = o.ops ? o.ops : 2'000'000;
+            body = [&] { return run_relay(threads, ops, o.seed); };
         } else if (name == "big") {
             threads = o.threads ? o.threads : 2;
             ops = o.ops ? o.ops : 2'000;
@@ -885,10 +945,11 @@ int main(int argc, char** argv) {
             repeats = o.repeats ? o.repeats : 1;
             body = [&] { return run_phase(o.phase_mib, o.frames, o.frame_us, o.seed, phase); };
         } else {
-            std::fprintf(stderr,
-                         "strata-mt: unknown workload '%s' (local, prodcons, larson, big, tight, falseshare, "
-                         "threadchurn, bigloop, realloc, leaky, trickle, xchurn32k, tilesim, phase)\n",
-                         name.c_str());
+            std::fprintf(
+                stderr,
+                "strata-mt: unknown workload '%s' (local, prodcons, larson, relay, big, tight, falseshare, "
+                "threadchurn, bigloop, realloc, leaky, trickle, xchurn32k, tilesim, phase)\n",
+                name.c_str());
             return 2;
         }
         std::vector<double> seconds;

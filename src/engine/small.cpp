@@ -150,11 +150,15 @@ void* engine_heap::small_slow(thread_heap* h, unsigned c) noexcept {
     }
 }
 
-/// Effects: the stash of class `c` is current and ran dry: moves up to half its cap of blocks from
-/// the parked run's free list onto it (the run counts them as out, as it counts stashed blocks of
-/// its own that other threads freed), so the stash stays current. Without it, a thread whose frees
-/// are mostly remote would switch between its stash and its run on nearly every allocation of the
-/// class: each remote free parks the run again, each allocation after it finds the stash empty.
+/// Effects: the stash of class `c` is current and ran dry: takes the parked run's whole free list
+/// (the run counts those blocks as out, as it counts stashed blocks of its own that other threads
+/// freed), so the stash stays current and the thread's next allocations are its own blocks.
+/// Without the refill, a thread whose frees are mostly remote would switch between its stash and its
+/// run on nearly every allocation of the class: each remote free parks the run again, each
+/// allocation after it finds the stash empty. Taking the whole list costs no walk, and the stash then
+/// holds more than its cap for a while, so remote frees go home until it drains: a thread that
+/// serves itself from other threads' blocks would otherwise keep freeing them remotely, keep its
+/// stash on, and never come back to its own runs.
 /// Returns: a block popped from the refilled stash; nullptr when the parked run has no free block
 /// or the stash is off (the run is current again then).
 free_block* engine_heap::refill_stash(thread_heap* h, unsigned c) noexcept {
@@ -162,20 +166,10 @@ free_block* engine_heap::refill_stash(thread_heap* h, unsigned c) noexcept {
     run* p = h->parked[c];
     free_block* b = p->free; // the empty run's list is empty too
     if (b == nullptr || !h->stash_on) return nullptr;
-    // The run's free list holds carved - used blocks: taken whole with no walk when they fit.
-    std::uint16_t n = static_cast<std::uint16_t>(p->carved - p->used);
-    const std::uint16_t half = static_cast<std::uint16_t>(stash_cap_[c] / 2);
-    if (n <= half) {
-        p->free = nullptr;
-    } else {
-        free_block* last = b;
-        for (unsigned i = 1; i < half; ++i)
-            last = last->next;
-        p->free = last->next;
-        last->next = nullptr;
-        n = half;
-    }
-    p->used = static_cast<std::uint16_t>(p->used + n);
+    // The run's free list holds carved - used blocks.
+    const auto n = static_cast<std::uint16_t>(p->carved - p->used);
+    p->free = nullptr;
+    p->used = p->carved;
     // n blocks arrive and one leaves at once.
     st->free = b->next;
     st->used = static_cast<std::uint16_t>(st->used - n + 1);

@@ -279,33 +279,34 @@ TEST(EngineHeapThreads, ParkedRunOutlivesItsEmptying) {
     EXPECT_EQ(h.stats().live_allocations, 0u);
 }
 
-// A stash that runs dry while the thread's frees are mostly remote takes up to half its cap from
-// the parked run's free list and stays current: the thread's own frees keep going to the run, and
-// allocations keep popping the stash (without the refill, each would switch the class back to the
-// run until the next remote free).
-TEST(EngineHeapThreads, DryStashTakesHalfItsCapFromTheParkedRun) {
+// A stash that runs dry while the thread's frees are mostly remote takes the parked run's whole free
+// list, even past its cap, and stays current: allocations pop the thread's own blocks, newest first,
+// and while the stash holds more than its cap a remote free goes to its run instead.
+TEST(EngineHeapThreads, DryStashTakesTheParkedRunsWholeList) {
     strata::engine_options o = options();
-    o.stash_bytes = 1024; // 16 blocks of 64 bytes: a refill takes at most 8
+    o.stash_bytes = 1024; // a cap of 16 blocks of 64 bytes
     engine_heap h(o);
-    live_owner other(h, 64);
-    void* const foreign = other.block();
+    live_owner first(h, 64);
+    live_owner second(h, 64);
+    void* const foreign = first.block();
     std::vector<void*> mine;
-    for (int i = 0; i < 20; ++i)
-        mine.push_back(h.allocate(64));
+    for (int i = 0; i < 32; ++i)
+        mine.push_back(h.allocate(64)); // one carve of 2 KiB: the run's list is empty
     turn_stash_on(h);
     for (void* p : mine)
-        h.deallocate(p);   // the run's free list: mine[19] first
+        h.deallocate(p);   // the run's free list: mine[31] first
     h.deallocate(foreign); // stashed: the stash is current, the run parked
     EXPECT_EQ(h.allocate(64), foreign);
-    void* a = h.allocate(64); // the stash is dry: 8 blocks move over, the first is returned
-    EXPECT_EQ(a, mine[19]);
+    void* a = h.allocate(64); // the stash is dry: all 32 move over, the first is returned
+    EXPECT_EQ(a, mine[31]);
     EXPECT_TRUE(h.check());
-    h.deallocate(a); // the owner's free goes to the parked run, not to the stash
+    h.deallocate(second.block()); // 31 stashed, over the cap: it goes to its run
+    h.deallocate(a);              // the owner's free goes to the parked run, not to the stash
     std::vector<void*> next;
-    for (int i = 0; i < 7; ++i)
+    for (int i = 0; i < 31; ++i)
         next.push_back(h.allocate(64));
-    EXPECT_TRUE(std::equal(next.begin(), next.end(), mine.rbegin() + 1)) << "the stash serves its 7";
-    next.push_back(h.allocate(64)); // dry again: the next refill starts with the run's newest
+    EXPECT_TRUE(std::equal(next.begin(), next.end(), mine.rbegin() + 1)) << "the stash serves its 31";
+    next.push_back(h.allocate(64)); // dry again: the next refill takes the run's list, `a`
     EXPECT_EQ(next.back(), a);
     EXPECT_TRUE(h.check());
     for (void* p : next)
@@ -315,10 +316,10 @@ TEST(EngineHeapThreads, DryStashTakesHalfItsCapFromTheParkedRun) {
     EXPECT_EQ(h.stats().live_allocations, 0u);
 }
 
-// A parked run whose free list fits in half the cap gives it all: the stash serves every block,
-// newest first, and the run is current again only once both are dry.
+// A parked run with a short free list gives it all: the stash serves every block, newest first, and
+// the run is current again only once both are dry.
 TEST(EngineHeapThreads, DryStashTakesAShortListWhole) {
-    engine_heap h(options()); // stash_bytes 16 KiB: 32 blocks of 512 bytes, a refill takes up to 16
+    engine_heap h(options()); // stash_bytes 16 KiB: 32 blocks of 512 bytes
     live_owner other(h, 512);
     void* const foreign = other.block();
     std::vector<void*> mine;

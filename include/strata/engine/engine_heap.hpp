@@ -72,8 +72,10 @@ struct engine_options {
     /// allocated reuses those blocks while they are in its cache, and skips the atomic push to their
     /// owner. A class holds at least 16 blocks (more bytes than this for classes above 1 KiB);
     /// classes of 8 KiB and more are not stashed. Only a thread whose remote frees are about half
-    /// of its frees or more stashes. Past it, such frees go to the owning run. Handed back at
-    /// thread exit, flush_thread_cache() and trim(). 0: off.
+    /// of its frees or more stashes. Past it, such frees go to the owning run. A stash that runs
+    /// dry takes its thread's own run's free list whole, and so may hold more than this (at most
+    /// one run a class) until it drains. Handed back at thread exit, flush_thread_cache() and
+    /// trim(). 0: off.
     std::size_t stash_bytes = std::size_t{16} << 10;
     /// Empty runs a thread keeps for itself before handing them back to the shared span pool. Kept
     /// runs above one granule of a class that allocated nothing in the thread's last 1024 slow
