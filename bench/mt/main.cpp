@@ -117,6 +117,16 @@ struct rng {
     std::size_t below(std::size_t n) { return static_cast<std::size_t>((next() >> 32) % n); }
 };
 
+// malloc, or a message and abort: a workload never runs on with a null block.
+void* checked_malloc(std::size_t size) {
+    void* p = std::malloc(size);
+    if (p == nullptr) {
+        std::fprintf(stderr, "strata-mt: malloc(%zu) returned null\n", size);
+        std::abort();
+    }
+    return p;
+}
+
 std::size_t block_size(rng& r) {
     const std::size_t pick = r.below(100);
     if (pick < 60) return 8 + r.below(121);
@@ -128,11 +138,7 @@ std::size_t block_size(rng& r) {
 // Writes both ends, so the pages are touched and the call cannot be optimized away.
 void* make_block(rng& r) {
     const std::size_t size = block_size(r);
-    auto* p = static_cast<unsigned char*>(std::malloc(size));
-    if (p == nullptr) {
-        std::fprintf(stderr, "strata-mt: malloc(%zu) returned null\n", size);
-        std::abort();
-    }
+    auto* p = static_cast<unsigned char*>(checked_malloc(size));
     p[0] = static_cast<unsigned char>(size);
     p[size - 1] = static_cast<unsigned char>(size >> 8);
     return p;
@@ -217,11 +223,7 @@ sample run_own_slots(unsigned threads, std::uint64_t ops, std::uint64_t seed, st
 // A 1-8 MiB block with a byte written on every page.
 void* make_big_block(rng& r) {
     const std::size_t size = (std::size_t{1} << 20) + r.below(std::size_t{7} << 20);
-    auto* p = static_cast<unsigned char*>(std::malloc(size));
-    if (p == nullptr) {
-        std::fprintf(stderr, "strata-mt: malloc(%zu) returned null\n", size);
-        std::abort();
-    }
+    auto* p = static_cast<unsigned char*>(checked_malloc(size));
     for (std::size_t at = 0; at < size; at += 4096)
         p[at] = static_cast<unsigned char>(at >> 12);
     p[size - 1] = 1;
@@ -334,11 +336,7 @@ sample run_larson(unsigned threads, std::uint64_t ops, unsigned rounds, std::uin
 // The original larson's block: 8-1,000 bytes, the first two written.
 void* make_relay_block(rng& r) {
     const std::size_t size = 8 + r.below(993);
-    auto* p = static_cast<unsigned char*>(std::malloc(size));
-    if (p == nullptr) {
-        std::fprintf(stderr, "strata-mt: malloc(%zu) returned null\n", size);
-        std::abort();
-    }
+    auto* p = static_cast<unsigned char*>(checked_malloc(size));
     p[0] = 'a';
     p[1] = 'b';
     return p;
@@ -383,15 +381,6 @@ sample run_relay(unsigned lanes, std::uint64_t ops, std::uint64_t seed) {
 }
 
 // ---- the program-kind workloads (tight ... phase): every page of every block is written ----
-
-void* checked_malloc(std::size_t size) {
-    void* p = std::malloc(size);
-    if (p == nullptr) {
-        std::fprintf(stderr, "strata-mt: malloc(%zu) returned null\n", size);
-        std::abort();
-    }
-    return p;
-}
 
 // One byte on every 4 KiB page of [p + from, p + to), and the last byte: the pages are really touched.
 void touch(void* block, std::size_t from, std::size_t to) {
