@@ -413,6 +413,8 @@ std::size_t engine_heap::purge_run_blocks(thread_heap* h, std::uint32_t now,
             more = walk_run(r);
         for (run* r = h->full[c]; more && r != nullptr; r = r->next)
             more = walk_run(r);
+        for (run* r = h->freed[c]; more && r != nullptr; r = r->next)
+            more = walk_run(r);
         if (!more) {
             h->purge_class = c - first_purged_class; // this class again first, next time
             break;

@@ -38,15 +38,27 @@ constexpr unsigned first_multi_granule_class = [] {
 // Allocation slow path
 // -------------------------------------------------------------------------------------------------
 
-/// Effects: looks through up to 64 of h's full runs of class `c` for blocks freed since they
-/// filled (collecting remote frees) and moves those runs to the partial list; the walk resumes
+/// Effects: moves h's freed runs of class `c` (full runs the owner freed blocks into since they
+/// filled) to the partial list, so that the run freed into first is taken first: it had the longest
+/// time to gather frees.
+void engine_heap::take_freed(thread_heap* h, unsigned c) noexcept {
+    while (run* f = h->freed[c]) {
+        h->freed[c] = f->next;
+        collect(h, f);
+        f->where = run_list::partial;
+        push(h->partial[c], f);
+    }
+}
+
+/// Effects: looks through up to 64 of h's full runs of class `c` for blocks other threads freed
+/// since they filled (collecting them) and moves those runs to the partial list; the walk resumes
 /// where the last one stopped, so a class with thousands of full runs pays a bounded walk per
-/// call, and its flag stays set until one walk has gone round the whole list.
+/// call, and its `full_walk` bit stays set until one walk has gone round the whole list.
 /// Returns: whether a partial run is now available.
 bool engine_heap::walk_full(thread_heap* h, unsigned c) noexcept {
     constexpr unsigned walk_limit = 64;
     const std::uint64_t bit = std::uint64_t{1} << c;
-    h->full_freed &= ~bit;
+    h->full_walk &= ~bit;
     // resume[c] is cleared when its run leaves the list elsewhere (local_free_slow, thread exit).
     run* f = h->resume[c] != nullptr ? h->resume[c] : h->full[c];
     const run* const start = f;
@@ -54,7 +66,7 @@ bool engine_heap::walk_full(thread_heap* h, unsigned c) noexcept {
     for (unsigned seen = 0; f != nullptr; ++seen) {
         if (seen == walk_limit) {
             h->resume[c] = f;
-            h->full_freed |= bit; // the rest of the list waits for the next walk
+            h->full_walk |= bit; // the rest of the list waits for the next walk
             return h->partial[c] != nullptr;
         }
         run* next = f->next;
@@ -75,7 +87,8 @@ bool engine_heap::walk_full(thread_heap* h, unsigned c) noexcept {
 }
 
 /// Returns: a block of class `c` once `h->current[c]` is empty: carves more of the current run,
-/// else takes a partial run, a full run that got frees, an abandoned run, a new run (in that order).
+/// else takes a partial run, a full run the owner freed into, a full run other threads freed into,
+/// an abandoned run, a new run (in that order).
 void* engine_heap::small_slow(thread_heap* h, unsigned c) noexcept {
     // Now and then a maintenance step, so that a program of small blocks gives back what decayed,
     // and a note of which big classes allocated since the last one (release_idle_runs).
@@ -134,8 +147,11 @@ void* engine_heap::small_slow(thread_heap* h, unsigned c) noexcept {
             h->current[c] = p;
             continue;
         }
-        const std::uint64_t bit = std::uint64_t{1} << c;
-        bool freed = (h->full_freed & bit) != 0;
+        if (h->freed[c] != nullptr) {
+            take_freed(h, c);
+            continue;
+        }
+        bool freed = (h->full_walk & (std::uint64_t{1} << c)) != 0;
         if (h->pending[c].load(std::memory_order_relaxed) != 0 &&
             h->pending[c].exchange(0, std::memory_order_acquire) != 0)
             freed = true;
@@ -318,7 +334,7 @@ void engine_heap::populate(run* r, std::size_t carved_bytes) noexcept {
 bool engine_heap::thread_populates(const thread_heap* h, unsigned c, bool half_carved) const noexcept {
     if (populate_granules_ == 0) return true; // every run, first runs too: no faults from the start
     return (h->run_bytes.get() >> granule_shift) >= populate_granules_ &&
-           (half_carved || h->full[c] != nullptr || h->partial[c] != nullptr);
+           (half_carved || h->full[c] != nullptr || h->freed[c] != nullptr || h->partial[c] != nullptr);
 }
 
 /// Returns: a fresh run of class `c` owned by `h`: from h's cache, else from the span pool; nullptr
@@ -398,13 +414,24 @@ engine_heap::run* engine_heap::adopt(thread_heap* h, unsigned c) noexcept {
 // Frees
 // -------------------------------------------------------------------------------------------------
 
-/// Effects: the owner's free emptied `d`, or hit a full run: relists it; keeps one empty run per
-/// class as a spare and retires the others.
+/// Effects: the owner's free emptied `d`, or hit a full run: marks a full run and moves it to the
+/// front of the full list (take_freed relists the marked front when the class runs dry, so a run
+/// gathers frees for a while before it is allocated from again); relists an empty one, keeps one
+/// empty run per class as a spare and retires the others.
 void engine_heap::local_free_slow(thread_heap* h, run* d) noexcept {
     const unsigned c = d->cls;
     if (d->where == run_list::full) {
         if (h->resume[c] == d) h->resume[c] = nullptr;
         unlink(h->full[c], d);
+        if (d->used != 0) {
+            d->where = run_list::freed;
+            push(h->freed[c], d);
+            return;
+        }
+        d->where = run_list::partial;
+        push(h->partial[c], d);
+    } else if (d->where == run_list::freed) {
+        unlink(h->freed[c], d);
         d->where = run_list::partial;
         push(h->partial[c], d);
     }

@@ -53,14 +53,14 @@ engine_heap::thread_heap* engine_heap::make_thread_heap() noexcept {
             h->current[c] = &empty_run;
             h->allocs[c].v.store(0, std::memory_order_relaxed);
             h->frees[c].v.store(0, std::memory_order_relaxed);
-            h->partial[c] = h->full[c] = h->spare[c] = h->resume[c] = nullptr;
+            h->partial[c] = h->full[c] = h->freed[c] = h->spare[c] = h->resume[c] = nullptr;
             h->pending[c].store(0, std::memory_order_relaxed);
             h->parked[c] = nullptr;
             h->class_seen[c] = h->allocs_seen[c] = 0;
             h->stash[c].free = nullptr;
             h->stash[c].used = 0;
         }
-        h->full_freed = 0;
+        h->full_walk = 0;
         h->remote_window = 0;
         h->stash_on = false;
         h->frees_mark = 0;
@@ -120,18 +120,18 @@ void engine_heap::abandon(thread_heap* h) noexcept {
         };
         if (h->current[c] != &empty_run) give_up(h->current[c]);
         h->current[c] = &empty_run;
-        for (run* lists : {h->partial[c], h->full[c]}) {
+        for (run* lists : {h->partial[c], h->full[c], h->freed[c]}) {
             for (run* r = lists; r != nullptr;) {
                 run* next = r->next;
                 give_up(r);
                 r = next;
             }
         }
-        h->partial[c] = h->full[c] = nullptr;
+        h->partial[c] = h->full[c] = h->freed[c] = nullptr;
         h->spare[c] = nullptr;
         h->resume[c] = nullptr;
     }
-    h->full_freed = 0;
+    h->full_walk = 0;
     {
         lock_guard g(span_lock_);
         for (run* r = h->cache; r != nullptr;) {

@@ -113,6 +113,60 @@ TEST(EngineHeap, AllocateCachedServesOnlyFromTheCurrentRun) {
     EXPECT_TRUE(h.check());
 }
 
+// The owner's frees into full runs wait until the class runs dry; then the run freed into first is
+// allocated from first (it had the longest time to gather frees), and a full run that empties
+// while it waits leaves the heap consistent.
+TEST(EngineHeap, FullRunsFreedIntoAreTakenBackOldestFirst) {
+    engine_heap h(small_options());
+    constexpr std::size_t per_run = (std::size_t{1} << strata::engine_detail::granule_shift) / 64;
+    auto run_of = [](const void* p) {
+        return reinterpret_cast<std::uintptr_t>(p) >> strata::engine_detail::granule_shift;
+    };
+    std::vector<void*> blocks;
+    for (std::size_t i = 0; i < 3 * per_run + 8; ++i) { // three full runs and a fourth, current
+        void* p = h.allocate(64);
+        ASSERT_NE(p, nullptr);
+        blocks.push_back(p);
+    }
+    const auto a = run_of(blocks[0]);
+    const auto b = run_of(blocks[per_run]);
+    const auto c = run_of(blocks[2 * per_run]);
+    ASSERT_NE(a, b);
+    ASSERT_EQ(run_of(blocks[per_run - 1]), a);
+    ASSERT_EQ(run_of(blocks[3 * per_run - 1]), c);
+    void* a1 = blocks[5];
+    void* b1 = blocks[per_run + 9];
+    void* a2 = blocks[17];
+    for (void* p : {a1, b1, a2})
+        h.deallocate(p);
+    EXPECT_TRUE(h.check());
+    // Drain the current run; then a2 and a1 (run a, freed into first; its list is LIFO), then b1.
+    std::vector<void*> more;
+    for (std::size_t i = 8; i < per_run; ++i)
+        more.push_back(h.allocate(64));
+    EXPECT_EQ(run_of(more.back()), run_of(blocks.back()));
+    EXPECT_EQ(h.allocate(64), a2);
+    EXPECT_EQ(h.allocate(64), a1);
+    EXPECT_EQ(h.allocate(64), b1);
+    void* fresh = h.allocate(64);
+    for (auto r : {a, b, c})
+        EXPECT_NE(run_of(fresh), r);
+    EXPECT_TRUE(h.check());
+    // Run c is freed into (it waits), then freed whole: it leaves the waiting list.
+    for (std::size_t i = 2 * per_run; i < 3 * per_run; ++i) {
+        h.deallocate(blocks[i]);
+        blocks[i] = nullptr;
+    }
+    EXPECT_TRUE(h.check());
+    for (void* p : blocks)
+        h.deallocate(p);
+    for (void* p : more)
+        h.deallocate(p);
+    h.deallocate(fresh);
+    EXPECT_EQ(h.stats().live_allocations, 0u);
+    EXPECT_TRUE(h.check());
+}
+
 // slot_use::first_for_life finds the cache through TLS slot 0 without the epoch: the same blocks
 // as the checked path, nothing before the thread has a cache, and another thread's blocks (or a
 // thread without a cache) take the remote way: an empty slot's id 0 is in no run tag.

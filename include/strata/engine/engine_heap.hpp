@@ -251,10 +251,8 @@ public:
             d->free = b;
             const unsigned c = tag_class(tag);
             h->frees[c].add(1);
-            // A full run stays in the full list; the flag makes the owner look there (in one
-            // batch) once its partial runs are used up.
-            h->full_freed |= std::uint64_t{d->where == run_list::full} << c;
-            if (STRATA_UNLIKELY(--d->used == 0)) local_free_slow(h, d);
+            // The first free into a full run marks it (local_free_slow).
+            if (STRATA_UNLIKELY((--d->used == 0) | (d->where == run_list::full))) local_free_slow(h, d);
             return;
         }
         deallocate_slow(p, tag);
@@ -392,6 +390,7 @@ private:
     static constexpr std::uint32_t stash_window = 256; // remote frees between choose_stash calls
     [[nodiscard]] bool check_stash(const thread_heap* h) const noexcept; // stats.cpp
     [[nodiscard]] bool walk_full(thread_heap* h, unsigned c) noexcept;
+    void take_freed(thread_heap* h, unsigned c) noexcept;
     void retire(thread_heap* h, run* r) noexcept;
     void prefer_resident(thread_heap* h, std::size_t n) noexcept;
     void note_busy_classes(thread_heap* h) noexcept;

@@ -28,7 +28,9 @@ struct thread_heap;
 /// What a span holds. `kept`: a large block's span that a thread freed and keeps for its own next
 /// large request (thread_heap::kept); to the rest of the heap it is neither free nor a block.
 enum class span_kind : std::uint8_t { free, small, medium, large, meta, kept };
-enum class run_list : std::uint8_t { none, partial, full, cache };
+/// Which of its owner's lists holds a run. `freed`: a full run the owner freed blocks into since it
+/// filled.
+enum class run_list : std::uint8_t { none, partial, full, freed, cache };
 
 /// One descriptor per granule; only the first granule's descriptor of a span (its head) is
 /// meaningful, the others of a small or medium span say how far back the head is.
@@ -119,15 +121,15 @@ struct counter {
 /// One thread's cache for one engine_heap: the runs of each class it allocates from, its counters,
 /// its empty runs and its frame arena. Only the owning thread writes it, except `pending`.
 struct thread_heap {
-    // Bit c: the owner freed a block into one of its full runs of class c. Set without a branch:
-    // whether a free lands in a full run is unpredictable under random frees.
-    std::uint64_t full_freed;
+    // Bit c: a walk of the full runs of class c stopped at its limit and resumes at resume[c].
+    std::uint64_t full_walk;
     std::uint32_t id;            // this record's owner id in run tags (1 .. no_owner - 1; kept when reused)
     run* current[class_count];   // the run the fast path pops from (the empty sentinel when none)
     counter allocs[class_count]; //
     counter frees[class_count];  //
     run* partial[class_count];   // runs with free blocks
     run* full[class_count];      // runs the owner found exhausted
+    run* freed[class_count];     // full runs the owner freed into since (newest first)
     run* spare[class_count];     // an empty run kept in `partial` (at most one per class)
     run* resume[class_count];    // where the next walk of `full` starts (when still in it)
     std::atomic<std::uint32_t> pending[class_count]; // a full run got a free from another thread
