@@ -167,6 +167,41 @@ TEST(EngineHeap, FullRunsFreedIntoAreTakenBackOldestFirst) {
     EXPECT_TRUE(h.check());
 }
 
+// A run the owner freed into is found however many full runs got no free: it comes back before
+// a fresh run, even behind a hundred full runs (a program that leaks or keeps many blocks).
+TEST(EngineHeap, AFreedIntoRunBehindManyFullRunsComesBeforeAFreshRun) {
+    engine_heap h(small_options());
+    const auto granule = std::size_t{1} << strata::engine_detail::granule_shift;
+    auto run_of = [&](const void* p) { return reinterpret_cast<std::uintptr_t>(p) / granule; };
+    void* first = h.allocate(1024);
+    ASSERT_NE(first, nullptr);
+    const std::size_t per_run = granule / h.usable_size(first);
+    std::vector<void*> blocks{first};
+    for (std::size_t i = 1; i < 100 * per_run + 4; ++i) { // a hundred full runs and a current one
+        void* p = h.allocate(1024);
+        ASSERT_NE(p, nullptr);
+        blocks.push_back(p);
+    }
+    ASSERT_EQ(run_of(blocks[per_run - 1]), run_of(first));
+    ASSERT_NE(run_of(blocks[per_run]), run_of(first));
+    void* oldest = blocks[3]; // in the first run to fill: the far end of the full list
+    h.deallocate(oldest);
+    const auto current = run_of(blocks.back());
+    for (std::size_t i = 4; i < per_run; ++i) { // drain the current run
+        void* p = h.allocate(1024);
+        ASSERT_EQ(run_of(p), current);
+        blocks.push_back(p);
+    }
+    void* next = h.allocate(1024);
+    EXPECT_EQ(next, oldest) << "a fresh run was taken while a freed-into run waited";
+    blocks[3] = next;
+    EXPECT_TRUE(h.check());
+    for (void* p : blocks)
+        h.deallocate(p);
+    EXPECT_EQ(h.stats().live_allocations, 0u);
+    EXPECT_TRUE(h.check());
+}
+
 // slot_use::first_for_life finds the cache through TLS slot 0 without the epoch: the same blocks
 // as the checked path, nothing before the thread has a cache, and another thread's blocks (or a
 // thread without a cache) take the remote way: an empty slot's id 0 is in no run tag.
