@@ -32,7 +32,7 @@ void* engine_heap::large_allocate(std::size_t size, std::size_t align, bool* cle
                 if (clean != nullptr) *clean = false;
                 return p;
             }
-        prefer_resident(own.heap, n + extra);
+        prefer_resident(own.heap, n + extra, span_kind::large);
     }
     lock_guard g(span_lock_);
     bool was_clean = false;

@@ -233,13 +233,14 @@ void engine_heap::retire(thread_heap* h, run* r) noexcept {
     maybe_decay();
 }
 
-/// Effects: before a request of `n` granules from the span pool: when no free span holds them in its
-/// resident part, h's idle empty runs go back to the pool first (release_idle_runs), so the request
-/// takes resident memory rather than fresh pages. Requires: the calling thread owns h.
-void engine_heap::prefer_resident(thread_heap* h, std::size_t n) noexcept {
+/// Effects: before a request of `n` granules of `kind` from the span pool: when the free span it
+/// would take does not hold them in its resident part, h's idle empty runs go back to the pool
+/// first (release_idle_runs), so the request takes resident memory rather than fresh pages.
+/// Requires: the calling thread owns h.
+void engine_heap::prefer_resident(thread_heap* h, std::size_t n, span_kind kind) noexcept {
     {
         lock_guard g(span_lock_);
-        const run* fit = span_fit(n);
+        const run* fit = span_fit(n, kind);
         if (fit != nullptr && dirty_granules(fit) >= n) return;
     }
     release_idle_runs(h);
@@ -353,7 +354,7 @@ engine_heap::run* engine_heap::new_run(thread_heap* h, unsigned c) noexcept {
     }
     bool fresh = false;
     if (r == nullptr) {
-        prefer_resident(h, n);
+        prefer_resident(h, n, span_kind::small);
         {
             lock_guard g(span_lock_);
             r = span_alloc(n, span_kind::small, &fresh);

@@ -2,10 +2,11 @@
 // thread_heap records) and taken back with coalescing. Free spans sit in 64 bins (exact up to 32
 // granules, then one per power of two) with a bitmap; heads and tails are marked so a free finds its
 // neighbours in O(1). Freed spans stay dirty (resident) until they decay or pass retain_bytes
-// (purge.cpp); a request takes the best fit among them, a dirty one before a clean one.
+// (purge.cpp). A large block takes the best fit among them, a dirty one before a clean one; the
+// heap's own spans (runs, TLSF arenas, records) take the lowest-addressed one, resident first.
 //
-// Exports: engine_heap::grow_commit, mark_span, bin_insert, bin_remove, span_alloc, span_free
-// (every one with span_lock_ held).
+// Exports: engine_heap::grow_commit, mark_span, bin_insert, bin_remove, span_fit, span_best_fit,
+// span_low_fit, span_alloc, span_free (every one with span_lock_ held).
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -83,11 +84,25 @@ void engine_heap::bin_remove(run* head) noexcept {
 // Allocate and free
 // -------------------------------------------------------------------------------------------------
 
-/// Returns: the free span to cut `n` granules from, not yet unbinned: the smallest that fits among
-/// the first few of its bin, a dirty (resident) one before a clean one of the same size, else the
-/// same choice in the next non-empty bin; nullptr when no bin can serve it.
-engine_heap::run* engine_heap::span_fit(std::size_t n) const noexcept {
-    constexpr unsigned looked_at = 16; // spans compared per bin: bounded work under the lock
+// Placement. Runs, arenas and records are the many long-lived spans; large blocks come and go.
+// Best fit for a run would carve the smallest hole that holds it, often the span a big block just
+// freed, and the next big block would find no hole and take fresh pages at the top: resident
+// memory grows by the holes left behind. Packed toward the low end of the reservation, the heap's
+// own spans leave the spans freed above them to merge into holes a big block fits again.
+namespace {
+constexpr unsigned looked_at = 16; // spans compared per bin: bounded work under the lock
+} // namespace
+
+/// Returns: the free span to cut `n` granules of `kind` from, not yet unbinned (span_best_fit for a
+/// large block, else span_low_fit); nullptr when no bin can serve it.
+engine_heap::run* engine_heap::span_fit(std::size_t n, span_kind kind) const noexcept {
+    return kind == span_kind::large ? span_best_fit(n) : span_low_fit(n);
+}
+
+/// Returns: the smallest free span that fits among the first few of its bin, a dirty (resident) one
+/// before a clean one of the same size, else the same choice in the next non-empty bin; nullptr
+/// when no bin can serve it.
+engine_heap::run* engine_heap::span_best_fit(std::size_t n) const noexcept {
     const auto better = [](const run* r, const run* best) {
         return best == nullptr || r->granules < best->granules ||
                (r->granules == best->granules && r->dirty && !best->dirty);
@@ -106,12 +121,29 @@ engine_heap::run* engine_heap::span_fit(std::size_t n) const noexcept {
     return nullptr;
 }
 
-/// Returns: a span of `n` granules of `kind`: the best fit from the bins (the remainder goes back),
+/// Returns: the lowest-addressed free span that holds `n` granules in its resident part, among the
+/// first few of every bin that can serve it; else the lowest-addressed one that fits; nullptr when
+/// none does.
+engine_heap::run* engine_heap::span_low_fit(std::size_t n) const noexcept {
+    run* low = nullptr;
+    run* warm = nullptr;
+    for (std::uint64_t m = bin_map_ & (~std::uint64_t{0} << bin_of(n)); m != 0; m &= m - 1) {
+        unsigned seen = 0;
+        for (run* r = bins_[std::countr_zero(m)]; r != nullptr && seen < looked_at; r = r->next, ++seen) {
+            if (r->granules < n) continue;
+            if (low == nullptr || r < low) low = r;
+            if (dirty_granules(r) >= n && (warm == nullptr || r < warm)) warm = r;
+        }
+    }
+    return warm != nullptr ? warm : low;
+}
+
+/// Returns: a span of `n` granules of `kind`: span_fit's choice from the bins (the remainder goes back),
 /// else fresh granules past top_; nullptr when the reservation is full. `*clean` (when given): the
 /// span was never written since it was last purged.
 engine_heap::run* engine_heap::span_alloc(std::size_t n, span_kind kind, bool* clean) noexcept {
     if (n == 0 || n > granule_count_) return nullptr;
-    run* found = span_fit(n);
+    run* found = span_fit(n, kind);
     bool was_clean = true;
     if (found != nullptr) {
         bin_remove(found);

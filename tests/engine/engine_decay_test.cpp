@@ -108,6 +108,30 @@ TEST(EngineDecay, ARequestTakesTheBestFittingFreeSpan) {
     EXPECT_TRUE(h.check());
 }
 
+// Runs take the lowest-addressed warm span, not the best fit: the hole a big block left higher up
+// stays whole for the next big block. Best fit would put the run in the 2 MiB hole and send the
+// 2 MiB block into the 4 MiB one.
+TEST(EngineDecay, ARunTakesTheLowestWarmSpanAndLeavesTheBestFitToABigBlock) {
+    engine_options o = decay_options(100);
+    o.large_keep_bytes = 0; // every freed span goes to the pool
+    engine_heap h(o);
+    char* low = written(h, 4 * mib);
+    char* spacer1 = written(h, 2 * mib);
+    char* high = written(h, 2 * mib);
+    char* spacer2 = written(h, 2 * mib);
+    ASSERT_TRUE(low && spacer1 && high && spacer2);
+    ASSERT_LT(low, high);
+    h.deallocate(low);
+    h.deallocate(high);
+    char* small = written(h, 61952); // the first block of a 64 KiB class: a new 1 MiB run
+    ASSERT_NE(small, nullptr);
+    EXPECT_GE(small, low);
+    EXPECT_LT(small, low + 4 * mib) << "the run took the higher hole";
+    EXPECT_EQ(h.allocate(2 * mib), high); // still whole: the best fit for the big block
+    EXPECT_EQ(h.purge_stats().purged_bytes, 0u);
+    EXPECT_TRUE(h.check());
+}
+
 // The span cap: dirty free spans hold at most retain_bytes plus the most granules in use within the
 // last decay windows, whatever their age; a free past it purges at once. Here nothing decays (the
 // clock barely moves), so the peak in use so far bounds the recent one.

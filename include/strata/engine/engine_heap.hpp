@@ -392,7 +392,7 @@ private:
     [[nodiscard]] bool walk_full(thread_heap* h, unsigned c) noexcept;
     void take_freed(thread_heap* h, unsigned c) noexcept;
     void retire(thread_heap* h, run* r) noexcept;
-    void prefer_resident(thread_heap* h, std::size_t n) noexcept;
+    void prefer_resident(thread_heap* h, std::size_t n, engine_detail::span_kind kind) noexcept;
     void note_busy_classes(thread_heap* h) noexcept;
     void release_idle_runs(thread_heap* h) noexcept;
     run* new_run(thread_heap* h, unsigned c) noexcept;
@@ -470,7 +470,9 @@ private:
 
     // Span tier (span.cpp; span_lock_ held).
     run* span_alloc(std::size_t n, engine_detail::span_kind kind, bool* clean) noexcept;
-    [[nodiscard]] run* span_fit(std::size_t n) const noexcept;
+    [[nodiscard]] run* span_fit(std::size_t n, engine_detail::span_kind kind) const noexcept;
+    [[nodiscard]] run* span_best_fit(std::size_t n) const noexcept;
+    [[nodiscard]] run* span_low_fit(std::size_t n) const noexcept;
     [[nodiscard]] run* free_before(std::size_t g) const noexcept;
     static void append(run* left, const run* right) noexcept;
     /// Returns: the granules of free span `r` that may be resident (its dirty part).
