@@ -2,8 +2,8 @@
 // thread_heap records) and taken back with coalescing. Free spans sit in 64 bins (exact up to 32
 // granules, then one per power of two) with a bitmap; heads and tails are marked so a free finds its
 // neighbours in O(1). Freed spans stay dirty (resident) until they decay or pass retain_bytes
-// (purge.cpp). A large block takes the best fit among them, a dirty one before a clean one; the
-// heap's own spans (runs, TLSF arenas, records) take the lowest-addressed one, resident first.
+// (purge.cpp). Large blocks and TLSF arenas take the best fit among them, a dirty one before a
+// clean one; runs and thread records take the lowest-addressed one, resident first.
 //
 // Exports: engine_heap::grow_commit, mark_span, bin_insert, bin_remove, span_fit, span_best_fit,
 // span_low_fit, span_alloc, span_free (every one with span_lock_ held).
@@ -84,19 +84,20 @@ void engine_heap::bin_remove(run* head) noexcept {
 // Allocate and free
 // -------------------------------------------------------------------------------------------------
 
-// Placement. Runs, arenas and records are the many long-lived spans; large blocks come and go.
+// Placement. Runs and records are the many small spans; large blocks and arenas are few and big.
 // Best fit for a run would carve the smallest hole that holds it, often the span a big block just
 // freed, and the next big block would find no hole and take fresh pages at the top: resident
-// memory grows by the holes left behind. Packed toward the low end of the reservation, the heap's
-// own spans leave the spans freed above them to merge into holes a big block fits again.
+// memory grows by the holes left behind. Packed toward the low end of the reservation, runs leave
+// the spans freed above them to merge into holes a big block fits again. Big spans keep best fit:
+// the lowest hole that holds an arena is often one a later big block would have needed whole.
 namespace {
 constexpr unsigned looked_at = 16; // spans compared per bin: bounded work under the lock
 } // namespace
 
 /// Returns: the free span to cut `n` granules of `kind` from, not yet unbinned (span_best_fit for a
-/// large block, else span_low_fit); nullptr when no bin can serve it.
+/// large block or an arena, span_low_fit for a run or records); nullptr when no bin can serve it.
 engine_heap::run* engine_heap::span_fit(std::size_t n, span_kind kind) const noexcept {
-    return kind == span_kind::large ? span_best_fit(n) : span_low_fit(n);
+    return kind == span_kind::large || kind == span_kind::medium ? span_best_fit(n) : span_low_fit(n);
 }
 
 /// Returns: the smallest free span that fits among the first few of its bin, a dirty (resident) one
