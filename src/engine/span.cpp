@@ -88,8 +88,8 @@ void engine_heap::bin_remove(run* head) noexcept {
 // Best fit for a run would carve the smallest hole that holds it, often the span a big block just
 // freed, and the next big block would find no hole and take fresh pages at the top: resident
 // memory grows by the holes left behind. Packed toward the low end of the reservation, runs leave
-// the spans freed above them to merge into holes a big block fits again. Big spans keep best fit:
-// the lowest hole that holds an arena is often one a later big block would have needed whole.
+// the spans freed above them to merge into holes a big block fits again. Arenas keep best fit:
+// placed lowest, they left a level-loading workload with a larger footprint (docs/engine.md).
 namespace {
 constexpr unsigned looked_at = 16; // spans compared per bin: bounded work under the lock
 } // namespace
