@@ -1,5 +1,5 @@
-// Purging: giving resident pages of free memory back to the OS (madvise(MADV_DONTNEED); the range
-// stays mapped and reads as zero). Free spans and free medium blocks of purge_medium_bytes or more
+// Purging: giving resident pages of free memory back to the OS (MADV_DONTNEED; the range stays
+// mapped and reads as zero). Free spans and free medium blocks of purge_medium_bytes or more
 // stay resident while they may be reused, and decay: maintenance steps purge what has been free for
 // decay_ms, oldest first, and whatever exceeds the caps (retain_bytes, medium_retain_bytes).
 //
@@ -12,6 +12,7 @@
 #include <algorithm>
 
 #include "strata/core/poison.hpp"
+#include "strata/engine/detail/purge_batch.hpp"
 
 #include "engine_internal.hpp"
 
@@ -34,12 +35,13 @@ using namespace engine_detail;
 //     outlives an allocation of its block; a block merged since has another size, and counts as
 //     first seen now.
 // The caps are kept at the call that passes them (a free), whatever the age: not in a steady
-// workload's hot path, where memory is reused before it decays.
+// workload's hot path, where memory is reused before it decays. Every pass gathers its ranges in a
+// purge_batch (one system call for many ranges) and flushes it before its lock goes.
 namespace {
 constexpr std::size_t mark_words = 5; // tag, size, first seen (tick), resident extent, resident bytes
 constexpr std::size_t purge_keep = purge_mark_offset + mark_words * sizeof(std::uint64_t);
 constexpr std::uint64_t purge_magic = 0x9E3779B97F4A7C14u;
-constexpr std::size_t piece_bytes = std::size_t{1} << 20; // one madvise of a budgeted step
+constexpr std::size_t piece_bytes = purge_batch::max_bytes; // one flush of a budgeted step
 constexpr std::size_t piece_granules = piece_bytes >> granule_shift;
 
 std::uint64_t monotonic_ms() noexcept {
@@ -48,13 +50,9 @@ std::uint64_t monotonic_ms() noexcept {
     return static_cast<std::uint64_t>(ts.tv_sec) * 1000 + static_cast<std::uint64_t>(ts.tv_nsec) / 1000000;
 }
 
-std::uint64_t steady_ns() noexcept {
-    timespec ts{};
-    ::clock_gettime(CLOCK_MONOTONIC, &ts);
-    return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000 + static_cast<std::uint64_t>(ts.tv_nsec);
+bool past(std::uint64_t deadline_ns) noexcept {
+    return deadline_ns != 0 && purge_batch::now_ns() >= deadline_ns;
 }
-
-bool past(std::uint64_t deadline_ns) noexcept { return deadline_ns != 0 && steady_ns() >= deadline_ns; }
 
 /// The pages a purge of a free medium block may give back, [lo, hi): the whole pages past the mark.
 struct purge_range {
@@ -143,19 +141,23 @@ std::size_t engine_heap::purge_free_medium(purge_pass pass, std::uint32_t now,
     };
     std::size_t resident = 0;
     std::size_t purged = 0;
+    purge_batch batch(options_.batch_purges, deadline_ns); // flushed before the lock goes
     // Purges up to `limit` bytes off the resident end of the block (mincore counts what goes).
+    // Returns: true when the batch was flushed.
     const auto purge = [&](purge_range r, std::uint64_t* mark, std::size_t limit) {
         const std::size_t page = virtual_memory::page_size();
         const std::uintptr_t top = r.lo + mark[3];                      // both on page boundaries
         const std::size_t take = std::min<std::size_t>(mark[3], limit); // then up to whole pages
         const std::uintptr_t lo = top - ((take + page - 1) & ~(page - 1));
         const std::size_t held = std::min<std::size_t>(resident_in({lo, top}).bytes, mark[4]);
-        dontneed(lo, top);
+        const bool full = batch.add(lo, top);
         const std::uint64_t before = mark[4];
         mark[3] = lo - r.lo;
         mark[4] = mark[3] == 0 ? 0 : before - held;
         resident -= before - mark[4];
         purged += held;
+        if (full) batch.flush();
+        return full;
     };
     each([&](purge_range r, std::size_t bytes, std::uint64_t* mark) {
         if (mark[0] != purge_magic || mark[1] != bytes) { // new, or merged since
@@ -176,10 +178,8 @@ std::size_t engine_heap::purge_free_medium(purge_pass pass, std::uint32_t now,
         each([&](purge_range r, std::size_t, std::uint64_t* mark) {
             const bool due =
                 pass == purge_pass::all || now - static_cast<std::uint32_t>(mark[2]) >= options_.decay_ms;
-            while (!stop && due && mark[4] != 0) {
-                purge(r, mark, deadline_ns != 0 ? piece_bytes : SIZE_MAX);
-                stop = past(deadline_ns);
-            }
+            while (!stop && due && mark[4] != 0)
+                stop = purge(r, mark, deadline_ns != 0 ? piece_bytes : SIZE_MAX) && past(deadline_ns);
         });
     }
     // Past the cap: the block seen free longest goes first, as much of it as the excess.
@@ -198,9 +198,10 @@ std::size_t engine_heap::purge_free_medium(purge_pass pass, std::uint32_t now,
         });
         if (oldest == nullptr) break;
         unpoison(oldest, mark_words * sizeof(std::uint64_t));
-        purge(at, oldest, resident - cap);
+        (void)purge(at, oldest, resident - cap);
         poison(oldest, mark_words * sizeof(std::uint64_t));
     }
+    batch.flush();
     medium_resident_ = resident;
     purged_bytes_.fetch_add(purged, std::memory_order_relaxed);
     return purged;
@@ -220,12 +221,14 @@ engine_heap::run* engine_heap::oldest_dirty_span() const noexcept {
     return best;
 }
 
-/// Effects: purges the last min(`granules`, its dirty part) granules of the dirty part of free span
-/// `s`, which join its clean tail. Returns: granules purged. Requires: span_lock_ held.
-std::size_t engine_heap::purge_span_piece(run* s, std::size_t granules) noexcept {
+/// Effects: adds the last min(`granules`, its dirty part) granules of the dirty part of free span
+/// `s` to `batch`; they join its clean tail. Returns: granules purged. Requires: span_lock_ held,
+/// and `batch` flushed before it goes.
+std::size_t engine_heap::purge_span_piece(run* s, std::size_t granules, purge_batch& batch) noexcept {
     const std::size_t d = dirty_granules(s);
     const std::size_t c = std::min(d, granules);
-    (void)::madvise(address_of(s + (d - c)), c << granule_shift, MADV_DONTNEED);
+    const auto lo = reinterpret_cast<std::uintptr_t>(address_of(s + (d - c)));
+    if (batch.add(lo, lo + (c << granule_shift))) batch.flush();
     s->populated = false;
     dirty_free_ -= c;
     s->clean_tail += c;
@@ -238,36 +241,43 @@ std::size_t engine_heap::purge_span_piece(run* s, std::size_t granules) noexcept
 }
 
 // Requires: span_lock_ held. Purges dirty free spans, oldest first: `decay`: those freed decay_ms
-// ago or more; `cap`: until the dirty ones are within retain_bytes; `all`: every one. With a
-// deadline, in 1 MiB pieces until it passes. Returns: bytes purged.
+// ago or more; `cap`: until the dirty ones are a batch below span_cap(); `all`: every one. With a
+// deadline, in 1 MiB pieces, batched, until it passes (looked at after each flush). Returns: bytes
+// purged.
 std::size_t engine_heap::purge_spans(purge_pass pass, std::uint32_t now, std::uint64_t deadline_ns) noexcept {
     std::size_t purged = 0;
+    purge_batch batch(options_.batch_purges, deadline_ns); // flushed by its destructor at the latest
     if (pass == purge_pass::cap) {
-        while (dirty_free_ > span_cap()) {
+        // Down to one batch below the cap: a heap that sits at its cap would otherwise purge a span
+        // at nearly every free.
+        const std::size_t cap = span_cap();
+        const std::size_t low = cap - std::min(cap, piece_granules);
+        while (dirty_free_ > low) {
             run* s = oldest_dirty_span();
             if (s == nullptr) break;
-            purged += purge_span_piece(s, dirty_free_ - span_cap()) << granule_shift;
+            purged += purge_span_piece(s, dirty_free_ - low, batch) << granule_shift;
         }
         return purged;
     }
-    // Batches of up to 64 due spans, oldest first: one walk of the bins per batch, not per span
-    // (a shrunk heap can hold thousands of small free spans).
-    constexpr std::size_t batch_size = 64;
+    // Up to 64 due spans at a time, oldest first: one walk of the bins per 64, not per span (a
+    // shrunk heap can hold thousands of small free spans).
+    constexpr std::size_t due_max = 64;
     for (;;) {
-        run* batch[batch_size];
+        run* due[due_max];
         std::size_t k = 0;
-        for (std::uint64_t m = bin_map_; m != 0 && k < batch_size; m &= m - 1)
-            for (run* r = bins_[std::countr_zero(m)]; r != nullptr && k < batch_size; r = r->next)
+        for (std::uint64_t m = bin_map_; m != 0 && k < due_max; m &= m - 1)
+            for (run* r = bins_[std::countr_zero(m)]; r != nullptr && k < due_max; r = r->next)
                 if (r->dirty && (pass == purge_pass::all || now - r->freed_at >= options_.decay_ms))
-                    batch[k++] = r;
+                    due[k++] = r;
         if (k == 0) break;
-        std::sort(batch, batch + k,
+        std::sort(due, due + k,
                   [now](const run* a, const run* b) { return now - a->freed_at > now - b->freed_at; });
         for (std::size_t i = 0; i < k; ++i) {
-            while (batch[i]->dirty) {
-                purged += purge_span_piece(batch[i], deadline_ns != 0 ? piece_granules : batch[i]->granules)
-                          << granule_shift;
-                if (past(deadline_ns)) return purged;
+            while (due[i]->dirty) {
+                purged +=
+                    purge_span_piece(due[i], deadline_ns != 0 ? piece_granules : due[i]->granules, batch)
+                    << granule_shift;
+                if (batch.empty() && past(deadline_ns)) return purged; // time is looked at after a flush
             }
         }
     }
@@ -321,7 +331,7 @@ void engine_heap::maybe_decay(thread_heap* own) noexcept {
     std::uint32_t due = next_step_.load(std::memory_order_relaxed);
     if (static_cast<std::int32_t>(now - due) < 0) return;
     if (!next_step_.compare_exchange_strong(due, now + step_interval_, std::memory_order_relaxed)) return;
-    (void)decay_step(steady_ns() + std::uint64_t{options_.purge_step_us} * 1000, own);
+    (void)decay_step(purge_batch::now_ns() + std::uint64_t{options_.purge_step_us} * 1000, own);
 }
 
 /// Returns: bytes purged by this frame's step.
@@ -329,7 +339,7 @@ std::size_t engine_heap::end_frame(std::chrono::microseconds budget) noexcept {
     frames_.fetch_add(1, std::memory_order_relaxed);
     const auto us = static_cast<std::uint64_t>(std::max<std::int64_t>(budget.count(), 1));
     const tls_slot& slot = tls[slot_];
-    return decay_step(steady_ns() + us * 1000, slot.epoch == epoch_ ? slot.heap : nullptr);
+    return decay_step(purge_batch::now_ns() + us * 1000, slot.epoch == epoch_ ? slot.heap : nullptr);
 }
 
 // -------------------------------------------------------------------------------------------------
@@ -376,6 +386,7 @@ std::size_t engine_heap::purge_run_blocks(thread_heap* h, std::uint32_t now,
     if (!options_.purge_run_blocks || first_purged_class >= class_count) return 0;
     const std::uintptr_t page = virtual_memory::page_size();
     std::size_t purged = 0;
+    purge_batch batch(options_.batch_purges, deadline_ns); // this thread's runs: flushed before it returns
     // One run: returns false when the deadline passed (after its blocks were done).
     const auto walk_run = [&](run* r) {
         if (r == &empty_run || r->free == nullptr || r->purge_sig == purge_sig_of(r)) return true;
@@ -398,8 +409,10 @@ std::size_t engine_heap::purge_run_blocks(thread_heap* h, std::uint32_t now,
             }
             const std::uintptr_t lo = (at + 64 + page - 1) & ~(page - 1);
             const std::uintptr_t hi = (at + bs) & ~(page - 1);
-            if (hi > lo && ::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED) == 0)
+            if (hi > lo) {
+                if (batch.add(lo, hi)) batch.flush();
                 purged += hi - lo;
+            }
             words[2] = run_mark_purged | now;
         }
         r->purge_sig = waiting ? 0 : purge_sig_of(r);
@@ -420,6 +433,7 @@ std::size_t engine_heap::purge_run_blocks(thread_heap* h, std::uint32_t now,
             break;
         }
     }
+    batch.flush();
     if (purged != 0) purged_bytes_.fetch_add(purged, std::memory_order_relaxed);
     return purged;
 }
@@ -456,16 +470,16 @@ void* engine_heap::purge_thread_main(void* self) noexcept {
     auto* e = static_cast<engine_heap*>(self);
     const std::uint64_t period_ns = static_cast<std::uint64_t>(e->thread_period_.count()) * 1000000;
     while (!e->thread_stop_.load(std::memory_order_acquire)) {
-        const std::uint64_t wake = steady_ns() + period_ns;
-        for (std::uint64_t t = steady_ns(); t < wake && !e->thread_stop_.load(std::memory_order_acquire);
-             t = steady_ns()) {
+        const std::uint64_t wake = purge_batch::now_ns() + period_ns;
+        for (std::uint64_t t = purge_batch::now_ns();
+             t < wake && !e->thread_stop_.load(std::memory_order_acquire); t = purge_batch::now_ns()) {
             const std::uint64_t ns = std::min<std::uint64_t>(wake - t, 10000000);
             timespec ts{static_cast<time_t>(ns / 1000000000), static_cast<long>(ns % 1000000000)};
             (void)::nanosleep(&ts, nullptr);
         }
         if (e->thread_stop_.load(std::memory_order_acquire)) break;
         const auto us = static_cast<std::uint64_t>(e->thread_budget_.count());
-        (void)e->decay_step(steady_ns() + us * 1000);
+        (void)e->decay_step(purge_batch::now_ns() + us * 1000);
     }
     return nullptr;
 }

@@ -497,10 +497,11 @@ TEST(EngineDecay, ExitTrimAndTheCapHandKeptSpansBack) {
 
 // Random blocks of every tier under random ages and frame budgets: contents survive every purge
 // (one byte per page, a tag per block), and the heap checks after every frame.
-TEST(EngineDecay, RandomAgesAndBudgetsKeepEveryLiveByte) {
+void random_ages_and_budgets(bool batch_purges, int ops) {
     engine_options o = decay_options(40);
     o.retain_bytes = 48 * mib;
     o.medium_retain_bytes = 24 * mib;
+    o.batch_purges = batch_purges;
     engine_heap h(o);
     std::mt19937_64 rng(2026);
     struct block {
@@ -517,7 +518,7 @@ TEST(EngineDecay, RandomAgesAndBudgetsKeepEveryLiveByte) {
             if (b.p[at] != byte_at(b, at)) return false;
         return b.p[b.n - 1] == static_cast<unsigned char>(~b.tag);
     };
-    for (int op = 0; op < 3000; ++op) {
+    for (int op = 0; op < ops; ++op) {
         block& b = slots[rng() % slots.size()];
         const bool resize = b.p != nullptr && rng() % 4 == 0;
         if (b.p != nullptr) {
@@ -559,6 +560,48 @@ TEST(EngineDecay, RandomAgesAndBudgetsKeepEveryLiveByte) {
     h.trim();
     EXPECT_TRUE(h.check());
     EXPECT_EQ(h.stats().live_allocations, 0u);
+}
+
+TEST(EngineDecay, RandomAgesAndBudgetsKeepEveryLiveByte) { random_ages_and_budgets(true, 3000); }
+
+// One madvise per range: the path of kernels without the vectored call.
+TEST(EngineDecay, RandomAgesAndBudgetsKeepEveryLiveByteUnbatched) { random_ages_and_budgets(false, 800); }
+
+// A shrunk heap of scattered free runs (each between two live ones): decay gives every free run
+// back, batched or one call each, and no live page.
+TEST(EngineDecay, ScatteredFreeRunsAllDecay) {
+    for (const bool batch : {true, false}) {
+        engine_options o = decay_options(100);
+        o.batch_purges = batch;
+        o.thread_cache_runs = 0;
+        engine_heap h(o);
+        constexpr std::size_t block = 32 * 1024; // 16 blocks a run: a run is 512 KiB, blocks in a row
+        constexpr std::size_t runs = 96;
+        std::vector<char*> blocks;
+        for (std::size_t i = 0; i < runs * 16; ++i) {
+            blocks.push_back(written(h, block, static_cast<char>(1 + i / 16)));
+            ASSERT_NE(blocks.back(), nullptr);
+        }
+        for (std::size_t i = 0; i < blocks.size(); ++i)
+            if ((i / 16) % 2 == 1) h.deallocate(blocks[i]); // every other run empties
+        advance(200);
+        (void)h.end_frame(std::chrono::seconds{10});
+        std::size_t resident_runs = 0; // freed runs with a resident page
+        for (std::size_t i = 0; i < blocks.size(); ++i) {
+            if ((i / 16) % 2 == 1) {
+                if (i % 16 == 0) resident_runs += resident(blocks[i], 16 * block) != 0 ? 1 : 0;
+            } else
+                ASSERT_TRUE(std::all_of(blocks[i], blocks[i] + block,
+                                        [&](char c) { return c == static_cast<char>(1 + i / 16); }))
+                    << "batch " << batch;
+        }
+        // The thread keeps the class's current run (the last) and one spare empty run; every
+        // other freed run went back to the span pool and decayed.
+        EXPECT_LE(resident_runs, 2u) << "batch " << batch;
+        EXPECT_TRUE(h.check());
+        for (std::size_t i = 0; i < blocks.size(); ++i)
+            if ((i / 16) % 2 == 0) h.deallocate(blocks[i]);
+    }
 }
 
 // -------------------------------------------------------------------------------------------------

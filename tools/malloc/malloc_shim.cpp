@@ -141,6 +141,7 @@ void fork_child() noexcept { engine_heap::after_fork_child(); }
         o.stash_bytes = env_size("STRATA_MALLOC_STASH_KB", o.stash_bytes, 10, "KiB");
         o.populate_after_bytes = env_size("STRATA_MALLOC_POPULATE_MB", o.populate_after_bytes, 20, "MiB");
         o.large_keep_bytes = env_size("STRATA_MALLOC_LARGE_KEEP_MB", o.large_keep_bytes, 20, "MiB");
+        o.batch_purges = env_size("STRATA_MALLOC_BATCH_PURGES", 1, 0, "0/1") != 0;
         const std::size_t decay = env_size("STRATA_MALLOC_DECAY_MS", o.decay_ms, 0, "milliseconds");
         o.decay_ms = static_cast<std::uint32_t>(std::min<std::size_t>(decay, UINT32_MAX / 2));
         engine_heap* h = nullptr;

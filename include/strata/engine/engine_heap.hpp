@@ -35,6 +35,10 @@
 
 namespace strata {
 
+namespace engine_detail {
+class purge_batch;
+} // namespace engine_detail
+
 /// Construction settings of an engine_heap.
 struct engine_options {
     /// Address space reserved up front (MAP_NORESERVE: costs no memory until used). Bounds the
@@ -47,9 +51,14 @@ struct engine_options {
     /// never faults; one that shrinks gives its memory back within about decay_ms. 0: at the next
     /// maintenance step (the slow paths then step on every call).
     std::uint32_t decay_ms = 500;
-    /// Time the slow paths' maintenance step may spend purging (whole 1 MiB pieces: the last one may
-    /// overrun it by one piece).
+    /// Time the slow paths' maintenance step may spend purging (batches of at most 1 MiB: the last
+    /// one may overrun it by one batch).
     std::uint32_t purge_step_us = 200;
+    /// A purge gathers up to 32 ranges (1 MiB) and gives them back in one process_madvise call
+    /// (engine_detail::purge_batch), where the kernel takes it (Linux 6.15 and later; otherwise
+    /// one madvise per range, as with false). Each call has a fixed cost (its TLB flush), which
+    /// a shrunk heap's scattered 64 KiB free runs would otherwise pay once each.
+    bool batch_purges = true;
     /// Cap on free granules kept resident, whatever their age: a free past it purges the oldest
     /// free spans at once. 0: every free span is purged as it is freed.
     std::size_t retain_bytes = std::size_t{64} << 20;
@@ -447,7 +456,7 @@ private:
     [[nodiscard]] std::uint32_t now_tick() const noexcept; // ms since construction
     std::size_t purge_free_medium(purge_pass pass, std::uint32_t now, std::uint64_t deadline_ns) noexcept;
     std::size_t purge_spans(purge_pass pass, std::uint32_t now, std::uint64_t deadline_ns) noexcept;
-    std::size_t purge_span_piece(run* s, std::size_t granules) noexcept;
+    std::size_t purge_span_piece(run* s, std::size_t granules, engine_detail::purge_batch& batch) noexcept;
     [[nodiscard]] run* oldest_dirty_span() const noexcept;
     std::size_t purge_run_blocks(thread_heap* h, std::uint32_t now, std::uint64_t deadline_ns) noexcept;
     /// Effects: a maintenance step; `own` (the calling thread's cache, or nullptr) also purges the
