@@ -143,7 +143,6 @@ std::size_t engine_heap::purge_free_medium(purge_pass pass, std::uint32_t now,
     std::size_t purged = 0;
     purge_batch batch(options_.batch_purges, deadline_ns); // flushed before the lock goes
     // Purges up to `limit` bytes off the resident end of the block (mincore counts what goes).
-    // Returns: true when the batch was flushed.
     const auto purge = [&](purge_range r, std::uint64_t* mark, std::size_t limit) {
         const std::size_t page = virtual_memory::page_size();
         const std::uintptr_t top = r.lo + mark[3];                      // both on page boundaries
@@ -157,7 +156,6 @@ std::size_t engine_heap::purge_free_medium(purge_pass pass, std::uint32_t now,
         resident -= before - mark[4];
         purged += held;
         if (full) batch.flush();
-        return full;
     };
     each([&](purge_range r, std::size_t bytes, std::uint64_t* mark) {
         if (mark[0] != purge_magic || mark[1] != bytes) { // new, or merged since
@@ -178,8 +176,10 @@ std::size_t engine_heap::purge_free_medium(purge_pass pass, std::uint32_t now,
         each([&](purge_range r, std::size_t, std::uint64_t* mark) {
             const bool due =
                 pass == purge_pass::all || now - static_cast<std::uint32_t>(mark[2]) >= options_.decay_ms;
-            while (!stop && due && mark[4] != 0)
-                stop = purge(r, mark, deadline_ns != 0 ? piece_bytes : SIZE_MAX) && past(deadline_ns);
+            while (!stop && due && mark[4] != 0) {
+                purge(r, mark, deadline_ns != 0 ? piece_bytes : SIZE_MAX);
+                stop = past(deadline_ns);
+            }
         });
     }
     // Past the cap: the block seen free longest goes first, as much of it as the excess.
@@ -198,7 +198,7 @@ std::size_t engine_heap::purge_free_medium(purge_pass pass, std::uint32_t now,
         });
         if (oldest == nullptr) break;
         unpoison(oldest, mark_words * sizeof(std::uint64_t));
-        (void)purge(at, oldest, resident - cap);
+        purge(at, oldest, resident - cap);
         poison(oldest, mark_words * sizeof(std::uint64_t));
     }
     batch.flush();
@@ -242,16 +242,16 @@ std::size_t engine_heap::purge_span_piece(run* s, std::size_t granules, purge_ba
 
 // Requires: span_lock_ held. Purges dirty free spans, oldest first: `decay`: those freed decay_ms
 // ago or more; `cap`: until the dirty ones are a batch below span_cap(); `all`: every one. With a
-// deadline, in 1 MiB pieces, batched, until it passes (looked at after each flush). Returns: bytes
-// purged.
+// deadline, in 1 MiB pieces, batched, until it passes. Returns: bytes purged.
 std::size_t engine_heap::purge_spans(purge_pass pass, std::uint32_t now, std::uint64_t deadline_ns) noexcept {
     std::size_t purged = 0;
     purge_batch batch(options_.batch_purges, deadline_ns); // flushed by its destructor at the latest
     if (pass == purge_pass::cap) {
-        // Down to one batch below the cap: a heap that sits at its cap would otherwise purge a span
-        // at nearly every free.
+        // Down to one batch below the cap, where one call takes a batch: a heap that sits at its
+        // cap would otherwise purge a span at nearly every free. One call per range makes the
+        // excess alone cheaper (no stall of many calls in one free).
         const std::size_t cap = span_cap();
-        const std::size_t low = cap - std::min(cap, piece_granules);
+        const std::size_t low = batch.range_limit() > 1 ? cap - std::min(cap, piece_granules) : cap;
         while (dirty_free_ > low) {
             run* s = oldest_dirty_span();
             if (s == nullptr) break;
@@ -277,7 +277,7 @@ std::size_t engine_heap::purge_spans(purge_pass pass, std::uint32_t now, std::ui
                 purged +=
                     purge_span_piece(due[i], deadline_ns != 0 ? piece_granules : due[i]->granules, batch)
                     << granule_shift;
-                if (batch.empty() && past(deadline_ns)) return purged; // time is looked at after a flush
+                if (past(deadline_ns)) return purged; // the batch's end flushes what waits
             }
         }
     }

@@ -4,6 +4,7 @@
 // Exports: purge_batch::purge_batch, add, flush, full, now_ns.
 #include "strata/engine/detail/purge_batch.hpp"
 
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -12,6 +13,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstring>
 
 namespace strata::engine_detail {
 
@@ -21,8 +23,30 @@ namespace {
 // whatever a fork or a closed descriptor did.
 constexpr int pidfd_self = -10000;
 
-// 0: not tried yet; 1: process_madvise works; 2: refused once, madvise per range from then on.
+// 0: not tried yet; 1: process_madvise works; 2: refused once (or a seccomp filter is on), madvise
+// per range from then on.
 std::atomic<int> vectored_state{0};
+
+/// Returns: true when this process runs under a seccomp filter, or when /proc cannot say. A filter
+/// may kill the process on a system call it does not list instead of failing it, so the vectored
+/// call is only tried without one. Reads /proc/self/status into a stack buffer (this runs inside
+/// malloc: nothing allocates).
+bool seccomp_filtered() noexcept {
+    const int fd = ::open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return true;
+    char text[4096];
+    std::size_t n = 0;
+    for (ssize_t got; n < sizeof text - 1 && (got = ::read(fd, text + n, sizeof text - 1 - n)) > 0;)
+        n += static_cast<std::size_t>(got);
+    ::close(fd);
+    text[n] = '\0';
+    const char* line = std::strstr(text, "\nSeccomp:");
+    if (line == nullptr) return true;
+    line += 9;
+    while (*line == ' ' || *line == '\t')
+        ++line;
+    return *line != '0';
+}
 
 // Nanoseconds one range of a vectored flush of 8 ranges or more took, averaged over such flushes
 // so far (any thread's; a guess that only sizes batches, so relaxed loads and stores are enough).
@@ -62,7 +86,7 @@ bool purge_batch::add(std::uintptr_t lo, std::uintptr_t hi) noexcept {
             bytes_ += hi - lo;
             return full();
         }
-        if (count_ == limit_) flush();
+        if (count_ == limit_ || bytes_ + (hi - lo) > max_bytes) flush(); // a flush stays within the limits
     }
     ranges_[count_++] = {reinterpret_cast<void*>(lo), hi - lo};
     bytes_ += hi - lo;
@@ -75,7 +99,11 @@ void purge_batch::flush() noexcept {
     std::size_t first = 0; // the first range not purged yet
     std::size_t skip = 0;  // bytes of that range already purged
 #ifdef SYS_process_madvise
-    if (count_ > 1) {
+    if (count_ > 1 && vectored_state.load(std::memory_order_relaxed) == 0 && seccomp_filtered()) {
+        vectored_state.store(2, std::memory_order_relaxed);
+        limit_ = 1;
+    }
+    if (count_ > 1 && limit_ > 1) {
         const std::uint64_t t0 = now_ns();
         const long done = ::syscall(SYS_process_madvise, pidfd_self, ranges_, count_, MADV_DONTNEED, 0u);
         ++calls_;

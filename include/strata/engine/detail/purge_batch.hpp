@@ -15,10 +15,13 @@ namespace strata::engine_detail {
 ///   hypervisor) that a purge of many small ranges pays once per range. process_madvise with
 ///   PIDFD_SELF (Linux 6.15) takes a vector of ranges in one call, and the kernel flushes the TLB
 ///   once for the lot.
-/// - Where that call is refused (an older kernel, a seccomp filter), each range gets its own
-///   madvise; the first refusal decides for the whole process.
+/// - Where that call is refused (an older kernel), each range gets its own madvise; the first
+///   refusal decides for the whole process. Under a seccomp filter (/proc/self/status says so) the
+///   call is never tried: a filter may kill the process on a call it does not list.
+/// - A flush takes at most max_ranges ranges and max_bytes bytes (a range that would pass either
+///   flushes what waits first; one range may be bigger by itself).
 /// - With a deadline, the batch counts itself full once flushing it would take the time left
-///   (a running estimate of the cost per range), so a budgeted step overruns by about one range.
+///   (a running estimate of the cost per range), so a budgeted step overruns by about one flush.
 /// - The owner flushes before anyone may reuse a range: the engine keeps a batch inside the lock
 ///   (or the thread) that owns its ranges, and flushes before it lets go. Not thread-safe.
 class purge_batch {
