@@ -57,9 +57,8 @@ struct engine_options {
     /// A purge gathers up to 32 ranges (1 MiB) and gives them back in one process_madvise call
     /// (engine_detail::purge_batch), where the kernel takes it (Linux 6.15 and later; otherwise
     /// one madvise per range, as with false). Each call has a fixed cost (its TLB flush), which
-    /// a shrunk heap's scattered 64 KiB free runs would otherwise pay once each. A process under a
-    /// seccomp filter that kills on system calls it does not list (rather than failing them) sets
-    /// false.
+    /// a shrunk heap's scattered 64 KiB free runs would otherwise pay once each. Never tried
+    /// under a seccomp filter (which may kill on a call it does not list).
     bool batch_purges = true;
     /// Cap on free granules kept resident, whatever their age: a free past it purges the oldest
     /// free spans at once. 0: every free span is purged as it is freed.
