@@ -17,6 +17,12 @@ endif()
 set(STRATA_SANITIZE "" CACHE STRING "Sanitizer for the whole build: empty, address (ASan+UBSan) or thread")
 set_property(CACHE STRATA_SANITIZE PROPERTY STRINGS "" address thread)
 
+# The sanitizer presets build the library and the lab at -O1 (the tests run through them) and the
+# test sources at -O0: a test file instantiates many templates once and runs them briefly, so
+# optimizing it costs more build time than it saves in run time.
+set(STRATA_TEST_OPTIMIZE "" CACHE STRING
+    "Optimization flag for the test sources only (e.g. -O0); empty = the build type's")
+
 # Sanitizers apply to every target in this directory tree (library, tests, bench, lab), so that
 # instrumented and uninstrumented code never mix within one build.
 if(STRATA_SANITIZE STREQUAL "address")
