@@ -2,7 +2,8 @@
 # fuzz/run.sh: builds the libFuzzer targets (clang, ASan+UBSan, STRATA_CHECKS=2) in build/fuzz and
 # runs each for a bounded time. Exits non-zero when a target finds a crash (or fails to build).
 #
-#   bash fuzz/run.sh                       # every target, STRATA_FUZZ_SECONDS (default 30) each
+#   bash fuzz/run.sh                       # every target, STRATA_FUZZ_SECONDS (default 30) each,
+#                                          # STRATA_FUZZ_JOBS (default 2) at a time
 #   STRATA_FUZZ_SECONDS=300 bash fuzz/run.sh tlsf      # one target, longer
 #
 # Corpora: fuzz/corpus/<target>/ (committed seeds) is read; new inputs go to build/fuzz/corpus/.
@@ -25,27 +26,43 @@ if [[ ${#targets[@]} -eq 0 ]]; then
         n="$(basename "$f" _fuzz.cpp)"
         targets+=("$n")
     done
+    # This build holds only the library and the fuzz targets: one goal, so make builds them in
+    # parallel (several --target goals are built one after another).
+    cmake --build "$build" -j "$jobs"
+else
+    cmake --build "$build" -j "$jobs" --target "${targets[@]/#/strata_fuzz_}"
 fi
-cmake --build "$build" -j "$jobs" --target "${targets[@]/#/strata_fuzz_}"
 
-mkdir -p "$build/crashes"
-status=0
-for t in "${targets[@]}"; do
-    bin="$build/fuzz/strata_fuzz_$t"
-    corpus="$build/corpus/$t"
+# fuzz_one <target>: runs one target for $seconds; its report goes to $build/<target>.out.
+fuzz_one() {
+    local t="$1" bin="$build/fuzz/strata_fuzz_$1" corpus="$build/corpus/$1" seeds=()
     mkdir -p "$corpus"
-    seeds=()
     [[ -d "$root/fuzz/corpus/$t" ]] && seeds+=("$root/fuzz/corpus/$t")
     echo "== fuzz $t: ${seconds}s"
     if ! ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:allocator_may_return_null=1" \
         UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
         "$bin" -max_total_time="$seconds" -max_len=4096 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
         -artifact_prefix="$build/crashes/$t-" "$corpus" "${seeds[@]}" 2>"$build/$t.log"; then
-        echo "fuzz/run.sh: $t FAILED; log: $build/$t.log; crash inputs: $build/crashes/" >&2
-        tail -40 "$build/$t.log" >&2
-        status=1
-    else
-        grep -E "stat::number_of_executed_units|cov:" "$build/$t.log" | tail -2
+        echo "fuzz/run.sh: $t FAILED; log: $build/$t.log; crash inputs: $build/crashes/"
+        tail -40 "$build/$t.log"
+        return 1
     fi
+    grep -E "stat::number_of_executed_units|cov:" "$build/$t.log" | tail -2
+}
+
+# The targets run $jobs at a time (each is one process on one core); reports print in order.
+mkdir -p "$build/crashes"
+status=0
+for ((i = 0; i < ${#targets[@]}; i += jobs)); do
+    batch=("${targets[@]:i:jobs}")
+    pids=()
+    for t in "${batch[@]}"; do
+        fuzz_one "$t" >"$build/$t.out" 2>&1 &
+        pids+=($!)
+    done
+    for k in "${!batch[@]}"; do
+        wait "${pids[$k]}" || status=1
+        cat "$build/${batch[$k]}.out"
+    done
 done
 exit $status
