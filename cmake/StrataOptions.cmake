@@ -17,11 +17,14 @@ endif()
 set(STRATA_SANITIZE "" CACHE STRING "Sanitizer for the whole build: empty, address (ASan+UBSan) or thread")
 set_property(CACHE STRATA_SANITIZE PROPERTY STRINGS "" address thread)
 
-# The sanitizer presets build the library and the lab at -O1 (the tests run through them) and the
-# test sources at -O0: a test file instantiates many templates once and runs them briefly, so
-# optimizing it costs more build time than it saves in run time.
+# The sanitizer presets build the library at -O1 (every test runs through it) and the test sources
+# and the lab's libraries at -O0: a test file instantiates many templates once and runs them briefly,
+# and the lab's libraries (JSON-heavy in the live lab's server) serve only the lab and serve tests
+# there, so optimizing them costs more build time than it saves in run time.
 set(STRATA_TEST_OPTIMIZE "" CACHE STRING
     "Optimization flag for the test sources only (e.g. -O0); empty = the build type's")
+set(STRATA_LAB_OPTIMIZE "" CACHE STRING
+    "Optimization flag for the lab's libraries (strata_lab_core, strata_lab_serve) only; empty = the build type's")
 
 # Sanitizers apply to every target in this directory tree (library, tests, bench, lab), so that
 # instrumented and uninstrumented code never mix within one build.

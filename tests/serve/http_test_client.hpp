@@ -21,21 +21,13 @@
 #include <utility>
 #include <vector>
 
+#include "support/build_kind.hpp"
+
 namespace strata_test_http {
 
 /// True under AddressSanitizer or ThreadSanitizer: timing and resident-size checks are relaxed
 /// there, and loads are smaller.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-inline constexpr bool sanitized = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-inline constexpr bool sanitized = true;
-#else
-inline constexpr bool sanitized = false;
-#endif
-#else
-inline constexpr bool sanitized = false;
-#endif
+using strata::test::sanitized;
 
 /// One HTTP reply: status, headers (names in lower case) and body.
 struct http_reply {

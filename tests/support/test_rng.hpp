@@ -4,6 +4,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "support/build_kind.hpp"
+
 namespace strata::test {
 
 /// splitmix64: small, seeded, identical everywhere.
@@ -21,16 +23,6 @@ struct test_rng {
 
 /// Operations for randomized runs: ≥ 1,000,000 in release and debug; the sanitizers run a fifth
 /// (they are ~10x slower per op and the fuzz targets cover the same code paths at depth).
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-inline constexpr std::size_t long_run_ops = 200'000;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-inline constexpr std::size_t long_run_ops = 200'000;
-#else
-inline constexpr std::size_t long_run_ops = 1'000'000;
-#endif
-#else
-inline constexpr std::size_t long_run_ops = 1'000'000;
-#endif
+inline constexpr std::size_t long_run_ops = sanitized ? 200'000 : 1'000'000;
 
 } // namespace strata::test

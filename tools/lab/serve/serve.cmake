@@ -73,3 +73,6 @@ target_link_libraries(strata_lab_serve PUBLIC strata_lab_core nlohmann_json::nlo
                       Threads::Threads)
 set_target_properties(strata_lab_serve PROPERTIES CXX_EXTENSIONS OFF)
 strata_set_warnings(strata_lab_serve)
+if(STRATA_LAB_OPTIMIZE)
+    target_compile_options(strata_lab_serve PRIVATE ${STRATA_LAB_OPTIMIZE})
+endif()
