@@ -13,6 +13,7 @@
 #include <cstring>
 #include <memory_resource>
 #include <new>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
@@ -20,6 +21,7 @@
 #include <malloc.h>
 #endif
 
+#include "strata/core/align.hpp"
 #include "strata/core/bit.hpp"
 #include "strata/device/device_pool.hpp"
 #include "strata/device/offset_heap.hpp"
@@ -92,12 +94,19 @@ private:
 };
 
 /// std::pmr::unsynchronized_pool_resource (pools up to 64 KiB) over a counting new/delete upstream.
+/// Sizes go in rounded up to a multiple of the alignment: libstdc++ 12's pools carve blocks of the
+/// size asked from 8-aligned chunks, so 24 bytes at alignment 16 would come back 8-aligned (and
+/// clang's UBSan reports the broken alignment promise of memory_resource::allocate).
 class pmr_pool_replay : public pmr_replay<std::pmr::unsynchronized_pool_resource> {
 public:
     static bool applies(const op_workload&) noexcept { return true; }
     explicit pmr_pool_replay(const op_workload&) : pmr_replay(std::pmr::pool_options{0, 65536}) {}
+    void* allocate(std::size_t size, std::size_t align) noexcept {
+        const std::optional<std::size_t> n = align_up(size, align);
+        return n ? pmr_replay::allocate(*n, align) : nullptr;
+    }
     void deallocate(void* p, std::size_t size, std::size_t align) noexcept {
-        resource_.deallocate(p, size, align);
+        resource_.deallocate(p, *align_up(size, align), align);
     }
 };
 
