@@ -465,19 +465,10 @@ void engine_heap::deallocate_slow(void* p, std::uint32_t tag) noexcept {
         const tls_slot& s = tls[slot_];
         if (s.epoch == epoch_) {
             thread_heap* h = s.heap;
+            if (h->remote_window + 1 == stash_window) choose_stash(h);
+            if (try_stash(h, p, tag)) return;
             h->frees[cls].add(1);
-            if (STRATA_UNLIKELY(++h->remote_window == stash_window)) choose_stash(h);
-            run* st = &h->stash[cls];
-            if (h->stash_on && stash_count(st) < stash_cap_[cls]) {
-                b->next = st->free;
-                st->free = b;
-                --st->used;
-                if (h->current[cls] != st) {
-                    h->parked[cls] = h->current[cls];
-                    h->current[cls] = st;
-                }
-                return;
-            }
+            ++h->remote_window;
         } else {
             remote_frees_[cls].fetch_add(1, std::memory_order_relaxed);
         }

@@ -215,7 +215,7 @@ inline void* do_malloc(std::size_t size) noexcept {
     return malloc_slow(h, size);
 }
 
-inline void do_free(void* p) noexcept {
+STRATA_ALWAYS_INLINE void do_free(void* p) noexcept {
     engine_heap* h = global_heap.load(std::memory_order_acquire);
     if (STRATA_LIKELY(h != nullptr && h->owns(p))) {
         h->deallocate<resident>(p);

@@ -265,6 +265,8 @@ public:
             if (STRATA_UNLIKELY((--d->used == 0) | (d->where == run_list::full))) local_free_slow(h, d);
             return;
         }
+        if ((Slot == slot_use::first_for_life ? h != nullptr : s.epoch == epoch_) && try_stash(h, p, tag))
+            return;
         deallocate_slow(p, tag);
     }
 
@@ -383,6 +385,28 @@ private:
     [[nodiscard]] STRATA_NOINLINE void* allocate_slow(std::size_t size, std::size_t align) noexcept;
     STRATA_NOINLINE void deallocate_slow(void* p, std::uint32_t tag) noexcept;
     STRATA_NOINLINE void local_free_slow(thread_heap* h, run* d) noexcept;
+
+    /// Effects: a small block of another thread's run goes onto the stash of `h` (the freeing
+    /// thread's cache) when the stash is on and has room and no stash choice is due.
+    /// Returns: whether it did; else deallocate_slow decides.
+    STRATA_ALWAYS_INLINE bool try_stash(thread_heap* h, void* p, std::uint32_t tag) noexcept {
+        using namespace engine_detail;
+        if (!tag_is_small(tag) || !h->stash_on || h->remote_window + 1 == stash_window) return false;
+        const unsigned c = tag_class(tag);
+        run* st = &h->stash[c];
+        if (static_cast<std::uint16_t>(0u - st->used) >= stash_cap_[c]) return false;
+        ++h->remote_window;
+        h->frees[c].add(1);
+        auto* b = static_cast<free_block*>(p);
+        b->next = st->free;
+        st->free = b;
+        --st->used;
+        if (h->current[c] != st) {
+            h->parked[c] = h->current[c];
+            h->current[c] = st;
+        }
+        return true;
+    }
 
     // Thread caches (thread_cache.cpp).
     [[nodiscard]] thread_heap* thread_cache() noexcept; // inline, in engine_internal.hpp
