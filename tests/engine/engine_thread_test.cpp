@@ -157,6 +157,40 @@ TEST(EngineHeapThreads, RemoteFreesStayWithTheFreeingThread) {
     expect_all_came_home(h, blocks, 64);
 }
 
+// The free path of slot_use::first_for_life (the malloc shim's) stashes another thread's blocks
+// inline, as the checked path does: the same blocks come back, newest first, and the rest go home.
+TEST(EngineHeapThreads, FirstForLifeFreesStashLikeTheCheckedPath) {
+    using slot_use = engine_heap::slot_use;
+    strata::engine_options o = options();
+    o.stash_bytes = 1024; // 16 blocks of 64 bytes
+    engine_heap h(o);
+    ASSERT_EQ(h.slot_index(), 0u) << "no other heap is alive in this test";
+    std::vector<void*> warm, blocks; // this thread's: it stays alive, so nobody adopts their runs
+    for (int i = 0; i < 512; ++i)
+        warm.push_back(h.allocate(16));
+    for (int i = 0; i < 40; ++i)
+        blocks.push_back(h.allocate(64));
+    std::vector<void*> got;
+    std::thread([&] {
+        void* own = h.allocate(64); // a run of its own, so it has a cache
+        for (void* p : warm)        // remote frees only: the stash turns on
+            h.deallocate<slot_use::first_for_life>(p);
+        for (void* p : blocks)
+            h.deallocate<slot_use::first_for_life>(p);
+        EXPECT_TRUE(h.check());
+        while (got.size() < 16)
+            got.push_back(h.allocate_cached<slot_use::first_for_life>(64));
+        EXPECT_TRUE(std::equal(got.begin(), got.end(), blocks.rbegin() + 24)) << "the stash, newest first";
+        for (void* p : got)
+            h.deallocate<slot_use::first_for_life>(p);
+        h.deallocate<slot_use::first_for_life>(own);
+        EXPECT_TRUE(h.check());
+    }).join();
+    EXPECT_EQ(h.stats().live_allocations, 0u);
+    EXPECT_TRUE(h.check());
+    expect_all_came_home(h, blocks, 64);
+}
+
 // A class's stash holds stash_bytes or 16 blocks, whichever is more; classes of 8 KiB and more
 // are not stashed.
 TEST(EngineHeapThreads, StashHoldsSixteenBlocksOfBigClassesAndNoneFrom8KiB) {
