@@ -194,7 +194,9 @@ TEST(EngineHeapThreads, FirstForLifeFreesStashLikeTheCheckedPath) {
 // A class's stash holds stash_bytes or 16 blocks, whichever is more; classes of 8 KiB and more
 // are not stashed.
 TEST(EngineHeapThreads, StashHoldsSixteenBlocksOfBigClassesAndNoneFrom8KiB) {
-    engine_heap h(options()); // stash_bytes 16 KiB: 4 blocks of 4 KiB, so 16
+    strata::engine_options o = options();
+    o.stash_bytes = std::size_t{16} << 10; // 4 blocks of 4 KiB, so 16
+    engine_heap h(o);
     for (const std::size_t size : {std::size_t{4096}, std::size_t{8192}}) {
         std::vector<void*> blocks;
         for (int i = 0; i < 40; ++i)
@@ -353,7 +355,9 @@ TEST(EngineHeapThreads, DryStashTakesTheParkedRunsWholeList) {
 // A parked run with a short free list gives it all: the stash serves every block, newest first, and
 // the run is current again only once both are dry.
 TEST(EngineHeapThreads, DryStashTakesAShortListWhole) {
-    engine_heap h(options()); // stash_bytes 16 KiB: 32 blocks of 512 bytes
+    strata::engine_options o = options();
+    o.stash_bytes = std::size_t{16} << 10; // 32 blocks of 512 bytes
+    engine_heap h(o);
     live_owner other(h, 512);
     void* const foreign = other.block();
     std::vector<void*> mine;

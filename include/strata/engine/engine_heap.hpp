@@ -86,7 +86,7 @@ struct engine_options {
     /// dry takes its thread's own run's free list whole, and so may hold more than this (at most
     /// one run a class) until it drains. Handed back at thread exit, flush_thread_cache() and
     /// trim(). 0: off.
-    std::size_t stash_bytes = std::size_t{16} << 10;
+    std::size_t stash_bytes = std::size_t{64} << 10;
     /// Empty runs a thread keeps for itself before handing them back to the shared span pool. Kept
     /// runs above one granule of a class that allocated nothing in the thread's last 1024 slow
     /// calls go back anyway when a new run or large block would otherwise take fresh pages.
