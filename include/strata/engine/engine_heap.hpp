@@ -265,8 +265,10 @@ public:
             if (STRATA_UNLIKELY((--d->used == 0) | (d->where == run_list::full))) local_free_slow(h, d);
             return;
         }
-        if ((Slot == slot_use::first_for_life ? h != nullptr : s.epoch == epoch_) && try_stash(h, p, tag))
-            return;
+        // The malloc shim's free (one call site per entry point) stashes inline; elsewhere the
+        // stash waits in deallocate_slow, which keeps this function small enough to inline.
+        if constexpr (Slot == slot_use::first_for_life)
+            if (h != nullptr && try_stash(h, p, tag)) return;
         deallocate_slow(p, tag);
     }
 
