@@ -58,9 +58,6 @@ struct registry_type {
 };
 extern registry_type registry; // engine_heap.cpp
 
-/// Returns: blocks on the stash `st` (its `used` counts down from 0 as they arrive).
-inline std::uint16_t stash_count(const run* st) noexcept { return static_cast<std::uint16_t>(0u - st->used); }
-
 /// Effects: pushes `r` at the front of the doubly linked list `head`.
 inline void push(run*& head, run* r) noexcept {
     r->prev = nullptr;

@@ -396,7 +396,7 @@ private:
         if (!tag_is_small(tag) || !h->stash_on || h->remote_window + 1 == stash_window) return false;
         const unsigned c = tag_class(tag);
         run* st = &h->stash[c];
-        if (static_cast<std::uint16_t>(0u - st->used) >= stash_cap_[c]) return false;
+        if (stash_count(st) >= stash_cap_[c]) return false;
         ++h->remote_window;
         h->frees[c].add(1);
         auto* b = static_cast<free_block*>(p);

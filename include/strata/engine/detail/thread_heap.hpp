@@ -4,7 +4,7 @@
 // family; they are in a header only because engine_heap::allocate and deallocate are inline.
 //
 // Exports (strata::engine_detail): free_block, span_kind, run_list, run, run_tag (no_owner,
-// not_small_tag, tag_owner, tag_is_small, tag_class), tls_slot, tls,
+// not_small_tag, tag_owner, tag_is_small, tag_class), stash_count, tls_slot, tls,
 // counter, thread_heap, empty_run, block_source.
 #include <atomic>
 #include <cstddef>
@@ -60,6 +60,11 @@ struct alignas(64) run {
     run* prev = nullptr;                           //
 };
 static_assert(sizeof(run) == 64);
+
+/// Returns: blocks on the stash `st` (its `used` counts down from 0 as they arrive).
+[[nodiscard]] inline std::uint16_t stash_count(const run* st) noexcept {
+    return static_cast<std::uint16_t>(0u - st->used);
+}
 
 /// A granule's tag, kept beside the descriptors in a dense array that only changes when a run
 /// changes hands: the owning thread_heap's id over the class + 1 for a small run, no_owner over 0
