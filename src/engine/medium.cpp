@@ -1,11 +1,11 @@
 // The medium tier: requests above 64 KiB up to 1 MiB, served by TLSF arenas (strata::tlsf) behind
 // one lock. Each arena is a span whose first bytes hold its tlsf object; arenas grow 1x, 2x, 4x
-// medium_arena_bytes, and an empty one other than the first goes back to the span pool. Freed blocks
-// of purge_medium_bytes or more stay resident until they decay or pass medium_retain_bytes
-// (purge.cpp).
+// medium_arena_bytes, and one other than the first that stays empty for decay_ms goes back to the
+// span pool. Freed blocks of purge_medium_bytes or more stay resident until they decay or pass
+// medium_retain_bytes (purge.cpp).
 //
-// Exports: engine_heap::medium_allocate, medium_handed_out, medium_deallocate,
-// medium_resize_in_place.
+// Exports: engine_heap::medium_allocate, medium_handed_out, medium_deallocate, medium_release,
+// release_empty_arenas, medium_over_cap, medium_resize_in_place.
 #include <new>
 #include <span>
 
@@ -106,21 +106,38 @@ void engine_heap::medium_release(void* p, run* head) noexcept {
     // Frees of every size count toward the cap: a smaller block merges into a big one.
     if (options_.medium_retain_bytes != 0 && medium_over_cap(usable))
         (void)purge_free_medium(purge_pass::cap, now_tick(), 0);
-    // An empty arena other than the first goes back to the span pool (where it decays like any free
-    // span). live_allocations() is O(1) and leaves the free in flight (stats() would complete it and
-    // scan the top class on every medium free).
-    if (t->live_allocations() == 0 && head != arenas_[0]) {
-        unsigned a = 0;
-        while (arenas_[a] != head)
+    // An empty arena completes its last free (live_allocations() is O(1) and leaves it in flight), so
+    // it is one free block again, as when it was made, and stays an arena, warm, until it has been
+    // empty for decay_ms (release_empty_arenas). Once no medium block is live the next ones start
+    // from the first arena again: a level loaded after the last one was unloaded gets the same
+    // places, on pages the last one already touched.
+    if (t->live_allocations() == 0) {
+        t->flush();
+        head->freed_at = now_tick();
+    }
+    if (medium_count_.load(std::memory_order_relaxed) == 0) arena_hint_ = 0;
+}
+
+/// Effects: hands the arenas other than the first that have been empty for decay_ms (`all`: every
+/// empty one) back to the span pool, aged from when they emptied. Requires: medium_lock_ held.
+void engine_heap::release_empty_arenas(bool all, std::uint32_t now) noexcept {
+    for (unsigned a = 1; a < arena_count_;) {
+        run* head = arenas_[a];
+        tlsf* t = tlsf_of(head, data_, runs_);
+        if (t->live_allocations() != 0 || (!all && now - head->freed_at < options_.decay_ms)) {
             ++a;
-        arenas_[a] = arenas_[--arena_count_];
+            continue;
+        }
+        std::copy(arenas_ + a + 1, arenas_ + arena_count_, arenas_ + a); // the rest keep their order
+        --arena_count_;
         arena_bytes_ -= std::size_t{head->granules} << granule_shift;
         arena_hint_ = 0;
+        const std::uint32_t emptied = head->freed_at;
         t->~tlsf();
         // TLSF poisons free blocks for ASan; the span may become a run of small blocks next.
         unpoison(address_of(head), std::size_t{head->granules} << granule_shift);
         lock_guard s(span_lock_);
-        span_free(head, true);
+        span_free(head, true, emptied);
     }
 }
 

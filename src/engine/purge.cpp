@@ -303,9 +303,11 @@ std::size_t engine_heap::decay_step(std::uint64_t deadline_ns, thread_heap* own)
     }
     release_kept(false, now); // kept spans decay as free ones do: from when they were kept
     std::size_t purged = 0;
-    if (options_.medium_retain_bytes != 0) {
+    {
         lock_guard m(medium_lock_);
-        purged += purge_free_medium(purge_pass::decay, now, deadline_ns);
+        release_empty_arenas(false, now);
+        if (options_.medium_retain_bytes != 0)
+            purged += purge_free_medium(purge_pass::decay, now, deadline_ns);
     }
     // The spans get their turn unless the medium blocks gave something back and used the budget
     // up: a step with anything due purges at least one piece.
@@ -515,6 +517,7 @@ void engine_heap::trim() noexcept {
     release_kept(true, now);
     {
         lock_guard m(medium_lock_);
+        release_empty_arenas(true, now);
         (void)purge_free_medium(purge_pass::all, now, 0);
     }
     lock_guard g(span_lock_);

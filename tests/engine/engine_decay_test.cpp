@@ -317,6 +317,46 @@ TEST(EngineDecay, AMediumBlockReusedBeforeItDecaysStaysWarm) {
     EXPECT_EQ(h.purge_stats().purged_bytes, 0u);
 }
 
+// An arena that empties is whole again, and once no medium block is live the next requests start
+// from the first arena: the same requests take the same places. An empty arena other than the first
+// stays until it has been empty for decay_ms; then a step hands it to the span pool, where it is
+// already that old, and purges it. The last free of an arena is completed though tlsf leaves it in
+// flight.
+TEST(EngineDecay, AnEmptyMediumArenaStaysUntilItDecays) {
+    engine_options o = decay_options(100);
+    o.medium_arena_bytes = mib; // arenas of 1, 2 and 4 MiB
+    engine_heap h(o);
+    std::vector<void*> v;
+    for (int i = 0; i < 20; ++i) {
+        v.push_back(h.allocate(std::size_t{256} << 10));
+        ASSERT_NE(v.back(), nullptr);
+    }
+    const std::size_t committed = h.committed_bytes();
+    const auto free_all = [&](const std::vector<void*>& blocks) {
+        for (std::size_t i = 0; i < blocks.size(); ++i)
+            h.deallocate(blocks[(i * 7) % blocks.size()]); // 7 and 20 are coprime: each block once
+    };
+    free_all(v);
+    EXPECT_TRUE(h.check());
+    EXPECT_EQ(h.committed_bytes(), committed) << "the empty arenas stay";
+    std::vector<void*> again;
+    for (std::size_t i = 0; i < v.size(); ++i)
+        again.push_back(h.allocate(std::size_t{256} << 10));
+    EXPECT_EQ(again, v) << "the same places";
+    free_all(again);
+    advance(99);
+    (void)h.end_frame(std::chrono::seconds{1});
+    EXPECT_EQ(h.committed_bytes(), committed) << "handed back before it decayed";
+    advance(1);
+    (void)h.end_frame(std::chrono::seconds{1});
+    EXPECT_LE(h.committed_bytes() + (std::size_t{6} << 20), committed) << "the 2 and 4 MiB arenas";
+    EXPECT_TRUE(h.check());
+    void* p = h.allocate(std::size_t{256} << 10); // the first arena serves it
+    EXPECT_EQ(p, v.front());
+    h.deallocate(p);
+    EXPECT_TRUE(h.check());
+}
+
 TEST(EngineDecay, TrimPurgesEverythingWhateverItsAge) {
     engine_heap h(decay_options(1000));
     medium_setup m(h);

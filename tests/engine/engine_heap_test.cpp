@@ -607,33 +607,6 @@ TEST(EngineHeap, RetentionIsBoundedAndTrimReleasesIt) {
     EXPECT_TRUE(h.check());
 }
 
-// A medium arena other than the first goes back to the span pool when its last block is freed,
-// although tlsf leaves that last free in flight (the arena counts live blocks without it).
-TEST(EngineHeap, EmptyMediumArenasGoBack) {
-    engine_options o = small_options();
-    o.medium_arena_bytes = std::size_t{1} << 20; // arenas of 1, 2 and 4 MiB
-    engine_heap h(o);
-    void* pin = h.allocate(std::size_t{200} << 10); // keeps the first arena
-    ASSERT_NE(pin, nullptr);
-    std::vector<void*> v;
-    for (int i = 0; i < 20; ++i) {
-        v.push_back(h.allocate(std::size_t{256} << 10));
-        ASSERT_NE(v.back(), nullptr);
-    }
-    const std::size_t retained = h.retained_bytes();
-    const std::size_t in_use = h.stats().in_use;
-    for (std::size_t i = 0; i < v.size(); ++i)
-        h.deallocate(v[(i * 7) % v.size()]); // 7 and 20 are coprime: each block once
-    EXPECT_TRUE(h.check());
-    EXPECT_GE(h.retained_bytes(), retained + (std::size_t{6} << 20)); // the 2 and 4 MiB arenas
-    EXPECT_LT(h.stats().in_use, in_use);
-    void* again = h.allocate(std::size_t{256} << 10);
-    EXPECT_NE(again, nullptr);
-    h.deallocate(again);
-    h.deallocate(pin);
-    EXPECT_TRUE(h.check());
-}
-
 // The medium tier has at most engine_heap's 256 TLSF arenas (~16 GiB of medium blocks with the
 // default arena size). Past the last arena medium requests get spans of their own, not nullptr.
 TEST(EngineHeap, MediumRequestsOutliveTheLastArena) {

@@ -446,6 +446,7 @@ private:
     void* medium_handed_out(void* p, std::size_t usable) noexcept; // accounting, mark cleared
     void medium_deallocate(void* p, run* head) noexcept;
     void medium_release(void* p, run* head) noexcept;
+    void release_empty_arenas(bool all, std::uint32_t now) noexcept;
     [[nodiscard]] bool medium_over_cap(std::size_t freed) noexcept;
     [[nodiscard]] bool medium_resize_in_place(void* p, run* head, std::size_t new_size) noexcept;
     static void purge_medium(void* p, std::size_t usable) noexcept;
