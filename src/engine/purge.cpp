@@ -4,7 +4,7 @@
 // decay_ms, oldest first, and whatever exceeds the caps (retain_bytes, medium_retain_bytes).
 //
 // Exports: engine_heap::now_ms, now_tick, purge_medium, purge_free_medium, purge_spans, purge_span_piece,
-// oldest_dirty_span, purge_run_blocks, decay_step, maybe_decay, end_frame, start_purge_thread,
+// oldest_dirty_spans, purge_run_blocks, decay_step, maybe_decay, end_frame, start_purge_thread,
 // stop_purge_thread, purge_thread_main, purge_stats, trim.
 #include <sys/mman.h>
 #include <time.h>
@@ -43,6 +43,7 @@ constexpr std::size_t purge_keep = purge_mark_offset + mark_words * sizeof(std::
 constexpr std::uint64_t purge_magic = 0x9E3779B97F4A7C14u;
 constexpr std::size_t piece_bytes = purge_batch::max_bytes; // one flush of a budgeted step
 constexpr std::size_t piece_granules = piece_bytes >> granule_shift;
+constexpr std::size_t due_max = 64; // spans a purge pass takes per walk of the bins
 
 std::uint64_t monotonic_ms() noexcept {
     timespec ts{};
@@ -211,14 +212,29 @@ std::size_t engine_heap::purge_free_medium(purge_pass pass, std::uint32_t now,
 // Spans
 // -------------------------------------------------------------------------------------------------
 
-/// Returns: the dirty free span freed longest ago; nullptr when none. Requires: span_lock_ held.
-engine_heap::run* engine_heap::oldest_dirty_span() const noexcept {
-    run* best = nullptr;
+/// Effects: puts in `out` the (up to) `max` dirty free spans freed longest ago, oldest first, by one
+/// walk of the bins. Returns: how many. Requires: span_lock_ held.
+std::size_t engine_heap::oldest_dirty_spans(run** out, std::size_t max) const noexcept {
+    // A heap ordered by `older`, so the newest of those kept is at its front: a span older than it
+    // takes its place.
+    const auto older = [](const run* a, const run* b) {
+        return static_cast<std::int32_t>(a->freed_at - b->freed_at) < 0;
+    };
+    std::size_t k = 0;
     for (std::uint64_t m = bin_map_; m != 0; m &= m - 1)
-        for (run* r = bins_[std::countr_zero(m)]; r != nullptr; r = r->next)
-            if (r->dirty && (best == nullptr || static_cast<std::int32_t>(r->freed_at - best->freed_at) < 0))
-                best = r;
-    return best;
+        for (run* r = bins_[std::countr_zero(m)]; r != nullptr; r = r->next) {
+            if (!r->dirty) continue;
+            if (k < max) {
+                out[k++] = r;
+                std::push_heap(out, out + k, older);
+            } else if (older(r, out[0])) {
+                std::pop_heap(out, out + k, older);
+                out[k - 1] = r;
+                std::push_heap(out, out + k, older);
+            }
+        }
+    std::sort_heap(out, out + k, older);
+    return k;
 }
 
 /// Effects: adds the last min(`granules`, its dirty part) granules of the dirty part of free span
@@ -252,16 +268,19 @@ std::size_t engine_heap::purge_spans(purge_pass pass, std::uint32_t now, std::ui
         // excess alone cheaper (no stall of many calls in one free).
         const std::size_t cap = span_cap();
         const std::size_t low = batch.range_limit() > 1 ? cap - std::min(cap, piece_granules) : cap;
+        // The oldest 64 at a time: one walk of the bins per 64 spans, not per span.
         while (dirty_free_ > low) {
-            run* s = oldest_dirty_span();
-            if (s == nullptr) break;
-            purged += purge_span_piece(s, dirty_free_ - low, batch) << granule_shift;
+            run* oldest[due_max];
+            const std::size_t k = oldest_dirty_spans(oldest, due_max);
+            if (k == 0) break;
+            for (std::size_t i = 0; i < k && dirty_free_ > low; ++i)
+                while (oldest[i]->dirty && dirty_free_ > low)
+                    purged += purge_span_piece(oldest[i], dirty_free_ - low, batch) << granule_shift;
         }
         return purged;
     }
     // Up to 64 due spans at a time, oldest first: one walk of the bins per 64, not per span (a
     // shrunk heap can hold thousands of small free spans).
-    constexpr std::size_t due_max = 64;
     for (;;) {
         run* due[due_max];
         std::size_t k = 0;

@@ -485,7 +485,7 @@ private:
     std::size_t purge_free_medium(purge_pass pass, std::uint32_t now, std::uint64_t deadline_ns) noexcept;
     std::size_t purge_spans(purge_pass pass, std::uint32_t now, std::uint64_t deadline_ns) noexcept;
     std::size_t purge_span_piece(run* s, std::size_t granules, engine_detail::purge_batch& batch) noexcept;
-    [[nodiscard]] run* oldest_dirty_span() const noexcept;
+    std::size_t oldest_dirty_spans(run** out, std::size_t max) const noexcept;
     std::size_t purge_run_blocks(thread_heap* h, std::uint32_t now, std::uint64_t deadline_ns) noexcept;
     /// Effects: a maintenance step; `own` (the calling thread's cache, or nullptr) also purges the
     /// decayed free blocks inside its runs.
