@@ -357,6 +357,30 @@ TEST(EngineDecay, AnEmptyMediumArenaStaysUntilItDecays) {
     EXPECT_TRUE(h.check());
 }
 
+// trim() hands every empty arena but the first back at once, whatever its age.
+TEST(EngineDecay, TrimHandsEmptyMediumArenasBackAtOnce) {
+    engine_options o = decay_options(100000);
+    o.medium_arena_bytes = mib; // arenas of 1, 2 and 4 MiB
+    engine_heap h(o);
+    std::vector<void*> v;
+    for (int i = 0; i < 20; ++i) {
+        v.push_back(h.allocate(std::size_t{256} << 10));
+        ASSERT_NE(v.back(), nullptr);
+    }
+    const std::size_t committed = h.committed_bytes();
+    for (void* p : v)
+        h.deallocate(p);
+    (void)h.end_frame(std::chrono::seconds{1});
+    EXPECT_EQ(h.committed_bytes(), committed) << "not decayed: the arenas stay";
+    h.trim();
+    EXPECT_LE(h.committed_bytes() + (std::size_t{6} << 20), committed) << "the 2 and 4 MiB arenas";
+    EXPECT_TRUE(h.check());
+    void* p = h.allocate(std::size_t{256} << 10); // the first arena, still there, serves it
+    EXPECT_EQ(p, v.front());
+    h.deallocate(p);
+    EXPECT_TRUE(h.check());
+}
+
 TEST(EngineDecay, TrimPurgesEverythingWhateverItsAge) {
     engine_heap h(decay_options(1000));
     medium_setup m(h);

@@ -48,7 +48,8 @@ struct alignas(64) run {
     std::uint32_t granules = 0;                    // span length (head only)
     union {                                        //
         std::uint32_t block_size = 0;              // small: block size
-        std::uint32_t freed_at;                    // dirty free span: tick it was freed at
+        std::uint32_t freed_at;                    // dirty free span: tick it was freed at; empty
+                                                   // medium arena: tick it emptied at
     };                                             //
     std::uint8_t cls = 0;                          // small: class
     bool dirty = false;                            // free span: may hold resident pages
