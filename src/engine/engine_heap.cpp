@@ -13,6 +13,8 @@
 #include <new>
 #include <stdexcept>
 
+#include "strata/engine/detail/purge_batch.hpp"
+
 #include "engine_internal.hpp"
 
 namespace strata {
@@ -182,13 +184,14 @@ void* engine_heap::reallocate(void* p, std::size_t new_size, std::size_t align) 
     return q;
 }
 
-/// Returns: a zeroed block; a large span that is still clean (never written) is not written twice.
+/// Returns: a zeroed block; a large span that is still clean (never written, or purged) is not
+/// written twice, unless the OS ever refused a purge (locked pages keep their contents).
 void* engine_heap::allocate_zeroed(std::size_t size, std::size_t align) noexcept {
     if (size > medium_max || align > granule) {
         if (align == 0 || (align & (align - 1)) != 0) return nullptr;
         bool clean = false;
         void* p = large_allocate(size, std::max(align, default_alignment), &clean);
-        if (p != nullptr && !clean) std::memset(p, 0, size);
+        if (p != nullptr && (!clean || purge_batch::refused())) std::memset(p, 0, size);
         return p;
     }
     void* p = allocate(size, align);

@@ -95,9 +95,6 @@ residency resident_in(purge_range r) noexcept {
     return out;
 }
 
-void dontneed(std::uintptr_t lo, std::uintptr_t hi) noexcept {
-    if (hi > lo) (void)::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);
-}
 } // namespace
 
 /// Returns: the clock's milliseconds (options_.clock_ms, else CLOCK_MONOTONIC_COARSE).
@@ -117,7 +114,7 @@ std::uint32_t engine_heap::now_tick() const noexcept {
 /// Effects: purges the whole pages of the free medium block `p` past its mark.
 void engine_heap::purge_medium(void* p, std::size_t usable) noexcept {
     const purge_range r = purge_range_of(p, usable);
-    dontneed(r.lo, r.hi);
+    purge_batch::purge_now(r.lo, r.hi);
 }
 
 // Requires: medium_lock_ held. Marks every free block of purge_medium_bytes or more, then purges:

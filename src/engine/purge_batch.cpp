@@ -1,7 +1,7 @@
 // purge_batch: page ranges given back to the OS in one process_madvise call, or one madvise each
 // where the kernel refuses the vectored call.
 //
-// Exports: purge_batch::purge_batch, add, flush, full, now_ns.
+// Exports: purge_batch::purge_batch, add, flush, full, now_ns, purge_now, refused.
 #include "strata/engine/detail/purge_batch.hpp"
 
 #include <fcntl.h>
@@ -48,11 +48,28 @@ bool seccomp_filtered() noexcept {
     return *line != '0';
 }
 
+// Set once a madvise of this process is refused (locked pages): purged memory may hold old data.
+std::atomic<bool> refusal{false};
+
+// Purges one range; notes a refusal.
+void dontneed(void* at, std::size_t bytes) noexcept {
+    if (::madvise(at, bytes, MADV_DONTNEED) != 0) refusal.store(true, std::memory_order_relaxed);
+}
+
 // Nanoseconds one range of a vectored flush of 8 ranges or more took, averaged over such flushes
 // so far (any thread's; a guess that only sizes batches, so relaxed loads and stores are enough).
 std::atomic<std::uint32_t> ns_per_range{30'000};
 
 } // namespace
+
+void purge_batch::purge_now(std::uintptr_t lo, std::uintptr_t hi) noexcept {
+    if (hi <= lo) return;
+    const int saved = errno;
+    dontneed(reinterpret_cast<void*>(lo), hi - lo);
+    errno = saved;
+}
+
+bool purge_batch::refused() noexcept { return refusal.load(std::memory_order_relaxed); }
 
 std::uint64_t purge_batch::now_ns() noexcept {
     timespec ts{};
@@ -129,7 +146,7 @@ void purge_batch::flush() noexcept {
 #endif
     for (; first < count_; ++first, skip = 0) {
         auto* at = static_cast<char*>(ranges_[first].iov_base) + skip;
-        (void)::madvise(at, ranges_[first].iov_len - skip, MADV_DONTNEED);
+        dontneed(at, ranges_[first].iov_len - skip);
         ++calls_;
     }
     count_ = 0;

@@ -2,10 +2,13 @@
 // resident until they decay or pass a cap, oldest first; the span bins reuse warm memory first;
 // end_frame() stops at its budget. A fake clock makes every age exact; mincore tells residency.
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <thread>
@@ -13,8 +16,10 @@
 
 #include <gtest/gtest.h>
 
+#include "strata/engine/detail/purge_batch.hpp"
 #include "strata/engine/engine_heap.hpp"
 
+#include "support/build_kind.hpp"
 #include "support/residency.hpp"
 
 namespace {
@@ -396,6 +401,35 @@ TEST(EngineDecay, TrimPurgesEverythingWhateverItsAge) {
     EXPECT_EQ(s.retained_span_bytes, 0u);
     EXPECT_EQ(s.retained_medium_bytes, 0u);
     EXPECT_TRUE(h.check());
+}
+
+// Pages the program locked (mlock, mlockall) refuse MADV_DONTNEED and keep their contents: once a
+// purge has been refused, a purged span is no longer taken to read as zero, and allocate_zeroed
+// (calloc) writes its zeros. In a child process: the refusal is noted for the whole process.
+TEST(EngineDecay, ALockedRangeRefusesItsPurgeAndZeroedBlocksStayZero) {
+    if (strata::test::sanitized) GTEST_SKIP() << "the sanitizers' mlock locks nothing";
+    std::vector<char> probe(2 * mib, 1);
+    if (::mlock(probe.data(), probe.size()) != 0) GTEST_SKIP() << "mlock refused (RLIMIT_MEMLOCK)";
+    ::munlock(probe.data(), probe.size());
+    EXPECT_EXIT(
+        {
+            engine_heap h(decay_options(1000));
+            const std::size_t n = 2 * mib;
+            char* p = written(h, n);
+            char* other = written(h, n); // the thread keeps the span it freed last: p's is not it
+            if (::mlock(p, n) != 0) std::_Exit(3);
+            h.deallocate(p);
+            h.deallocate(other);
+            h.trim();
+            if (!strata::engine_detail::purge_batch::refused()) std::_Exit(4);
+            for (int i = 0; i < 2; ++i) {
+                const auto* z = static_cast<const unsigned char*>(h.allocate_zeroed(n));
+                if (z == nullptr) std::_Exit(5);
+                if (std::any_of(z, z + n, [](unsigned char c) { return c != 0; })) std::_Exit(6);
+            }
+            std::_Exit(h.check() ? 0 : 7);
+        },
+        ::testing::ExitedWithCode(0), "");
 }
 
 // -------------------------------------------------------------------------------------------------

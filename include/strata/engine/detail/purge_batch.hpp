@@ -22,6 +22,8 @@ namespace strata::engine_detail {
 ///   flushes what waits first; one range may be bigger by itself).
 /// - With a deadline, the batch counts itself full once flushing it would take the time left
 ///   (a running estimate of the cost per range), so a budgeted step overruns by about one flush.
+/// - The OS may refuse a range (locked pages: mlock, mlockall): its pages stay as they were, and
+///   refused() tells the heap not to count on purged memory reading as zero.
 /// - The owner flushes before anyone may reuse a range: the engine keeps a batch inside the lock
 ///   (or the thread) that owns its ranges, and flushes before it lets go. Not thread-safe.
 class purge_batch {
@@ -57,6 +59,14 @@ public:
 
     /// Returns: CLOCK_MONOTONIC in nanoseconds (the clock of deadlines).
     [[nodiscard]] static std::uint64_t now_ns() noexcept;
+
+    /// Effects: purges [lo, hi) at once, outside any batch (nothing when empty); a refusal is noted
+    /// as a flush's is.
+    static void purge_now(std::uintptr_t lo, std::uintptr_t hi) noexcept;
+    /// Returns: whether the OS refused a purge of this process (an mlock'ed range, or mlockall:
+    /// such pages stay resident and keep their contents). From then on a purged range cannot be
+    /// taken to read as zero.
+    [[nodiscard]] static bool refused() noexcept;
 
 private:
     iovec ranges_[max_ranges];
