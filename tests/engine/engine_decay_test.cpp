@@ -138,8 +138,9 @@ TEST(EngineDecay, ARunTakesTheLowestWarmSpanAndLeavesTheBestFitToABigBlock) {
 }
 
 // The span cap: dirty free spans hold at most retain_bytes plus the most granules in use within the
-// last decay windows, whatever their age; a free past it purges at once. Here nothing decays (the
-// clock barely moves), so the peak in use so far bounds the recent one.
+// last decay windows, whatever their age; a free past it purges at once, down to at most one batch
+// (1 MiB) below the cap, never further. Here nothing decays (the clock barely moves), so the peak in
+// use so far bounds the recent one from below, and every purge is a cap purge.
 TEST(EngineDecay, DirtySpansStayWithinTheCapUnderChurn) {
     engine_options o = decay_options(100000);
     o.retain_bytes = 8 * mib;
@@ -148,9 +149,15 @@ TEST(EngineDecay, DirtySpansStayWithinTheCapUnderChurn) {
     char* slots[4] = {};
     std::size_t sizes[4] = {};
     std::size_t live = 0, peak = 0;
+    int cap_purges = 0;
     for (int op = 0; op < 300; ++op) {
         const unsigned k = static_cast<unsigned>(rng() % 4);
+        const std::size_t purged = h.purge_stats().purged_bytes;
         h.deallocate(slots[k]);
+        if (h.purge_stats().purged_bytes > purged) {
+            ++cap_purges;
+            EXPECT_GE(h.purge_stats().retained_span_bytes + mib, o.retain_bytes + peak) << "op " << op;
+        }
         live -= sizes[k];
         sizes[k] = 9 * mib + (rng() % 16) * mib; // large blocks: spans of their own, 9-24 MiB
         slots[k] = written(h, sizes[k]);
@@ -160,6 +167,7 @@ TEST(EngineDecay, DirtySpansStayWithinTheCapUnderChurn) {
         advance(1);
         ASSERT_LE(h.purge_stats().retained_span_bytes, o.retain_bytes + peak + mib) << "op " << op;
     }
+    EXPECT_GT(cap_purges, 0);
     // Best fit among the warm spans keeps the whole heap within the same bound.
     EXPECT_LE(h.committed_bytes(), o.retain_bytes + 2 * peak + 2 * mib);
     EXPECT_TRUE(h.check());
