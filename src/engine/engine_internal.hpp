@@ -29,6 +29,13 @@ constexpr std::uint32_t class_granules(unsigned c) noexcept {
     return static_cast<std::uint32_t>((16 * bs + granule - 1) / granule);
 }
 
+/// Returns: milliseconds from tick `then` to tick `now` (engine_heap::now_tick, wrapping), 0 when
+/// `then` is later: a step takes its tick before its lock, and another thread may stamp a block
+/// freed meanwhile with a later one. Such a block is new, not 49 days old.
+constexpr std::uint32_t tick_age(std::uint32_t now, std::uint32_t then) noexcept {
+    return static_cast<std::int32_t>(now - then) < 0 ? 0 : now - then;
+}
+
 /// Effects: adds `delta` (wrapping: give 0 - n to subtract) to a counter that only holders of one
 /// lock write and anyone may read: a plain load and store, not a locked read-modify-write.
 inline void add_under_lock(std::atomic<std::size_t>& counter, std::size_t delta) noexcept {

@@ -148,7 +148,7 @@ void engine_heap::release_kept(bool all, std::uint32_t now) noexcept {
     lock_guard g(heaps_lock_);
     for (thread_heap* h = heaps_; h != nullptr; h = h->next_heap)
         if (h->kept.load(std::memory_order_relaxed) != nullptr &&
-            (all || now - h->kept_at.load(std::memory_order_relaxed) >= options_.decay_ms))
+            (all || tick_age(now, h->kept_at.load(std::memory_order_relaxed)) >= options_.decay_ms))
             release_kept_of(h);
 }
 

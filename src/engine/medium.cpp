@@ -124,7 +124,7 @@ void engine_heap::release_empty_arenas(bool all, std::uint32_t now) noexcept {
     for (unsigned a = 1; a < arena_count_;) {
         run* head = arenas_[a];
         tlsf* t = tlsf_of(head, data_, runs_);
-        if (t->live_allocations() != 0 || (!all && now - head->freed_at < options_.decay_ms)) {
+        if (t->live_allocations() != 0 || (!all && tick_age(now, head->freed_at) < options_.decay_ms)) {
             ++a;
             continue;
         }

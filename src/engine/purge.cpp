@@ -172,8 +172,8 @@ std::size_t engine_heap::purge_free_medium(purge_pass pass, std::uint32_t now,
     if (pass != purge_pass::cap) {
         bool stop = false;
         each([&](purge_range r, std::size_t, std::uint64_t* mark) {
-            const bool due =
-                pass == purge_pass::all || now - static_cast<std::uint32_t>(mark[2]) >= options_.decay_ms;
+            const bool due = pass == purge_pass::all ||
+                             tick_age(now, static_cast<std::uint32_t>(mark[2])) >= options_.decay_ms;
             while (!stop && due && mark[4] != 0) {
                 purge(r, mark, deadline_ns != 0 ? piece_bytes : SIZE_MAX);
                 stop = past(deadline_ns);
@@ -187,7 +187,7 @@ std::size_t engine_heap::purge_free_medium(purge_pass pass, std::uint32_t now,
         std::uint32_t oldest_age = 0;
         purge_range at{};
         each([&](purge_range r, std::size_t, std::uint64_t* mark) {
-            const std::uint32_t age = now - static_cast<std::uint32_t>(mark[2]);
+            const std::uint32_t age = tick_age(now, static_cast<std::uint32_t>(mark[2]));
             if (mark[4] != 0 && (oldest == nullptr || age > oldest_age)) {
                 oldest = mark;
                 oldest_age = age;
@@ -283,11 +283,12 @@ std::size_t engine_heap::purge_spans(purge_pass pass, std::uint32_t now, std::ui
         std::size_t k = 0;
         for (std::uint64_t m = bin_map_; m != 0 && k < due_max; m &= m - 1)
             for (run* r = bins_[std::countr_zero(m)]; r != nullptr && k < due_max; r = r->next)
-                if (r->dirty && (pass == purge_pass::all || now - r->freed_at >= options_.decay_ms))
+                if (r->dirty && (pass == purge_pass::all || tick_age(now, r->freed_at) >= options_.decay_ms))
                     due[k++] = r;
         if (k == 0) break;
-        std::sort(due, due + k,
-                  [now](const run* a, const run* b) { return now - a->freed_at > now - b->freed_at; });
+        std::sort(due, due + k, [now](const run* a, const run* b) {
+            return tick_age(now, a->freed_at) > tick_age(now, b->freed_at);
+        });
         for (std::size_t i = 0; i < k; ++i) {
             while (due[i]->dirty) {
                 purged +=
@@ -312,7 +313,8 @@ std::size_t engine_heap::decay_step(std::uint64_t deadline_ns, thread_heap* own)
     next_step_.store(now + step_interval_, std::memory_order_relaxed);
     // A new window of the recent peak every decay_ms (big_recent()).
     std::uint32_t began = window_start_.load(std::memory_order_relaxed);
-    const bool roll = now - began >= options_.decay_ms && window_start_.compare_exchange_strong(began, now);
+    const bool roll =
+        tick_age(now, began) >= options_.decay_ms && window_start_.compare_exchange_strong(began, now);
     if (roll) {
         big_peak_before_.store(big_peak_.load(std::memory_order_relaxed), std::memory_order_relaxed);
         big_peak_.store(big_live(), std::memory_order_relaxed);
@@ -421,7 +423,7 @@ std::size_t engine_heap::purge_run_blocks(thread_heap* h, std::uint32_t now,
                 continue;
             }
             if ((words[2] & run_mark_purged) != 0) continue;
-            if (now - static_cast<std::uint32_t>(words[2]) < options_.decay_ms) {
+            if (tick_age(now, static_cast<std::uint32_t>(words[2])) < options_.decay_ms) {
                 waiting = true;
                 continue;
             }

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <random>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -367,6 +368,48 @@ TEST(EngineDecay, AnEmptyMediumArenaStaysUntilItDecays) {
     void* p = h.allocate(std::size_t{256} << 10); // the first arena serves it
     EXPECT_EQ(p, v.front());
     h.deallocate(p);
+    EXPECT_TRUE(h.check());
+}
+
+// A step reads its clock before it takes the heap's locks; a block freed meanwhile by another
+// thread is stamped with a later tick. It is new, not 49 days old: its arena stays. The clock itself
+// stands in for the other thread (it frees the block while the step reads the time).
+namespace late_free {
+std::atomic<std::uint64_t> ms{1000};
+engine_heap* heap = nullptr;
+void* block = nullptr;
+std::uint64_t clock() noexcept {
+    if (void* p = std::exchange(block, nullptr)) {
+        const std::uint64_t t = ms.fetch_add(1); // the free lands a tick after the step's reading
+        heap->deallocate(p);
+        return t;
+    }
+    return ms.load();
+}
+} // namespace late_free
+
+TEST(EngineDecay, ABlockFreedAfterAStepReadItsClockIsNew) {
+    engine_options o = decay_options(1000);
+    o.clock_ms = &late_free::clock;
+    o.medium_arena_bytes = mib; // arenas of 1, 2 and 4 MiB
+    engine_heap h(o);
+    late_free::heap = &h;
+    std::vector<void*> v;
+    for (int i = 0; i < 20; ++i) {
+        v.push_back(h.allocate(std::size_t{256} << 10));
+        ASSERT_NE(v.back(), nullptr);
+    }
+    for (std::size_t i = 0; i + 1 < v.size(); ++i)
+        h.deallocate(v[i]);
+    (void)h.end_frame(std::chrono::seconds{1});
+    late_free::ms += 10;
+    const std::size_t committed = h.committed_bytes();
+    const std::size_t spans = h.purge_stats().retained_span_bytes;
+    late_free::block = v.back(); // the last block of the last arena, freed inside the next step
+    (void)h.end_frame(std::chrono::seconds{1});
+    EXPECT_EQ(late_free::block, nullptr) << "the step read the clock";
+    EXPECT_EQ(h.purge_stats().retained_span_bytes, spans) << "the arena emptied just now: it stays";
+    EXPECT_EQ(h.committed_bytes(), committed) << "nothing purged";
     EXPECT_TRUE(h.check());
 }
 
