@@ -46,6 +46,7 @@ void* engine_heap::medium_allocate(std::size_t size, std::size_t align) noexcept
     if (head == nullptr) return nullptr;
     std::byte* at = address_of(head);
     auto* t = new (at) tlsf(std::span<std::byte>(at + tlsf_room, (n << granule_shift) - tlsf_room));
+    head->freed_at = now_tick(); // empty since it was made, should the request below not fit
     arena_hint_ = arena_count_;
     arenas_[arena_count_++] = head;
     arena_bytes_ += n << granule_shift;

@@ -96,6 +96,7 @@ bool engine_heap::check() const noexcept {
     std::size_t free_spans = 0;
     std::size_t dirty = 0;
     std::size_t kept = 0;
+    std::size_t medium_spans = 0, medium_granules = 0, medium_live = 0;
     for (std::size_t g = 0; ok && g < top_;) {
         const run* head = runs_ + g;
         const std::size_t n = head->granules;
@@ -146,7 +147,11 @@ bool engine_heap::check() const noexcept {
         case span_kind::medium: {
             for (std::size_t i = 1; i < n; ++i)
                 if (head[i].back != i) ok = false;
-            if (!tlsf_of(const_cast<run*>(head), data_, runs_)->check()) ok = false;
+            const tlsf* t = tlsf_of(const_cast<run*>(head), data_, runs_);
+            if (!t->check()) ok = false;
+            ++medium_spans;
+            medium_granules += n;
+            medium_live += t->live_allocations();
             break;
         }
         case span_kind::kept: kept += n; break;
@@ -164,6 +169,13 @@ bool engine_heap::check() const noexcept {
         }
     }
     if (binned != free_spans || dirty != dirty_free_) ok = false;
+    // The medium spans are the arenas, and their live blocks the medium tier's count.
+    if (medium_spans != arena_count_ || medium_granules << granule_shift != arena_bytes_ ||
+        medium_live != medium_count_.load(std::memory_order_relaxed) ||
+        (arena_count_ != 0 && arena_hint_ >= arena_count_))
+        ok = false;
+    for (unsigned a = 0; ok && a < arena_count_; ++a)
+        if (arenas_[a]->kind != span_kind::medium || arenas_[a]->back != 0) ok = false;
     // Each kept span is one thread's: the spans of kind kept are those the threads hold.
     std::size_t held = 0;
     for (const thread_heap* h = heaps_; ok && h != nullptr; h = h->next_heap)
