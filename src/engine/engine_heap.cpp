@@ -271,7 +271,15 @@ void engine_heap::after_fork_parent() noexcept {
 
 void engine_heap::after_fork_child() noexcept {
     // Only the forking thread exists: it holds every lock, and releasing them leaves consistent
-    // structures. Other threads' caches stay unreachable; their blocks stay valid.
+    // structures. Other threads' caches stay unreachable (a thread stopped in the middle of its
+    // lock-free fast path may have left its own lists half updated, so nothing walks them); their
+    // blocks stay valid. No purge thread runs here: start_purge_thread may start one, and the
+    // destructor joins nothing.
+    for (engine_heap* e : registry.instances)
+        if (e != nullptr) {
+            e->thread_running_.store(false, std::memory_order_relaxed);
+            e->thread_stop_.store(false, std::memory_order_relaxed);
+        }
     after_fork_parent();
 }
 

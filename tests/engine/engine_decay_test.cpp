@@ -3,6 +3,8 @@
 // end_frame() stops at its budget. A fake clock makes every age exact; mincore tells residency.
 
 #include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -238,6 +240,30 @@ TEST(EngineDecay, OnePurgeThreadAtATime) {
     h.stop_purge_thread();
     EXPECT_TRUE(h.start_purge_thread(std::chrono::milliseconds{5}));
 } // the destructor stops it
+
+// A forked child has no purge thread (only the forking thread is copied): it may start its own, and
+// stopping or destroying the heap there joins nothing that is not its own.
+TEST(EngineDecay, AForkedChildHasNoPurgeThreadUntilItStartsOne) {
+    engine_heap h(decay_options(100));
+    ASSERT_TRUE(h.start_purge_thread(std::chrono::milliseconds{1}));
+    engine_heap::prepare_fork();
+    const pid_t child = ::fork();
+    if (child == 0) {
+        engine_heap::after_fork_child();
+        int code = 0;
+        if (!h.start_purge_thread(std::chrono::milliseconds{1})) code = 1;
+        h.stop_purge_thread();
+        h.deallocate(h.allocate(100));
+        if (!h.check()) code = 2;
+        std::_Exit(code);
+    }
+    engine_heap::after_fork_parent();
+    ASSERT_GT(child, 0);
+    int status = 0;
+    ASSERT_EQ(::waitpid(child, &status, 0), child);
+    EXPECT_TRUE(WIFEXITED(status)) << status;
+    EXPECT_EQ(WEXITSTATUS(status), 0) << "1: the child could not start its purge thread; 2: check()";
+} // the destructor stops the parent's thread
 
 TEST(EngineDecay, SlowPathsStepWithoutFrameCalls) {
     engine_heap h(decay_options(100));

@@ -373,7 +373,8 @@ public:
     /// fork() support for whoever owns the process's heap (the malloc shim registers these with
     /// pthread_atfork): prepare takes every lock of every engine_heap, the parent releases them,
     /// the child releases them (only the forking thread exists there; other threads' caches stay
-    /// unreachable, their blocks are still valid).
+    /// unreachable, their blocks are still valid, and what those threads held cached is not reused
+    /// in the child, as with glibc's malloc). The child has no purge thread until it starts one.
     static void prepare_fork() noexcept;
     static void after_fork_parent() noexcept;
     static void after_fork_child() noexcept;
@@ -510,6 +511,7 @@ private:
     [[nodiscard]] run* span_fit(std::size_t n, engine_detail::span_kind kind) const noexcept;
     [[nodiscard]] run* span_best_fit(std::size_t n) const noexcept;
     [[nodiscard]] run* span_low_fit(std::size_t n) const noexcept;
+    [[nodiscard]] run* span_any_fit(std::size_t n) const noexcept;
     [[nodiscard]] run* free_before(std::size_t g) const noexcept;
     static void append(run* left, const run* right) noexcept;
     /// Returns: the granules of free span `r` that may be resident (its dirty part).
