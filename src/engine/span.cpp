@@ -139,12 +139,28 @@ engine_heap::run* engine_heap::span_low_fit(std::size_t n) const noexcept {
     return warm != nullptr ? warm : low;
 }
 
-/// Returns: a span of `n` granules of `kind`: span_fit's choice from the bins (the remainder goes back),
-/// else fresh granules past top_; nullptr when the reservation is full. `*clean` (when given): the
-/// span was never written since it was last purged.
+/// Returns: the smallest free span that fits, looking at every span of every bin that can serve it
+/// (for a full reservation, where span_fit's look at the first few of each may miss one); nullptr
+/// when none does.
+engine_heap::run* engine_heap::span_any_fit(std::size_t n) const noexcept {
+    run* best = nullptr;
+    for (std::uint64_t m = bin_map_ & (~std::uint64_t{0} << bin_of(n)); m != 0; m &= m - 1)
+        for (run* r = bins_[std::countr_zero(m)]; r != nullptr; r = r->next)
+            if (r->granules >= n && (best == nullptr || r->granules < best->granules)) best = r;
+    return best;
+}
+
+/// Returns: a span of `n` granules of `kind`: span_fit's choice from the bins (the remainder goes
+/// back), else fresh granules past top_, else (the reservation full) any free span that fits;
+/// nullptr when none does. `*clean` (when given): the span was never written since it was last
+/// purged.
 engine_heap::run* engine_heap::span_alloc(std::size_t n, span_kind kind, bool* clean) noexcept {
     if (n == 0 || n > granule_count_) return nullptr;
     run* found = span_fit(n, kind);
+    if (found == nullptr && (top_ + n > granule_count_ || !grow_commit(top_ + n))) {
+        found = span_any_fit(n);
+        if (found == nullptr) return nullptr;
+    }
     bool was_clean = true;
     if (found != nullptr) {
         bin_remove(found);
@@ -160,8 +176,7 @@ engine_heap::run* engine_heap::span_alloc(std::size_t n, span_kind kind, bool* c
             mark_span(rest, rn, span_kind::free);
             bin_insert(rest);
         }
-    } else {
-        if (top_ + n > granule_count_ || !grow_commit(top_ + n)) return nullptr;
+    } else { // grow_commit(top_ + n) above made room
         found = runs_ + top_;
         top_ += n;
     }
@@ -221,6 +236,7 @@ void engine_heap::span_free(run* head, bool dirty, std::uint32_t freed_at) noexc
         bin_remove(prev);
         head->granules = static_cast<std::uint32_t>(n);
         append(prev, head);
+        head->kind = span_kind::free; // no block's head any more: a second free of it is ignored
         n += prev->granules;
         head = prev;
     }

@@ -635,6 +635,65 @@ TEST(EngineHeap, MediumRequestsOutliveTheLastArena) {
     EXPECT_EQ(h.stats().in_use, 0u);
 }
 
+// A bin is searched only so far (its first 16 spans) while the reservation can grow; once it is
+// full every free span is looked at, so a request fails only when no free span fits. Here bin 32
+// (32-63 granules) holds seventeen 33-granule spans in front of a 63-granule one, and 50 are asked.
+TEST(EngineHeap, AFullReservationStillFindsTheFreeSpanThatFits) {
+    engine_options o;
+    o.reserve_bytes = std::size_t{64} << 20;
+    o.large_keep_bytes = 0; // freed spans go straight to the bins
+    engine_heap h(o);
+    const std::size_t g = engine_heap::granule;
+    std::vector<void*> holes, rest;
+    void* big = h.allocate(63 * g);
+    ASSERT_NE(big, nullptr);
+    rest.push_back(h.allocate(17 * g)); // spacers keep the holes apart
+    for (int i = 0; i < 17; ++i) {
+        holes.push_back(h.allocate(33 * g));
+        rest.push_back(h.allocate(17 * g));
+        ASSERT_NE(holes.back(), nullptr);
+    }
+    while (void* p = h.allocate(17 * g))
+        rest.push_back(p);
+    while (void* p = h.allocate(2 * g, 2 * g)) // down to the last granules
+        rest.push_back(p);
+    h.deallocate(big);
+    for (void* p : holes)
+        h.deallocate(p);
+    EXPECT_TRUE(h.check());
+    void* p = h.allocate(50 * g);
+    EXPECT_EQ(p, big) << "the 63-granule span, behind sixteen that are too small";
+    h.deallocate(p);
+    for (void* q : rest)
+        h.deallocate(q);
+    EXPECT_TRUE(h.check());
+}
+
+// A large block's second free finds a free span where its head was and is ignored, also when its
+// span merged into the free one before it (double frees are undefined; this one costs nothing).
+TEST(EngineHeap, ASecondFreeOfAMergedLargeBlockIsIgnored) {
+    engine_options o = small_options();
+    o.large_keep_bytes = 0; // freed spans go straight to the bins
+    engine_heap h(o);
+    const std::size_t n = std::size_t{2} << 20;
+    void* a = h.allocate(n);
+    void* b = h.allocate(n);
+    void* c = h.allocate(n); // keeps b from merging with the free space past it
+    ASSERT_TRUE(a != nullptr && b != nullptr && c != nullptr);
+    h.deallocate(a);
+    h.deallocate(b); // merges into a's free span
+    h.deallocate(b);
+    EXPECT_TRUE(h.check());
+    auto* x = static_cast<char*>(h.allocate(2 * n));
+    auto* y = static_cast<char*>(h.allocate(n));
+    ASSERT_TRUE(x != nullptr && y != nullptr);
+    EXPECT_TRUE(y + n <= x || x + 2 * n <= y) << "overlapping blocks";
+    h.deallocate(x);
+    h.deallocate(y);
+    h.deallocate(c);
+    EXPECT_TRUE(h.check());
+}
+
 // populate_after_bytes = 0: every run is faulted in whole when made, a class's first run too, so
 // an engine that asks for it takes no fault from its first frame.
 TEST(EngineHeap, PopulateFromTheStartFaultsFirstRunsInWhole) {
