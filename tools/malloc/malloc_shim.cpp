@@ -284,7 +284,26 @@ void* new_impl(std::size_t size, std::size_t align) {
     }
 }
 
+// The nothrow forms. With no new-handler a refusal is nullptr at once: no exception is thrown, so
+// none is left counted as in flight by the program's runtime (one thrown there and caught here, in
+// the library's copy, would be: its unitbuf streams, std::cerr among them, would stop flushing).
+// With a handler, which may throw bad_alloc, the request goes through the program's libstdc++'s own
+// nothrow operator new, which calls the throwing form (this library's) and catches in the runtime
+// that threw. Without a libstdc++.so the handler is this library's own, and so is the catch.
 void* new_nothrow(std::size_t size, std::size_t align) noexcept {
+    void* p = align <= alignof(std::max_align_t) ? do_malloc(size) : do_aligned(align, size);
+    if (STRATA_LIKELY(p != nullptr)) return p;
+    if (current_new_handler() == nullptr) return nullptr;
+    if (void* lib = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_NOLOAD)) {
+        const bool aligned = align > alignof(std::max_align_t);
+        void* sym = dlsym(lib, aligned ? "_ZnwmSt11align_val_tRKSt9nothrow_t" : "_ZnwmRKSt9nothrow_t");
+        dlclose(lib); // NOLOAD took a reference
+        using plain_fn = void* (*)(std::size_t, const std::nothrow_t&) noexcept;
+        using aligned_fn = void* (*)(std::size_t, std::align_val_t, const std::nothrow_t&) noexcept;
+        if (sym != nullptr && aligned)
+            return reinterpret_cast<aligned_fn>(sym)(size, std::align_val_t{align}, std::nothrow);
+        if (sym != nullptr) return reinterpret_cast<plain_fn>(sym)(size, std::nothrow);
+    }
     try {
         return new_impl(size, align);
     } catch (...) {

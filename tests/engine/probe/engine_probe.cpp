@@ -179,6 +179,10 @@ void cxx_checks() {
     PROBE(owns(n));
     ::operator delete(n, std::nothrow);
     PROBE(::operator new(opaque(SIZE_MAX - 100), std::nothrow) == nullptr);
+    PROBE(::operator new[](opaque(SIZE_MAX - 100), std::align_val_t{64}, std::nothrow) == nullptr);
+    // A refused nothrow request leaves no exception in flight in the program's runtime (its
+    // unitbuf streams, std::cerr among them, stop flushing while one seems to be).
+    PROBE(std::uncaught_exceptions() == 0);
     bool threw = false;
     try {
         sink = ::operator new(opaque(SIZE_MAX - 100));
@@ -205,6 +209,19 @@ void cxx_checks() {
     std::set_new_handler(count_once);
     void* refused = ::operator new(opaque(SIZE_MAX - 100), std::nothrow);
     PROBE(refused == nullptr && handler_calls == 2);
+    // A handler that throws bad_alloc ends a nothrow request with nullptr, and the exception is
+    // caught where it was thrown: in the program's runtime.
+    static int throwing_calls = 0;
+    std::set_new_handler([] {
+        ++throwing_calls;
+        throw std::bad_alloc();
+    });
+    refused = ::operator new(opaque(SIZE_MAX - 100), std::nothrow);
+    PROBE(refused == nullptr && throwing_calls == 1);
+    refused = ::operator new (opaque(SIZE_MAX - 100), std::align_val_t{4096}, std::nothrow);
+    PROBE(refused == nullptr && throwing_calls == 2);
+    std::set_new_handler(nullptr);
+    PROBE(std::uncaught_exceptions() == 0);
     void* s = ::operator new(100);
     ::operator delete(s, 100);
     void* al = ::operator new (100, std::align_val_t{4096});
