@@ -21,6 +21,7 @@ namespace strata {
 namespace engine_detail {
 
 __thread tls_slot tls[max_instances] __attribute__((tls_model("initial-exec")));
+__thread bool thread_gone __attribute__((tls_model("initial-exec"))) = false;
 constinit run empty_run{};
 constinit registry_type registry;
 
@@ -122,16 +123,17 @@ void* engine_heap::allocate_slow(std::size_t size, std::size_t align) noexcept {
             while (class_size(c) % align != 0)
                 ++c;
         }
-        thread_heap* h = thread_cache();
-        if (h == nullptr) return nullptr;
-        run* r = h->current[c];
-        if (free_block* b = r->free) {
-            r->free = b->next;
-            ++r->used;
-            h->allocs[c].add(1);
-            return b;
+        if (thread_heap* h = thread_cache()) {
+            run* r = h->current[c];
+            if (free_block* b = r->free) {
+                r->free = b->next;
+                ++r->used;
+                h->allocs[c].add(1);
+                return b;
+            }
+            return small_slow(h, c);
         }
-        return small_slow(h, c);
+        // No cache (a thread past its exit, or no record left): the tiers below serve it.
     }
     if (size <= medium_max && align <= 4096) {
         if (void* p = medium_allocate(size, align)) return p;

@@ -53,6 +53,11 @@ struct unlock_guard {
     spinlock& l_;
 };
 
+/// Set on a thread once its caches were handed back at its exit (engine_heap::thread_exit). Another
+/// key's destructor that allocates after that gets no new cache (in pthread's last round of
+/// destructors nothing would hand it back): its small blocks come from the medium tier.
+extern __thread bool thread_gone __attribute__((tls_model("initial-exec")));
+
 /// Every live engine_heap, by TLS slot. The epoch tells a thread's slot from a stale one left by a
 /// destroyed heap whose slot was reused.
 struct registry_type {

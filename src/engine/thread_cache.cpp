@@ -16,9 +16,11 @@ using namespace engine_detail;
 // Making a cache
 // -------------------------------------------------------------------------------------------------
 
-/// Returns: a cache for the calling thread, registered in its TLS slot; nullptr when no span is left
-/// for the record, or when 16M records exist (their ids fill the tags' owner field).
+/// Returns: a cache for the calling thread, registered in its TLS slot; nullptr when the thread has
+/// passed its exit (thread_gone), when no span is left for the record, or when 16M records exist
+/// (their ids fill the tags' owner field).
 engine_heap::thread_heap* engine_heap::make_thread_heap() noexcept {
+    if (thread_gone) return nullptr;
     thread_heap* h = nullptr;
     {
         lock_guard g(heaps_lock_);
@@ -162,6 +164,7 @@ void engine_heap::abandon(thread_heap* h) noexcept {
 
 /// Effects: pthread key destructor: hands back the exiting thread's cache of every live heap.
 void engine_heap::thread_exit(void*) noexcept {
+    thread_gone = true;
     for (unsigned i = 0; i < max_instances; ++i) {
         const tls_slot s = tls[i];
         if (s.heap == nullptr) continue;

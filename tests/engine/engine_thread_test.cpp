@@ -2,6 +2,8 @@
 // producer/consumer, thread exit handing caches back (runs adopted by other threads), a random
 // shared-pointer stress.
 // TSAN_STAGE: the CI tsan stage runs the *Thread* tests of this file.
+#include <pthread.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -561,6 +563,43 @@ TEST(EngineHeapThreads, ThreadExitHandsRunsToOthers) {
     EXPECT_EQ(h.stats().live_allocations, 0u);
     // Rounds reuse adopted runs: the heap did not grow by a fresh set of runs per thread.
     EXPECT_LE(committed, committed_early + (std::size_t{16} << 20));
+}
+
+// A pthread key destructor that runs after the heap's own (its key was made later) and allocates
+// gets no new cache: in pthread's last round of destructors nothing would hand one back, and each
+// thread would leave a cache and its runs behind. Here the destructor frees its value and sets a
+// new one, every round, as some thread-local frameworks do; its last value is never freed (under
+// any malloc), and is all that each thread may leave.
+namespace late_key {
+engine_heap* heap = nullptr;
+pthread_key_t key;
+void destroy(void* v) {
+    heap->deallocate(v);
+    (void)pthread_setspecific(key, heap->allocate(32));
+}
+} // namespace late_key
+
+TEST(EngineHeapThreads, AKeyDestructorThatAllocatesAfterThreadExitLeavesNoCache) {
+    engine_heap h(options());
+    late_key::heap = &h;
+    std::thread([&] { h.deallocate(h.allocate(16)); }).join(); // the heap's key exists first
+    ASSERT_EQ(pthread_key_create(&late_key::key, &late_key::destroy), 0);
+    const auto run_threads = [&](int n) {
+        for (int i = 0; i < n; ++i) {
+            std::thread([&] {
+                (void)pthread_setspecific(late_key::key, h.allocate(32));
+                h.deallocate(h.allocate(100));
+            }).join();
+        }
+    };
+    run_threads(20);
+    const std::size_t committed = h.committed_bytes();
+    run_threads(300);
+    EXPECT_LE(h.committed_bytes(), committed + (std::size_t{1} << 20))
+        << "a cache (and its runs) per thread stayed behind";
+    EXPECT_LE(h.stats().live_allocations, 320u) << "one 32-byte block per thread";
+    EXPECT_TRUE(h.check());
+    pthread_key_delete(late_key::key);
 }
 
 // The next thread gets the exited thread's cache record, with its owner id. The runs the first
