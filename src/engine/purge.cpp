@@ -276,29 +276,23 @@ std::size_t engine_heap::purge_spans(purge_pass pass, std::uint32_t now, std::ui
         }
         return purged;
     }
-    // Up to 64 due spans at a time, oldest first: one walk of the bins per 64, not per span (a
-    // shrunk heap can hold thousands of small free spans).
+    // The oldest 64 dirty spans at a time (one walk of the bins per 64, not per span: a shrunk heap
+    // can hold thousands of small free spans), oldest first; the first one not due yet ends the
+    // pass, every other is newer.
     for (;;) {
-        run* due[due_max];
-        std::size_t k = 0;
-        for (std::uint64_t m = bin_map_; m != 0 && k < due_max; m &= m - 1)
-            for (run* r = bins_[std::countr_zero(m)]; r != nullptr && k < due_max; r = r->next)
-                if (r->dirty && (pass == purge_pass::all || tick_age(now, r->freed_at) >= options_.decay_ms))
-                    due[k++] = r;
-        if (k == 0) break;
-        std::sort(due, due + k, [now](const run* a, const run* b) {
-            return tick_age(now, a->freed_at) > tick_age(now, b->freed_at);
-        });
+        run* oldest[due_max];
+        const std::size_t k = oldest_dirty_spans(oldest, due_max);
+        if (k == 0) return purged;
         for (std::size_t i = 0; i < k; ++i) {
-            while (due[i]->dirty) {
-                purged +=
-                    purge_span_piece(due[i], deadline_ns != 0 ? piece_granules : due[i]->granules, batch)
-                    << granule_shift;
+            run* r = oldest[i];
+            if (pass != purge_pass::all && tick_age(now, r->freed_at) < options_.decay_ms) return purged;
+            while (r->dirty) {
+                purged += purge_span_piece(r, deadline_ns != 0 ? piece_granules : r->granules, batch)
+                          << granule_shift;
                 if (past(deadline_ns)) return purged; // the batch's end flushes what waits
             }
         }
     }
-    return purged;
 }
 
 // -------------------------------------------------------------------------------------------------

@@ -241,6 +241,35 @@ TEST(EngineDecay, OnePurgeThreadAtATime) {
     EXPECT_TRUE(h.start_purge_thread(std::chrono::milliseconds{5}));
 } // the destructor stops it
 
+// A budgeted step takes the oldest decayed span first, also when more than 64 wait (a step looks at
+// 64 at a time) and the oldest is the last of its bin (a bin is newest first).
+TEST(EngineDecay, TheOldestOfManyDecayedSpansGoesFirst) {
+    engine_options o = decay_options(100);
+    o.large_keep_bytes = 0; // freed spans go straight to the bins
+    engine_heap h(o);
+    constexpr int n = 70;
+    const std::size_t size = 20 * engine_heap::granule; // 1.25 MiB: one bin for all of them
+    std::vector<void*> blocks, spacers;
+    for (int i = 0; i < n; ++i) {
+        blocks.push_back(h.allocate(size));
+        spacers.push_back(h.allocate(size)); // live between them: no two free spans merge
+        ASSERT_TRUE(blocks.back() != nullptr && spacers.back() != nullptr);
+    }
+    auto* first = static_cast<char*>(blocks.front());
+    std::memset(first, 1, size); // the only one resident
+    for (void* p : blocks) {
+        h.deallocate(p);
+        advance(1);
+    }
+    advance(200);
+    ASSERT_EQ(resident(first, size), size / page);
+    EXPECT_EQ(h.end_frame(std::chrono::microseconds{0}), mib); // one piece
+    EXPECT_EQ(resident(first, size), (size - mib) / page) << "a newer span's piece went first";
+    EXPECT_TRUE(h.check());
+    for (void* p : spacers)
+        h.deallocate(p);
+}
+
 // A forked child has no purge thread (only the forking thread is copied): it may start its own, and
 // stopping or destroying the heap there joins nothing that is not its own.
 TEST(EngineDecay, AForkedChildHasNoPurgeThreadUntilItStartsOne) {
