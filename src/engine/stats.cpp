@@ -97,6 +97,7 @@ bool engine_heap::check() const noexcept {
     std::size_t dirty = 0;
     std::size_t kept = 0;
     std::size_t medium_spans = 0, medium_granules = 0, medium_live = 0;
+    std::size_t free_granules = 0, large_granules = 0, large_blocks = 0;
     for (std::size_t g = 0; ok && g < top_;) {
         const run* head = runs_ + g;
         const std::size_t n = head->granules;
@@ -115,6 +116,7 @@ bool engine_heap::check() const noexcept {
         switch (head->kind) {
         case span_kind::free:
             ++free_spans;
+            free_granules += n;
             if (head->dirty && head->clean_tail >= n) ok = false; // a dirty part, at its front
             dirty += dirty_granules(head);
             if (g + n < top_ && runs_[g + n].kind == span_kind::free) ok = false; // not coalesced
@@ -156,6 +158,9 @@ bool engine_heap::check() const noexcept {
         }
         case span_kind::kept: kept += n; break;
         case span_kind::large:
+            large_granules += n;
+            ++large_blocks;
+            break;
         case span_kind::meta: break;
         }
         g += n;
@@ -165,10 +170,14 @@ bool engine_heap::check() const noexcept {
         if (((bin_map_ >> b) & 1) != (bins_[b] != nullptr)) ok = false;
         for (const run* r = bins_[b]; ok && r != nullptr; r = r->next) {
             if (r->kind != span_kind::free || bin_of(r->granules) != b) ok = false;
+            if (r->prev != nullptr ? r->prev->next != r : bins_[b] != r) ok = false; // unlink's links
             ++binned;
         }
     }
-    if (binned != free_spans || dirty != dirty_free_) ok = false;
+    if (binned != free_spans || dirty != dirty_free_ || free_granules != free_granules_) ok = false;
+    if ((large_granules << granule_shift) != large_bytes_.load(std::memory_order_relaxed) ||
+        large_blocks != large_live_.load(std::memory_order_relaxed))
+        ok = false;
     // The medium spans are the arenas, and their live blocks the medium tier's count.
     if (medium_spans != arena_count_ || medium_granules << granule_shift != arena_bytes_ ||
         medium_live != medium_count_.load(std::memory_order_relaxed) ||
