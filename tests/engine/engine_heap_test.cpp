@@ -435,6 +435,21 @@ TEST(EngineHeap, ReallocateInPlaceWhereTheBlockAllows) {
     EXPECT_TRUE(h.check());
 }
 
+// Every byte up to usable_size() is the caller's: a medium block grown in place keeps them all, also
+// where the checks fill fresh bytes with a pattern (STRATA_CHECKS=2).
+TEST(EngineHeap, AMediumBlockGrownInPlaceKeepsItsUsableBytes) {
+    engine_heap h(small_options());
+    auto* p = static_cast<unsigned char*>(h.allocate(70001));
+    ASSERT_NE(p, nullptr);
+    const std::size_t usable = h.usable_size(p);
+    ASSERT_GT(usable, 70002u);
+    std::memset(p, 0xAB, usable);
+    ASSERT_EQ(h.reallocate(p, usable - 1), p);
+    EXPECT_TRUE(std::all_of(p, p + usable - 1, [](unsigned char c) { return c == 0xAB; }));
+    h.deallocate(p);
+    EXPECT_TRUE(h.check());
+}
+
 TEST(EngineHeap, AllocateZeroedIsZeroAfterReuse) {
     engine_heap h(small_options());
     for (std::size_t size :

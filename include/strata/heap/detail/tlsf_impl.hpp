@@ -125,6 +125,7 @@ bool basic_tlsf<SLI>::resize_here(void* p, std::size_t new_size) noexcept {
     const std::size_t tight = (new_size + (alignment - 1)) & ~(alignment - 1);
     std::size_t need = tight;
     std::size_t have = b->size();
+    const std::size_t old_usable = have;
     const std::size_t old_asked = have - b->slack();
     if (tight > have) {
         block* next = b->next_phys();
@@ -140,7 +141,11 @@ bool basic_tlsf<SLI>::resize_here(void* p, std::size_t new_size) noexcept {
     }
     if (const std::size_t grid_need = payload_at(p, new_size); grid_need <= have) need = grid_need;
     if (new_size > old_asked) {
-        acquire_bytes(b->payload() + old_asked, new_size - old_asked);
+        // The bytes up to the old usable size were the caller's (usable_size) and keep what they
+        // hold; only those past it get the allocated pattern.
+        const std::size_t kept = std::min(new_size, old_usable);
+        unpoison(b->payload() + old_asked, kept - old_asked);
+        if (new_size > kept) acquire_bytes(b->payload() + kept, new_size - kept);
     } else {
         release_bytes(b->payload() + new_size, old_asked - new_size);
     }
@@ -234,7 +239,7 @@ bool basic_tlsf<SLI>::check() const noexcept {
                 return corrupt(b, "block runs past its pool");
             if (b->prev_phys() != prev || (b->prev_ & 14) != 0)
                 return corrupt(b, "boundary tag: prev_phys does not name the predecessor");
-            if (b->size() < min_payload || b->size() % alignment != 0)
+            if (b->size() < min_payload || (b->size_ & 14) != 0)
                 return corrupt(b, "block size below the minimum or not a multiple of 16");
             if (b->is_prev_free() != (prev != nullptr && prev->is_free()))
                 return corrupt(b, "prev_free flag disagrees with the predecessor");
