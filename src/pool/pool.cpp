@@ -102,7 +102,9 @@ bool pool::add_chunk(std::span<std::byte> memory, memory_block block) noexcept {
         ++count;
     if (count == 0) return false;
     try {
-        chunks_.reserve(chunks_.size() + 1);
+        // Doubling: reserve(size + 1) would allocate exactly that, and copy the list each time.
+        if (chunks_.size() == chunks_.capacity())
+            chunks_.reserve(std::max<std::size_t>(8, 2 * chunks_.size()));
     } catch (...) {
         return false;
     }

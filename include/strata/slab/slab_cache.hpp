@@ -588,7 +588,9 @@ private:
         }
         if (per_slab_ == 0) return nullptr;
         try {
-            slabs_.reserve(slabs_.size() + 1);
+            // Doubling: reserve(size + 1) would allocate exactly that, and copy the list each time.
+            if (slabs_.size() == slabs_.capacity())
+                slabs_.reserve(std::max<std::size_t>(8, 2 * slabs_.size()));
         } catch (...) {
             return nullptr;
         }
