@@ -386,20 +386,32 @@ TEST(EngineDecay, AMediumBlockReusedBeforeItDecaysStaysWarm) {
     EXPECT_EQ(h.purge_stats().purged_bytes, 0u);
 }
 
+// decay_options with medium arenas of 1, 2 and 4 MiB.
+engine_options small_arena_options(std::uint32_t decay_ms) {
+    engine_options o = decay_options(decay_ms);
+    o.medium_arena_bytes = mib;
+    return o;
+}
+
+// Twenty 256 KiB blocks in small_arena_options' arenas; empty when one was refused.
+std::vector<void*> fill_small_arenas(engine_heap& h) {
+    std::vector<void*> v;
+    for (int i = 0; i < 20; ++i) {
+        v.push_back(h.allocate(std::size_t{256} << 10));
+        if (v.back() == nullptr) return {};
+    }
+    return v;
+}
+
 // An arena that empties is whole again, and once no medium block is live the next requests start
 // from the first arena: the same requests take the same places. An empty arena other than the first
 // stays until it has been empty for decay_ms; then a step hands it to the span pool, where it is
 // already that old, and purges it. The last free of an arena is completed though tlsf leaves it in
 // flight.
 TEST(EngineDecay, AnEmptyMediumArenaStaysUntilItDecays) {
-    engine_options o = decay_options(100);
-    o.medium_arena_bytes = mib; // arenas of 1, 2 and 4 MiB
-    engine_heap h(o);
-    std::vector<void*> v;
-    for (int i = 0; i < 20; ++i) {
-        v.push_back(h.allocate(std::size_t{256} << 10));
-        ASSERT_NE(v.back(), nullptr);
-    }
+    engine_heap h(small_arena_options(100));
+    std::vector<void*> v = fill_small_arenas(h);
+    ASSERT_FALSE(v.empty());
     const std::size_t committed = h.committed_bytes();
     const auto free_all = [&](const std::vector<void*>& blocks) {
         for (std::size_t i = 0; i < blocks.size(); ++i)
@@ -444,16 +456,12 @@ std::uint64_t clock() noexcept {
 } // namespace late_free
 
 TEST(EngineDecay, ABlockFreedAfterAStepReadItsClockIsNew) {
-    engine_options o = decay_options(1000);
+    engine_options o = small_arena_options(1000);
     o.clock_ms = &late_free::clock;
-    o.medium_arena_bytes = mib; // arenas of 1, 2 and 4 MiB
     engine_heap h(o);
     late_free::heap = &h;
-    std::vector<void*> v;
-    for (int i = 0; i < 20; ++i) {
-        v.push_back(h.allocate(std::size_t{256} << 10));
-        ASSERT_NE(v.back(), nullptr);
-    }
+    const std::vector<void*> v = fill_small_arenas(h);
+    ASSERT_FALSE(v.empty());
     for (std::size_t i = 0; i + 1 < v.size(); ++i)
         h.deallocate(v[i]);
     (void)h.end_frame(std::chrono::seconds{1});
@@ -470,14 +478,9 @@ TEST(EngineDecay, ABlockFreedAfterAStepReadItsClockIsNew) {
 
 // trim() hands every empty arena but the first back at once, whatever its age.
 TEST(EngineDecay, TrimHandsEmptyMediumArenasBackAtOnce) {
-    engine_options o = decay_options(100000);
-    o.medium_arena_bytes = mib; // arenas of 1, 2 and 4 MiB
-    engine_heap h(o);
-    std::vector<void*> v;
-    for (int i = 0; i < 20; ++i) {
-        v.push_back(h.allocate(std::size_t{256} << 10));
-        ASSERT_NE(v.back(), nullptr);
-    }
+    engine_heap h(small_arena_options(100000));
+    std::vector<void*> v = fill_small_arenas(h);
+    ASSERT_FALSE(v.empty());
     const std::size_t committed = h.committed_bytes();
     for (void* p : v)
         h.deallocate(p);
