@@ -98,6 +98,7 @@ bool engine_heap::check() const noexcept {
     std::size_t kept = 0;
     std::size_t medium_spans = 0, medium_granules = 0, medium_live = 0;
     std::size_t free_granules = 0, large_granules = 0, large_blocks = 0;
+    std::size_t owned_runs = 0, unowned_runs = 0;
     for (std::size_t g = 0; ok && g < top_;) {
         const run* head = runs_ + g;
         const std::size_t n = head->granules;
@@ -122,6 +123,7 @@ bool engine_heap::check() const noexcept {
             if (g + n < top_ && runs_[g + n].kind == span_kind::free) ok = false; // not coalesced
             break;
         case span_kind::small: {
+            ++(owner != nullptr ? owned_runs : unowned_runs);
             for (std::size_t i = 1; i < n; ++i)
                 if (head[i].back != i) ok = false;
             const std::size_t bs = head->block_size;
@@ -193,9 +195,56 @@ bool engine_heap::check() const noexcept {
             held += k->granules;
         }
     if (ok && (kept != held || kept != kept_granules_.load(std::memory_order_relaxed))) ok = false;
+    if (ok) ok = check_run_lists(owned_runs, unowned_runs);
     if (ok && tls[slot_].epoch == epoch_) ok = check_stash(tls[slot_].heap);
     self->unlock_all();
     return ok;
+}
+
+/// Returns: whether every small run is where its `where` says, once: an owned one is its owner's
+/// current (or parked) run or on the list of its class (its cache: any class) that `where` names;
+/// an unowned one is on its class's abandoned list, whose count matches. `owned` and `unowned`: the
+/// small runs the walk of the spans found. Requires: every lock held (check()).
+bool engine_heap::check_run_lists(std::size_t owned, std::size_t unowned) const noexcept {
+    bool ok = true;
+    std::size_t listed = 0;
+    // A damaged list could be a cycle: no walk goes past the runs that exist.
+    const auto walk = [&](const run* first, auto&& visit) {
+        for (const run* r = first; ok && r != nullptr; r = r->next) {
+            if (listed > owned + unowned) ok = false;
+            visit(r);
+        }
+    };
+    for (const thread_heap* h = heaps_; ok && h != nullptr; h = h->next_heap) {
+        const auto mine = [&](const run* r, unsigned c, run_list where) {
+            if (r->kind != span_kind::small || r->owner.load(std::memory_order_relaxed) != h ||
+                r->where != where || (where != run_list::cache && r->cls != c))
+                ok = false;
+            ++listed;
+        };
+        for (unsigned c = 0; c < class_count; ++c) {
+            const run* current = h->current[c] == &h->stash[c] ? h->parked[c] : h->current[c];
+            if (current != nullptr && current != &empty_run) mine(current, c, run_list::none);
+            walk(h->partial[c], [&](const run* r) { mine(r, c, run_list::partial); });
+            walk(h->full[c], [&](const run* r) { mine(r, c, run_list::full); });
+            walk(h->freed[c], [&](const run* r) { mine(r, c, run_list::freed); });
+        }
+        walk(h->cache, [&](const run* r) { mine(r, 0, run_list::cache); });
+    }
+    std::size_t abandoned = 0;
+    for (unsigned c = 0; ok && c < class_count; ++c) {
+        std::size_t n = 0;
+        walk(abandoned_[c], [&](const run* r) {
+            if (r->kind != span_kind::small || r->owner.load(std::memory_order_relaxed) != nullptr ||
+                r->cls != c)
+                ok = false;
+            ++n;
+            ++listed;
+        });
+        if (n != abandoned_count_[c].load(std::memory_order_relaxed)) ok = false;
+        abandoned += n;
+    }
+    return ok && listed == owned + unowned && abandoned == unowned;
 }
 
 /// Returns: whether the stash of `h` holds its count of blocks, each on the block grid of a small

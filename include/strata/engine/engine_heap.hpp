@@ -426,6 +426,7 @@ private:
     [[nodiscard]] engine_detail::free_block* refill_stash(thread_heap* h, unsigned c) noexcept;
     static constexpr std::uint32_t stash_window = 256; // remote frees between choose_stash calls
     [[nodiscard]] bool check_stash(const thread_heap* h) const noexcept; // stats.cpp
+    [[nodiscard]] bool check_run_lists(std::size_t owned, std::size_t unowned) const noexcept;
     [[nodiscard]] bool walk_full(thread_heap* h, unsigned c) noexcept;
     void take_freed(thread_heap* h, unsigned c) noexcept;
     void retire(thread_heap* h, run* r) noexcept;
