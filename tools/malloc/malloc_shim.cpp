@@ -274,10 +274,14 @@ std::new_handler current_new_handler() noexcept {
     throw std::bad_alloc();
 }
 
+// One attempt of operator new: malloc's path, or the aligned one past max_align_t.
+void* new_attempt(std::size_t size, std::size_t align) noexcept {
+    return align <= alignof(std::max_align_t) ? do_malloc(size) : do_aligned(align, size);
+}
+
 void* new_impl(std::size_t size, std::size_t align) {
     for (;;) {
-        void* p = align <= alignof(std::max_align_t) ? do_malloc(size) : do_aligned(align, size);
-        if (STRATA_LIKELY(p != nullptr)) return p;
+        if (void* p = new_attempt(size, align); STRATA_LIKELY(p != nullptr)) return p;
         std::new_handler handler = current_new_handler();
         if (handler == nullptr) throw_bad_alloc();
         handler();
@@ -291,8 +295,7 @@ void* new_impl(std::size_t size, std::size_t align) {
 // nothrow operator new, which calls the throwing form (this library's) and catches in the runtime
 // that threw. Without a libstdc++.so the handler is this library's own, and so is the catch.
 void* new_nothrow(std::size_t size, std::size_t align) noexcept {
-    void* p = align <= alignof(std::max_align_t) ? do_malloc(size) : do_aligned(align, size);
-    if (STRATA_LIKELY(p != nullptr)) return p;
+    if (void* p = new_attempt(size, align); STRATA_LIKELY(p != nullptr)) return p;
     if (current_new_handler() == nullptr) return nullptr;
     if (void* lib = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_NOLOAD)) {
         const bool aligned = align > alignof(std::max_align_t);
