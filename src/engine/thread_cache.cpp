@@ -63,7 +63,7 @@ engine_heap::thread_heap* engine_heap::make_thread_heap() noexcept {
             h->stash[c].used = 0;
         }
         h->full_walk = 0;
-        h->remote_window = 0;
+        h->window_frees[0] = h->window_frees[1] = 0;
         h->stash_on = false;
         h->frees_mark = 0;
         h->run_bytes.v.store(0, std::memory_order_relaxed);

@@ -101,13 +101,14 @@ void turn_stash_on(engine_heap& h) {
         h.deallocate(p);
 }
 
-// Another thread that allocates one block of `size` and stays alive until this object is
+// Another thread that allocates `count` blocks of `size` and stays alive until this object is
 // destroyed: its run keeps its owner, so the calling thread never adopts it.
 class live_owner {
 public:
-    live_owner(engine_heap& h, std::size_t size)
-        : thread_([this, &h, size] {
-              block_ = h.allocate(size);
+    live_owner(engine_heap& h, std::size_t size, std::size_t count = 1)
+        : thread_([this, &h, size, count] {
+              for (std::size_t i = 0; i < count; ++i)
+                  blocks_.push_back(h.allocate(size));
               allocated_.set_value();
               finished_.get_future().wait();
           }) {
@@ -119,10 +120,11 @@ public:
     }
     live_owner(const live_owner&) = delete;
     live_owner& operator=(const live_owner&) = delete;
-    [[nodiscard]] void* block() const { return block_; }
+    [[nodiscard]] void* block() const { return blocks_.front(); }
+    [[nodiscard]] const std::vector<void*>& blocks() const { return blocks_; }
 
 private:
-    void* block_ = nullptr;
+    std::vector<void*> blocks_;
     std::promise<void> allocated_, finished_;
     std::thread thread_; // last: it starts once the promises exist
 };
@@ -151,7 +153,7 @@ TEST(EngineHeapThreads, RemoteFreesStayWithTheFreeingThread) {
         EXPECT_EQ(overlap(blocks, got), 16u);
         EXPECT_TRUE(std::equal(got.begin(), got.begin() + 16, blocks.rbegin() + 84));
         for (void* p : got)
-            h.deallocate(p); // 16 remote again (stashed), 84 this thread's own
+            h.deallocate(p); // the 16 remote ones fill the stash again, the 84 own go to their run
         h.deallocate(own);
     }).join();
     EXPECT_EQ(h.stats().live_allocations, 0u);
@@ -159,8 +161,8 @@ TEST(EngineHeapThreads, RemoteFreesStayWithTheFreeingThread) {
     expect_all_came_home(h, blocks, 64);
 }
 
-// The free path of slot_use::first_for_life (the malloc shim's) stashes another thread's blocks
-// inline, as the checked path does: the same blocks come back, newest first, and the rest go home.
+// The free path of slot_use::first_for_life (the malloc shim's) stashes another thread's blocks as
+// the checked path does: the same blocks come back, newest first, and the rest go home.
 TEST(EngineHeapThreads, FirstForLifeFreesStashLikeTheCheckedPath) {
     using slot_use = engine_heap::slot_use;
     strata::engine_options o = options();
@@ -271,11 +273,13 @@ TEST(EngineHeapThreads, StashFollowsTheShareOfRemoteFrees) {
 }
 
 // While the stash serves a class, the thread's own current run waits aside; emptying it then by
-// local frees must not hand it back (it is still the run allocation returns to).
+// local frees (the stash is full, so they go to the run) must not hand it back: it is still the run
+// allocation returns to.
 TEST(EngineHeapThreads, ParkedRunOutlivesItsEmptying) {
-    engine_heap h(options());
-    live_owner other(h, 48);
-    void* const foreign = other.block();
+    strata::engine_options o = options();
+    o.stash_bytes = 16 * 48; // a cap of 16 blocks
+    engine_heap h(o);
+    live_owner other(h, 48, 16);
     // A first run filled and emptied again: it is the class's spare, so the next run to empty
     // would be handed back.
     const std::size_t per_run = strata::engine_detail::granule / 48;
@@ -288,12 +292,15 @@ TEST(EngineHeapThreads, ParkedRunOutlivesItsEmptying) {
     for (void* p : first)
         h.deallocate(p);
     turn_stash_on(h);
-    h.deallocate(foreign); // stashed: the stash is this class's current run now
+    for (void* p : other.blocks())
+        h.deallocate(p); // stashed (16, the cap): the stash is this class's current run now
     for (void* p : mine)
-        h.deallocate(p); // the parked run empties
+        h.deallocate(p); // the stash is full: to their run, which empties while parked
     EXPECT_TRUE(h.check());
-    ASSERT_EQ(h.allocate(48), foreign);
     std::vector<void*> next;
+    for (int i = 0; i < 16; ++i)
+        next.push_back(h.allocate(48));
+    EXPECT_TRUE(std::equal(next.begin(), next.end(), other.blocks().rbegin())) << "the stash, newest first";
     for (int i = 0; i < 10; ++i) {
         next.push_back(h.allocate(48));
         std::memset(next.back(), 0x5a, 48);
@@ -305,12 +312,11 @@ TEST(EngineHeapThreads, ParkedRunOutlivesItsEmptying) {
         small.push_back(h.allocate(16));
         std::memset(small.back(), 0xa5, 16);
     }
-    for (void* p : next)
-        EXPECT_EQ(*static_cast<unsigned char*>(p), 0x5a);
+    for (std::size_t i = 16; i < next.size(); ++i)
+        EXPECT_EQ(*static_cast<unsigned char*>(next[i]), 0x5a);
     EXPECT_TRUE(h.check());
     for (void* p : small)
         h.deallocate(p);
-    h.deallocate(foreign);
     for (void* p : next)
         h.deallocate(p);
     EXPECT_TRUE(h.check());
@@ -330,16 +336,16 @@ TEST(EngineHeapThreads, DryStashTakesTheParkedRunsWholeList) {
     std::vector<void*> mine;
     for (int i = 0; i < 32; ++i)
         mine.push_back(h.allocate(64)); // one carve of 2 KiB: the run's list is empty
-    turn_stash_on(h);
     for (void* p : mine)
-        h.deallocate(p);   // the run's free list: mine[31] first
+        h.deallocate(p); // the stash is off: the run's free list, mine[31] first
+    turn_stash_on(h);
     h.deallocate(foreign); // stashed: the stash is current, the run parked
     EXPECT_EQ(h.allocate(64), foreign);
     void* a = h.allocate(64); // the stash is dry: all 32 move over, the first is returned
     EXPECT_EQ(a, mine[31]);
     EXPECT_TRUE(h.check());
     h.deallocate(second.block()); // 31 stashed, over the cap: it goes to its run
-    h.deallocate(a);              // the owner's free goes to the parked run, not to the stash
+    h.deallocate(a);              // so does the owner's: to the parked run
     std::vector<void*> next;
     for (int i = 0; i < 31; ++i)
         next.push_back(h.allocate(64));
@@ -365,9 +371,9 @@ TEST(EngineHeapThreads, DryStashTakesAShortListWhole) {
     std::vector<void*> mine;
     for (int i = 0; i < 8; ++i)
         mine.push_back(h.allocate(512)); // 8 blocks carved, 2 KiB at a time: the list is empty
-    turn_stash_on(h);
     for (void* p : mine)
-        h.deallocate(p); // the run's list: the 8, mine[7] first
+        h.deallocate(p); // the stash is off: the run's list, the 8, mine[7] first
+    turn_stash_on(h);
     h.deallocate(foreign);
     EXPECT_EQ(h.allocate(512), foreign);
     std::vector<void*> next;
@@ -382,6 +388,60 @@ TEST(EngineHeapThreads, DryStashTakesAShortListWhole) {
         h.deallocate(p);
     h.deallocate(fresh);
     h.deallocate(foreign);
+    EXPECT_TRUE(h.check());
+    EXPECT_EQ(h.stats().live_allocations, 0u);
+}
+
+// While the stash is on, the thread's own blocks go there too, on top of other threads' blocks:
+// allocations take them back newest first, whoever's run they are in. Past the cap, own blocks go
+// to their run, and the run serves once the stash is dry.
+TEST(EngineHeapThreads, OwnFreesShareTheStashWhileItIsOn) {
+    strata::engine_options o = options();
+    o.stash_bytes = 1024; // a cap of 16 blocks of 64 bytes
+    engine_heap h(o);
+    live_owner other(h, 64);
+    std::vector<void*> mine;
+    for (int i = 0; i < 20; ++i)
+        mine.push_back(h.allocate(64));
+    turn_stash_on(h);
+    h.deallocate(other.block());
+    for (void* p : mine)
+        h.deallocate(p); // 15 stashed over the other thread's block, the last 5 to their run
+    EXPECT_TRUE(h.check());
+    std::vector<void*> got;
+    for (int i = 0; i < 16; ++i)
+        got.push_back(h.allocate(64));
+    EXPECT_TRUE(std::equal(got.begin(), got.begin() + 15, mine.rbegin() + 5)) << "own blocks, newest first";
+    EXPECT_EQ(got[15], other.block());
+    got.push_back(h.allocate(64)); // the stash is dry: it takes the run's list, mine[19] first
+    EXPECT_EQ(got.back(), mine[19]);
+    EXPECT_TRUE(h.check());
+    for (void* p : got)
+        h.deallocate(p);
+    EXPECT_TRUE(h.check());
+    EXPECT_EQ(h.stats().live_allocations, 0u); // a stashed block counts as freed
+}
+
+// A thread whose frees stop being remote turns its stash off after own_window (1,024) frees of its
+// own blocks: its frees then go to their runs again, under the blocks still stashed.
+TEST(EngineHeapThreads, StashTurnsOffOnceRemoteFreesStop) {
+    engine_heap h(options());
+    live_owner other(h, 64);
+    void* const x = h.allocate(64);
+    void* const y = h.allocate(64);
+    turn_stash_on(h);
+    h.deallocate(other.block());
+    h.deallocate(y); // on: stashed over the other thread's block
+    EXPECT_EQ(h.allocate(64), y);
+    for (int i = 0; i < 1024; ++i)
+        h.deallocate(h.allocate(32)); // own frees only, of another class
+    h.deallocate(x);                  // off: to its run, under the stash
+    EXPECT_EQ(h.allocate(64), other.block()) << "the stash still serves first";
+    EXPECT_EQ(h.allocate(64), x) << "then the run";
+    EXPECT_TRUE(h.check());
+    h.deallocate(x);
+    h.deallocate(y);
+    h.deallocate(other.block());
     EXPECT_TRUE(h.check());
     EXPECT_EQ(h.stats().live_allocations, 0u);
 }

@@ -251,24 +251,10 @@ public:
         // its owner keeps writing: another thread's free reads only the tag (run_tag).
         const std::uint32_t tag = tags_[g].load(std::memory_order_relaxed);
         const tls_slot& s = tls[Slot == slot_use::first_for_life ? 0 : slot_];
-        thread_heap* const h = s.heap;
-        if (STRATA_LIKELY((Slot == slot_use::first_for_life || s.epoch == epoch_) &&
-                          tag_owner(tag) == s.id)) {
-            run* d = runs_ + g;
-            d -= d->back;
-            auto* b = static_cast<free_block*>(p);
-            b->next = d->free;
-            d->free = b;
-            const unsigned c = tag_class(tag);
-            h->frees[c].add(1);
-            // The first free into a full run marks it (local_free_slow).
-            if (STRATA_UNLIKELY((--d->used == 0) | (d->where == run_list::full))) local_free_slow(h, d);
-            return;
-        }
-        // The malloc shim's free (one call site per entry point) stashes inline; elsewhere the
-        // stash waits in deallocate_slow, which keeps this function small enough to inline.
-        if constexpr (Slot == slot_use::first_for_life)
-            if (h != nullptr && try_stash(h, p, tag)) return;
+        // The slot's id matches no tag while the thread's stash is on (stash_flag), so that every
+        // free then goes to deallocate_slow, which stashes the thread's own blocks too.
+        if (STRATA_LIKELY((Slot == slot_use::first_for_life || s.epoch == epoch_) && tag_owner(tag) == s.id))
+            return free_own(s.heap, p, tag);
         deallocate_slow(p, tag);
     }
 
@@ -387,18 +373,33 @@ private:
     // Entry points' slow paths (engine_heap.cpp; deallocate_slow and local_free_slow: small.cpp).
     [[nodiscard]] STRATA_NOINLINE void* allocate_slow(std::size_t size, std::size_t align) noexcept;
     STRATA_NOINLINE void deallocate_slow(void* p, std::uint32_t tag) noexcept;
+    STRATA_NOINLINE void free_home(thread_heap* h, void* p, std::uint32_t tag) noexcept;
     STRATA_NOINLINE void local_free_slow(thread_heap* h, run* d) noexcept;
 
-    /// Effects: a small block of another thread's run goes onto the stash of `h` (the freeing
-    /// thread's cache) when the stash is on and has room and no stash choice is due.
-    /// Returns: whether it did; else deallocate_slow decides.
-    STRATA_ALWAYS_INLINE bool try_stash(thread_heap* h, void* p, std::uint32_t tag) noexcept {
+    /// Effects: the owner's free of the small block `p` (tag `tag`): onto its run's free list.
+    STRATA_ALWAYS_INLINE void free_own(thread_heap* h, void* p, std::uint32_t tag) noexcept {
         using namespace engine_detail;
-        if (!tag_is_small(tag) || !h->stash_on || h->remote_window + 1 == stash_window) return false;
+        run* d = runs_ + ((reinterpret_cast<std::uintptr_t>(p) - data_) >> granule_shift);
+        d -= d->back;
+        auto* b = static_cast<free_block*>(p);
+        b->next = d->free;
+        d->free = b;
+        h->frees[tag_class(tag)].add(1);
+        // The first free into a full run marks it (local_free_slow).
+        if (STRATA_UNLIKELY((--d->used == 0) | (d->where == run_list::full))) local_free_slow(h, d);
+    }
+
+    /// Effects: the small block `p` goes onto the stash of `h` (the freeing thread's cache) when
+    /// the stash is on and has room and no stash choice is due; `remote`: p is in another thread's
+    /// run (counted for choose_stash). A block of h's own run stays counted in its run's `used`.
+    /// Returns: whether it did; else the free goes home (the owner's run, or deallocate_slow).
+    STRATA_ALWAYS_INLINE bool try_stash(thread_heap* h, void* p, std::uint32_t tag, bool remote) noexcept {
+        using namespace engine_detail;
+        if (!tag_is_small(tag) || !h->stash_on || stash_choice_due(h)) return false;
         const unsigned c = tag_class(tag);
         run* st = &h->stash[c];
         if (stash_count(st) >= stash_cap_[c]) return false;
-        ++h->remote_window;
+        ++h->window_frees[remote];
         h->frees[c].add(1);
         auto* b = static_cast<free_block*>(p);
         b->next = st->free;
@@ -424,7 +425,13 @@ private:
     void flush_stash(thread_heap* h) noexcept;
     void choose_stash(thread_heap* h) noexcept;
     [[nodiscard]] engine_detail::free_block* refill_stash(thread_heap* h, unsigned c) noexcept;
-    static constexpr std::uint32_t stash_window = 256; // remote frees between choose_stash calls
+    // choose_stash runs at the stash_window-th remote free since the last choice, or (the stash
+    // on) at the own_window-th free of the thread's own blocks through the stash path.
+    static constexpr std::uint32_t stash_window = 256;
+    static constexpr std::uint32_t own_window = 4 * stash_window;
+    [[nodiscard]] static bool stash_choice_due(const thread_heap* h) noexcept {
+        return (h->window_frees[1] + 1 == stash_window) | (h->window_frees[0] + 1 == own_window);
+    }
     [[nodiscard]] bool check_stash(const thread_heap* h) const noexcept; // stats.cpp
     [[nodiscard]] bool check_run_lists(std::size_t owned, std::size_t unowned) const noexcept;
     [[nodiscard]] bool walk_full(thread_heap* h, unsigned c) noexcept;

@@ -4,7 +4,7 @@
 // family; they are in a header only because engine_heap::allocate and deallocate are inline.
 //
 // Exports (strata::engine_detail): free_block, span_kind, run_list, run, run_tag (no_owner,
-// not_small_tag, tag_owner, tag_is_small, tag_class), stash_count, tls_slot, tls,
+// not_small_tag, tag_owner, tag_is_small, tag_class), stash_count, tls_slot, stash_flag, tls,
 // counter, thread_heap, empty_run, block_source.
 #include <atomic>
 #include <cstddef>
@@ -83,12 +83,15 @@ inline constexpr std::uint32_t not_small_tag = no_owner << 8;
 [[nodiscard]] constexpr unsigned tag_class(std::uint32_t tag) noexcept { return (tag & 0xff) - 1; }
 
 /// A thread's slot for one engine_heap instance: valid when `epoch` matches the instance's. `id`
-/// is heap->id, here so that a free compares it with a run's tag without a second load.
+/// is heap->id, here so that a free compares it with a run's tag without a second load, with
+/// stash_flag set while the heap's stash is on (no tag's owner then matches it).
 struct tls_slot {
     thread_heap* heap;
     std::uint32_t epoch;
     std::uint32_t id;
 };
+
+inline constexpr std::uint32_t stash_flag = std::uint32_t{1} << 31;
 
 /// Per-thread caches, one slot per live engine_heap (initial-exec: one fs-relative load).
 extern __thread tls_slot tls[max_instances] __attribute__((tls_model("initial-exec")));
@@ -145,8 +148,10 @@ struct thread_heap {
     // from it; the real current run waits in parked[c]. stash[c].used counts down from 0 as
     // blocks arrive and back up as they leave.
     run* parked[class_count];
-    std::uint32_t remote_window = 0; // remote frees since the stash was last turned on or off
-    bool stash_on = false;           // whether remote frees go to the stash
+    // Frees since the last stash choice (choose_stash): [0] of h's own blocks that went through
+    // the stash path (only while it is on), [1] of other threads' blocks.
+    std::uint32_t window_frees[2] = {};
+    bool stash_on = false;           // whether frees go to the stash (own and remote)
     std::uint64_t frees_mark = 0;    // sum of frees[] at that time
     run stash[class_count];
     counter run_bytes;                      // committed bytes of the runs this heap owns
