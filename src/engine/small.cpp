@@ -543,7 +543,9 @@ void engine_heap::push_thread_free(free_block* b, run* d, unsigned cls) noexcept
     }
 }
 
-/// Effects: hands every block on h's stash back to its run (thread exit, flush_thread_cache).
+/// Effects: hands every block on h's stash back to its run (thread exit, flush_thread_cache): a
+/// block of h's own run straight onto the run's free list, another thread's onto its run's
+/// thread_free list. Requires: the calling thread owns h.
 void engine_heap::flush_stash(thread_heap* h) noexcept {
     for (unsigned c = 0; c < class_count; ++c) {
         run* st = &h->stash[c];
@@ -553,7 +555,16 @@ void engine_heap::flush_stash(thread_heap* h) noexcept {
         }
         for (free_block* b = st->free; b != nullptr;) {
             free_block* next = b->next;
-            push_thread_free(b, head_of(b), c);
+            run* d = head_of(b);
+            const std::size_t g = (reinterpret_cast<std::uintptr_t>(b) - data_) >> granule_shift;
+            if (tag_owner(tags_[g].load(std::memory_order_relaxed)) == h->id) {
+                // Counted as freed when it was stashed: only the run learns of it now.
+                b->next = d->free;
+                d->free = b;
+                if ((--d->used == 0) | (d->where == run_list::full)) local_free_slow(h, d);
+            } else {
+                push_thread_free(b, d, c);
+            }
             b = next;
         }
         st->free = nullptr;

@@ -446,6 +446,33 @@ TEST(EngineHeapThreads, StashTurnsOffOnceRemoteFreesStop) {
     EXPECT_EQ(h.stats().live_allocations, 0u);
 }
 
+// The stash's blocks of the thread's own runs go straight back to those runs when it is handed
+// back (trim, flush_thread_cache): the thread keeps allocating from them, and a flushed cache
+// leaves no run behind.
+TEST(EngineHeapThreads, OwnStashedBlocksGoBackToTheirRuns) {
+    engine_heap h(options());
+    const unsigned c = strata::engine_detail::class_of(48);
+    std::vector<void*> mine;
+    for (int i = 0; i < 100; ++i)
+        mine.push_back(h.allocate(48));
+    turn_stash_on(h);
+    for (void* p : mine)
+        h.deallocate(p); // all stashed
+    h.trim();
+    EXPECT_TRUE(h.check());
+    std::vector<void*> again;
+    for (int i = 0; i < 100; ++i)
+        again.push_back(h.allocate(48));
+    EXPECT_EQ(overlap(mine, again), 100u);
+    EXPECT_TRUE(h.check());
+    for (void* p : again)
+        h.deallocate(p);
+    h.flush_thread_cache();
+    EXPECT_EQ(h.class_stats(c).committed_bytes, 0u);
+    EXPECT_TRUE(h.check());
+    EXPECT_EQ(h.stats().live_allocations, 0u);
+}
+
 // trim() and flush_thread_cache() hand the calling thread's stash back: the owner's runs empty and
 // trim returns them.
 TEST(EngineHeapThreads, TrimAndFlushHandTheStashBack) {
