@@ -2,7 +2,8 @@
 // thread owns. The owner allocates and frees with no lock and no atomic (engine_heap::allocate and
 // deallocate, inline); this file holds what happens when its run is empty (small_slow), when a run
 // empties (local_free_slow), and frees from other threads (deallocate_slow: onto the freeing
-// thread's stash, else onto the run's atomic thread_free list, which the owner collects).
+// thread's stash, else onto the run's atomic thread_free list, which the owner collects; while a
+// thread's stash is on, its own frees go there too).
 //
 // A run is on at most one of its owner's lists: current (the one allocate pops from), partial (has
 // free blocks), full (found exhausted; frees into it set a flag), cache (empty, kept for reuse).
@@ -517,7 +518,9 @@ void engine_heap::choose_stash(thread_heap* h) noexcept {
         frees += h->frees[c].get();
     const std::uint64_t window = frees - h->frees_mark;
     const std::uint64_t remote = h->window_frees[1];
-    h->stash_on = h->stash_on ? 5 * remote >= 2 * window : 2 * remote >= window;
+    // With stash_bytes 0 nothing can be stashed: on, the stash would only send frees the long way.
+    h->stash_on =
+        options_.stash_bytes != 0 && (h->stash_on ? 5 * remote >= 2 * window : 2 * remote >= window);
     h->frees_mark = frees;
     h->window_frees[0] = h->window_frees[1] = 0;
     // While the stash is on, the slot's id matches no tag: every free of the thread comes here.

@@ -306,11 +306,12 @@ TEST(EngineHeapThreads, ParkedRunOutlivesItsEmptying) {
         std::memset(next.back(), 0x5a, 48);
     }
     EXPECT_EQ(overlap(mine, next), 10u) << "the parked run serves again";
-    // A new run of another class must not be that run (were it handed back, it would be reused).
+    // A new run of a class nothing here used before must not be that run (were it handed back,
+    // it would be reused).
     std::vector<void*> small;
     for (int i = 0; i < 100; ++i) {
-        small.push_back(h.allocate(16));
-        std::memset(small.back(), 0xa5, 16);
+        small.push_back(h.allocate(256));
+        std::memset(small.back(), 0xa5, 256);
     }
     for (std::size_t i = 16; i < next.size(); ++i)
         EXPECT_EQ(*static_cast<unsigned char*>(next[i]), 0x5a);
@@ -464,6 +465,7 @@ TEST(EngineHeapThreads, OwnStashedBlocksGoBackToTheirRuns) {
     for (int i = 0; i < 100; ++i)
         again.push_back(h.allocate(48));
     EXPECT_EQ(overlap(mine, again), 100u);
+    EXPECT_EQ(again.front(), mine.front()) << "from the run's list (the stash would give mine[99])";
     EXPECT_TRUE(h.check());
     for (void* p : again)
         h.deallocate(p);
@@ -487,7 +489,7 @@ TEST(EngineHeapThreads, TrimAndFlushHandTheStashBack) {
         (void)h.allocate(4000); // the main thread gets a cache
         turn_stash_on(h);
         for (void* p : blocks)
-            h.deallocate(p); // all 100 stashed (16 KiB holds 512 blocks of 32 bytes)
+            h.deallocate(p); // all 100 stashed (64 KiB holds 2,048 blocks of 32 bytes)
         EXPECT_EQ(h.stats().live_allocations, 1u);
         EXPECT_GT(h.class_stats(c).committed_bytes, 0u);
         if (flush) h.flush_thread_cache();

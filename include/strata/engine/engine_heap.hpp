@@ -392,7 +392,7 @@ private:
     /// Effects: the small block `p` goes onto the stash of `h` (the freeing thread's cache) when
     /// the stash is on and has room and no stash choice is due; `remote`: p is in another thread's
     /// run (counted for choose_stash). A block of h's own run stays counted in its run's `used`.
-    /// Returns: whether it did; else the free goes home (the owner's run, or deallocate_slow).
+    /// Returns: whether it did; else the free goes home (free_home).
     STRATA_ALWAYS_INLINE bool try_stash(thread_heap* h, void* p, std::uint32_t tag, bool remote) noexcept {
         using namespace engine_detail;
         if (!tag_is_small(tag) || !h->stash_on || stash_choice_due(h)) return false;
