@@ -560,14 +560,10 @@ void engine_heap::flush_stash(thread_heap* h) noexcept {
             free_block* next = b->next;
             run* d = head_of(b);
             const std::size_t g = (reinterpret_cast<std::uintptr_t>(b) - data_) >> granule_shift;
-            if (tag_owner(tags_[g].load(std::memory_order_relaxed)) == h->id) {
-                // Counted as freed when it was stashed: only the run learns of it now.
-                b->next = d->free;
-                d->free = b;
-                if ((--d->used == 0) | (d->where == run_list::full)) local_free_slow(h, d);
-            } else {
+            if (tag_owner(tags_[g].load(std::memory_order_relaxed)) == h->id)
+                return_to_run(h, d, b); // counted as freed when it was stashed
+            else
                 push_thread_free(b, d, c);
-            }
             b = next;
         }
         st->free = nullptr;

@@ -380,11 +380,16 @@ private:
     STRATA_ALWAYS_INLINE void free_own(thread_heap* h, void* p, std::uint32_t tag) noexcept {
         using namespace engine_detail;
         run* d = runs_ + ((reinterpret_cast<std::uintptr_t>(p) - data_) >> granule_shift);
-        d -= d->back;
-        auto* b = static_cast<free_block*>(p);
+        h->frees[tag_class(tag)].add(1);
+        return_to_run(h, d - d->back, static_cast<free_block*>(p));
+    }
+
+    /// Effects: the block `b` of h's own run `d` goes back onto the run's free list (not counted:
+    /// the caller counts the free, or did when the block was stashed).
+    STRATA_ALWAYS_INLINE void return_to_run(thread_heap* h, run* d, engine_detail::free_block* b) noexcept {
+        using namespace engine_detail;
         b->next = d->free;
         d->free = b;
-        h->frees[tag_class(tag)].add(1);
         // The first free into a full run marks it (local_free_slow).
         if (STRATA_UNLIKELY((--d->used == 0) | (d->where == run_list::full))) local_free_slow(h, d);
     }

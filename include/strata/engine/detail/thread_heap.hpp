@@ -143,17 +143,17 @@ struct thread_heap {
     run* resume[class_count];    // where the next walk of `full` starts (when still in it)
     std::atomic<std::uint32_t> pending[class_count]; // a full run got a free from another thread
     // Blocks of other threads' runs that this thread freed, blocks of its own runs it freed while
-    // the stash was on, and blocks of its own parked run that a dry stash took over
-    // (refill_stash); its own stay counted in their runs' `used`. While a class's stash holds blocks,
-    // current[c] points at stash[c] (a run record of this heap, not of the heap's memory) and the fast path
-    // pops from it; the real current run waits in parked[c]. stash[c].used counts down from 0 as blocks
-    // arrive and back up as they leave.
+    // the stash was on, and blocks of its own parked run that a dry stash took over (refill_stash);
+    // its own stay counted in their runs' `used`. While a class's stash holds blocks, current[c]
+    // points at stash[c] (a run record of this heap, not of the heap's memory) and the fast path
+    // pops from it; the real current run waits in parked[c]. stash[c].used counts down from 0 as
+    // blocks arrive and back up as they leave.
     run* parked[class_count];
     // Frees since the last stash choice (choose_stash): [0] of h's own blocks that went through
     // the stash path (only while it is on), [1] of other threads' blocks.
     std::uint32_t window_frees[2] = {};
-    bool stash_on = false;           // whether frees go to the stash (own and remote)
-    std::uint64_t frees_mark = 0;    // sum of frees[] at that time
+    bool stash_on = false;        // whether frees go to the stash (own and remote)
+    std::uint64_t frees_mark = 0; // sum of frees[] at that time
     run stash[class_count];
     counter run_bytes;                      // committed bytes of the runs this heap owns
     run* cache = nullptr;                   // empty runs kept for reuse
