@@ -11,6 +11,11 @@
 //             free + malloc pairs that never cross threads (the per-thread cache fast path).
 //   prodcons  one producer mallocs blocks and hands them through a 1,024-entry ring to one consumer,
 //             which frees them: every free is a cross-thread free.
+//   handoff   T threads (default 4), half writers and half readers (xmalloc-test's shape): a writer
+//             mallocs batches of 64 blocks of 8-128 B, writes every block whole and pushes the batch
+//             (itself a malloc'd block) onto one mutex-guarded stack of at most 256 batches; a reader
+//             pops batches and frees every block and the batch. The readers never malloc: every free
+//             is remote, from a thread that allocates nothing. An operation is one block.
 //   larson    K rounds of T threads (default 4) that replace random slots of ONE shared 8,192-slot
 //             array (atomic exchange): most blocks are freed by a thread other than the one that
 //             allocated them, often after that thread has exited (larson's server pattern).
@@ -60,7 +65,8 @@
 //             final_rss_kib). One repeat unless --repeats says otherwise. Not in the default set, nor in
 //             peers.sh's suite.
 // Each repeat warms up first (slots filled, a quarter of the operations untimed), then times N
-// operations per thread (an operation is one malloc + one free; in prodcons one block passed on).
+// operations per thread (an operation is one malloc + one free; in prodcons one block passed on, in
+// handoff one block per writer).
 // Reported: ns/op = wall time / N, the time one thread spends per operation (median over repeats);
 // Mops/s over all threads; minor page faults in the timed window of the last repeat (ru_minflt,
 // whole process) and per million operations; the process's peak RSS (ru_maxrss) at the end. Run one
@@ -74,6 +80,7 @@
 #include <barrier>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -81,6 +88,7 @@
 #include <fstream>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -297,6 +305,66 @@ sample run_prodcons(std::uint64_t ops, std::uint64_t seed) {
         };
         warm_then_time(w, drain, ops);
         if (sum == 1) std::puts(""); // keeps the reads
+    });
+}
+
+// Threads 0 .. writers-1 write batches, the others read them (handoff).
+sample run_handoff(unsigned threads, std::uint64_t ops, std::uint64_t seed) {
+    constexpr std::size_t per_batch = 64, max_batches = 256;
+    struct batch {
+        batch* next;
+        void* blocks[per_batch];
+    };
+    const unsigned writers = std::max(1u, threads / 2), readers = std::max(1u, threads - writers);
+    std::mutex m;
+    std::condition_variable changed;
+    batch* stack = nullptr;
+    std::size_t depth = 0, popped = 0; // popped: batches taken since the start (all phases)
+    return run_workers(writers + readers, [&](unsigned t, window& w) {
+        if (t < writers) {
+            rng r(seed * 131 + t);
+            auto write = [&](std::uint64_t n) {
+                for (std::uint64_t i = 0; i < n / per_batch; ++i) {
+                    auto* b = static_cast<batch*>(checked_malloc(sizeof(batch)));
+                    for (void*& p : b->blocks) {
+                        const std::size_t size = 8 + r.below(121);
+                        p = checked_malloc(size);
+                        std::memset(p, static_cast<int>(size), size);
+                    }
+                    std::unique_lock lock(m);
+                    changed.wait(lock, [&] { return depth < max_batches; });
+                    b->next = stack;
+                    stack = b;
+                    ++depth;
+                    changed.notify_all();
+                }
+            };
+            warm_then_time(w, write, ops);
+            return;
+        }
+        // Each phase ends once every batch the writers make in it is taken: the readers know the
+        // running total, so no batch of the next phase is taken early.
+        std::size_t target = 0;
+        auto read = [&](std::uint64_t n) {
+            target += writers * (n / per_batch);
+            for (;;) {
+                batch* b = nullptr;
+                {
+                    std::unique_lock lock(m);
+                    changed.wait(lock, [&] { return stack != nullptr || popped == target; });
+                    if (stack == nullptr) break; // popped == target: the phase is done
+                    b = stack;
+                    stack = b->next;
+                    --depth;
+                    ++popped;
+                    changed.notify_all();
+                }
+                for (void* p : b->blocks)
+                    std::free(p);
+                std::free(b);
+            }
+        };
+        warm_then_time(w, read, ops);
     });
 }
 
@@ -819,7 +887,8 @@ int usage() {
         "usage: strata-mt [--workload NAME,...] [--ops N] [--threads T] [--repeats R] [--rounds K]\n"
         "                 [--phase-mib M] [--frames F] [--frame-us U] [--label NAME] [--jsonl FILE] [--seed "
         "S]\n"
-        "workloads: local prodcons larson (the default set), relay big tight falseshare threadchurn bigloop\n"
+        "workloads: local prodcons larson (the default set), handoff relay big tight falseshare threadchurn "
+        "bigloop\n"
         "           realloc leaky trickle xchurn32k tilesim phase\n",
         stderr);
     return 2;
@@ -881,6 +950,11 @@ int main(int argc, char** argv) {
             ops = o.ops ? o.ops : 2'000'000;
             ops_factor = 1; // each block is one operation shared by the pair
             body = [&] { return run_prodcons(ops, o.seed); };
+        } else if (name == "handoff") {
+            threads = o.threads ? std::max(2u, o.threads) : 4;
+            ops = o.ops ? o.ops : 2'000'000;
+            ops_factor = threads / 2; // the writers' blocks, each one operation
+            body = [&] { return run_handoff(threads, ops, o.seed); };
         } else if (name == "larson") {
             threads = o.threads ? o.threads : 4;
             ops = o.ops ? o.ops : 1'000'000;
@@ -934,11 +1008,11 @@ int main(int argc, char** argv) {
             repeats = o.repeats ? o.repeats : 1;
             body = [&] { return run_phase(o.phase_mib, o.frames, o.frame_us, o.seed, phase); };
         } else {
-            std::fprintf(
-                stderr,
-                "strata-mt: unknown workload '%s' (local, prodcons, larson, relay, big, tight, falseshare, "
-                "threadchurn, bigloop, realloc, leaky, trickle, xchurn32k, tilesim, phase)\n",
-                name.c_str());
+            std::fprintf(stderr,
+                         "strata-mt: unknown workload '%s' (local, prodcons, handoff, larson, relay, big, "
+                         "tight, falseshare, "
+                         "threadchurn, bigloop, realloc, leaky, trickle, xchurn32k, tilesim, phase)\n",
+                         name.c_str());
             return 2;
         }
         std::vector<double> seconds;
@@ -949,7 +1023,8 @@ int main(int argc, char** argv) {
         }
         if (name == "phase") ops = phase.blocks; // known once it ran: the growth's allocations
         // Every thread performs `ops` operations, except in prodcons, which moves `ops` blocks, each
-        // one operation shared by the pair. ns/op is wall time / ops either way.
+        // one operation shared by the pair, and handoff, where each writer moves `ops` blocks. ns/op is wall
+        // time / ops either way.
         const double total_ops = static_cast<double>(ops) * (ops_factor != 0 ? ops_factor : threads);
         std::sort(seconds.begin(), seconds.end());
         const double median_s =

@@ -8,7 +8,7 @@
 # Environment: STRATA_MALLOC=path overrides where libstrata_malloc.so is looked for (default: the
 # first libstrata_malloc.so* under BUILD_DIR). MT_WORKLOADS picks the workloads, separated by spaces
 # or commas (default "local prodcons larson"); any strata-mt workload goes, and three names expand:
-# "default" (local prodcons larson), "suite" (every workload but phase: local prodcons larson relay big
+# "default" (local prodcons larson), "suite" (every workload but phase: local prodcons handoff larson relay big
 # tight falseshare threadchurn bigloop realloc leaky trickle xchurn32k tilesim) and "all" (suite + phase).
 # A --workload LIST among the strata-mt args is taken the same way (it wins over MT_WORKLOADS).
 # ROUNDS=N (default 1) runs the whole set N times, interleaved: round by round, each round's malloc
@@ -43,7 +43,7 @@ while (($#)); do
     *) args+=("$1"); shift ;;
     esac
 done
-suite="local prodcons larson relay big tight falseshare threadchurn bigloop realloc leaky trickle xchurn32k tilesim"
+suite="local prodcons handoff larson relay big tight falseshare threadchurn bigloop realloc leaky trickle xchurn32k tilesim"
 workloads=()
 for w in ${wanted//,/ }; do
     case "$w" in

@@ -207,7 +207,7 @@ TEST(EngineHeapThreads, StashHoldsSixteenBlocksOfBigClassesAndNoneFrom8KiB) {
             blocks.push_back(h.allocate(size));
         std::size_t kept = 0;
         std::thread([&] {
-            void* own = h.allocate(16); // a cache
+            void* own = h.allocate(size); // a run of the class: only such classes are stashed
             turn_stash_on(h);
             for (void* p : blocks)
                 h.deallocate(p);
@@ -219,6 +219,34 @@ TEST(EngineHeapThreads, StashHoldsSixteenBlocksOfBigClassesAndNoneFrom8KiB) {
         EXPECT_TRUE(h.check());
     }
     EXPECT_EQ(h.stats().live_allocations, 0u);
+}
+
+// A thread that only frees (a consumer) gets a cache at its first free, so that it counts its frees
+// in its own record; its stash is on (every free is remote) but takes no block of a class the thread
+// does not allocate: all of them go home while the thread lives on, and the statistics are exact.
+TEST(EngineHeapThreads, AThreadThatOnlyFreesStashesNothing) {
+    engine_heap h(options());
+    std::vector<void*> blocks;
+    for (int i = 0; i < 1000; ++i) // past the stash window: the consumer's stash turns on
+        blocks.push_back(h.allocate(64));
+    std::promise<void> freed, done;
+    std::size_t counted = 0;
+    std::thread consumer([&] {
+        for (void* p : blocks)
+            h.deallocate(p);
+        counted = h.thread_stats().frees;
+        freed.set_value();
+        done.get_future().wait();
+    });
+    freed.get_future().wait();
+    EXPECT_EQ(counted, blocks.size()) << "the consumer counts its frees in its own record";
+    EXPECT_EQ(h.stats().live_allocations, 0u);
+    EXPECT_TRUE(h.check());
+    expect_all_came_home(h, blocks, 64); // none stayed on the consumer's stash
+    done.set_value();
+    consumer.join();
+    EXPECT_EQ(h.stats().live_allocations, 0u);
+    EXPECT_TRUE(h.check());
 }
 
 TEST(EngineHeapThreads, StashOffSendsEveryRemoteFreeHome) {

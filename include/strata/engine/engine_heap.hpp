@@ -403,7 +403,9 @@ private:
         if (!tag_is_small(tag) || !h->stash_on || stash_choice_due(h)) return false;
         const unsigned c = tag_class(tag);
         run* st = &h->stash[c];
-        if (stash_count(st) >= stash_cap_[c]) return false;
+        // A class the thread does not allocate (no current run) is not stashed: nothing would
+        // take the blocks back out, and they would stay pinned (a consumer that only frees).
+        if (stash_count(st) >= stash_cap_[c] || h->current[c] == &empty_run) return false;
         ++h->window_frees[remote];
         h->frees[c].add(1);
         auto* b = static_cast<free_block*>(p);
