@@ -463,24 +463,13 @@ void engine_heap::deallocate_slow(void* p, std::uint32_t tag) noexcept {
     if (tag_is_small(tag)) {
         // A small block. It is still counted in its run's `used`, so the run cannot change class
         // under us; the tag gives the class, and the run's descriptor is read only when the block
-        // goes home.
-        const unsigned cls = tag_class(tag);
-        auto* b = static_cast<free_block*>(p);
-        // Counted here, by the thread that frees, so statistics are exact once threads are quiet
-        // (the owner only learns of the block when it collects).
-        // A thread without a cache gets one here: it then counts its frees with a plain add in
-        // its own record. A locked add on a shared counter per free made a thread that only
-        // frees other threads' blocks (a consumer) half again slower.
+        // goes home. Every path from here is a tail call or a leaf: no register is saved.
         const tls_slot& s = tls[slot_];
-        if (thread_heap* h = s.epoch == epoch_ ? s.heap : make_thread_heap()) {
-            // Whether the block is h's own is counted, not branched on (free_home branches).
-            if (try_stash(h, p, tag, tag_owner(tag) != h->id)) return;
-            return free_home(h, p, tag);
-        }
-        // Past the thread's exit, or no record could be made.
-        remote_frees_[cls].fetch_add(1, std::memory_order_relaxed);
-        push_thread_free(b, head_of(p), cls);
-        return;
+        if (STRATA_UNLIKELY(s.epoch != epoch_)) return free_without_cache(p, tag);
+        thread_heap* h = s.heap;
+        // Whether the block is h's own is counted, not branched on (free_home branches).
+        if (try_stash(h, p, tag, tag_owner(tag) != h->id)) return;
+        return free_home(h, p, tag);
     }
     run* d = head_of(p);
     switch (d->kind) {
@@ -488,6 +477,20 @@ void engine_heap::deallocate_slow(void* p, std::uint32_t tag) noexcept {
     case span_kind::large: large_deallocate(p, d); return;
     default: return; // a free span or a thread_heap record: not a block
     }
+}
+
+/// Effects: the free of the small block `p` (tag `tag`) by a thread with no cache for this heap: the
+/// thread gets one, so that it counts its frees in its own record (a locked add on a shared counter
+/// per free made a thread that only frees other threads' blocks, a consumer, half again slower), and
+/// the block goes home. Past the thread's exit, or when no record can be made, the free is counted
+/// in a shared atomic and the block goes onto its run's thread_free list. Frees are counted by the
+/// thread that frees, so statistics are exact once threads are quiet (the owner only learns of a
+/// remote block when it collects).
+void engine_heap::free_without_cache(void* p, std::uint32_t tag) noexcept {
+    if (thread_heap* h = make_thread_heap()) return free_home(h, p, tag); // its stash starts off
+    const unsigned cls = tag_class(tag);
+    remote_frees_[cls].fetch_add(1, std::memory_order_relaxed);
+    push_thread_free(static_cast<free_block*>(p), head_of(p), cls);
 }
 
 /// Effects: the small block `p` that the calling thread (cache h) did not stash goes home: to its

@@ -374,6 +374,7 @@ private:
     [[nodiscard]] STRATA_NOINLINE void* allocate_slow(std::size_t size, std::size_t align) noexcept;
     STRATA_NOINLINE void deallocate_slow(void* p, std::uint32_t tag) noexcept;
     STRATA_NOINLINE void free_home(thread_heap* h, void* p, std::uint32_t tag) noexcept;
+    STRATA_NOINLINE void free_without_cache(void* p, std::uint32_t tag) noexcept;
     STRATA_NOINLINE void local_free_slow(thread_heap* h, run* d) noexcept;
 
     /// Effects: the owner's free of the small block `p` (tag `tag`): onto its run's free list.
