@@ -45,7 +45,9 @@ using namespace engine_detail;
 /// Effects: reserves the heap's address space and takes a TLS slot in the registry.
 engine_heap::engine_heap(engine_options options) : options_(options) {
     const std::size_t page = virtual_memory::page_size();
-    granule_count_ = std::max<std::size_t>(options.reserve_bytes >> granule_shift, 16);
+    // At most 2^48 bytes of data: a run's thread_free word holds a block's offset in 48 bits.
+    granule_count_ = std::clamp<std::size_t>(options.reserve_bytes >> granule_shift, 16,
+                                             std::size_t{1} << (remote_count_shift - granule_shift));
     // The descriptors, then the tags, then the data.
     tags_offset_ = (granule_count_ * sizeof(run) + page - 1) & ~(page - 1);
     meta_bytes_ = tags_offset_ + ((granule_count_ * sizeof(std::uint32_t) + page - 1) & ~(page - 1));

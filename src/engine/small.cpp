@@ -198,21 +198,36 @@ free_block* engine_heap::refill_stash(thread_heap* h, unsigned c) noexcept {
 // Runs: collect, make, adopt, retire
 // -------------------------------------------------------------------------------------------------
 
-/// Effects: moves the blocks other threads freed into `r` onto its owner's free list.
+/// Effects: moves the blocks other threads freed into `r` onto its owner's free list. When that
+/// frees the whole run, its carved blocks are threaded afresh in address order instead. The list
+/// other threads build is in the reverse order of their frees, and each round of allocations and
+/// remote frees cuts it where blocks were still out: left alone, a run that a producer fills and
+/// consumers empty over and over hands its blocks out in random order after a few thousand
+/// rounds, and then every pop of the free list misses the cache (no prefetcher follows it). In
+/// address order the pops stream, and the list of a run that came back whole is not walked at all.
 void engine_heap::collect(thread_heap*, run* r) noexcept {
     // A plain load first: the locked exchange only when there is something to take.
-    if (r->thread_free.load(std::memory_order_relaxed) == nullptr) return;
-    free_block* list = r->thread_free.exchange(nullptr, std::memory_order_acquire);
-    if (list == nullptr) return;
-    std::uint16_t n = 1;
-    free_block* tail = list;
-    while (tail->next != nullptr) {
-        tail = tail->next;
-        ++n;
+    if (r->thread_free.load(std::memory_order_relaxed) == 0) return;
+    const std::uint64_t w = r->thread_free.exchange(0, std::memory_order_acquire);
+    if (w == 0) return;
+    auto* list = reinterpret_cast<free_block*>(data_ + (w & remote_offset_mask));
+    r->used = static_cast<std::uint16_t>(r->used - remote_count(w));
+    if (r->used == 0) { // some block was out, so carved >= 1
+        const std::size_t bs = r->block_size, k = r->carved;
+        std::byte* first = address_of(r);
+        for (std::size_t i = 0; i + 1 < k; ++i)
+            reinterpret_cast<free_block*>(first + i * bs)->next =
+                reinterpret_cast<free_block*>(first + (i + 1) * bs);
+        reinterpret_cast<free_block*>(first + (k - 1) * bs)->next = nullptr;
+        r->free = reinterpret_cast<free_block*>(first);
+        return;
     }
+    // The walk also brings the blocks into this core's cache before the pops that follow.
+    free_block* tail = list;
+    while (tail->next != nullptr)
+        tail = tail->next;
     tail->next = r->free;
     r->free = list;
-    r->used = static_cast<std::uint16_t>(r->used - n);
 }
 
 /// Effects: the empty run `r` goes to h's cache, or back to the span pool when the cache is full.
@@ -382,7 +397,7 @@ engine_heap::run* engine_heap::new_run(thread_heap* h, unsigned c) noexcept {
     r->block_size = static_cast<std::uint32_t>(bs);
     r->cls = static_cast<std::uint8_t>(c);
     r->where = run_list::none;
-    r->thread_free.store(nullptr, std::memory_order_relaxed);
+    r->thread_free.store(0, std::memory_order_relaxed);
     r->owner.store(h, std::memory_order_relaxed);
     set_tag(r, h);
     class_committed_[c].fetch_add(std::size_t{n} << granule_shift, std::memory_order_relaxed);
@@ -408,7 +423,7 @@ engine_heap::run* engine_heap::adopt(thread_heap* h, unsigned c) noexcept {
     r->owner.store(h, std::memory_order_seq_cst);
     set_tag(r, h);
     h->run_bytes.add(std::uint64_t{r->granules} << granule_shift);
-    if (r->thread_free.load(std::memory_order_seq_cst) != nullptr) collect(h, r);
+    if (r->thread_free.load(std::memory_order_seq_cst) != 0) collect(h, r);
     return r;
 }
 
@@ -538,12 +553,15 @@ void engine_heap::choose_stash(thread_heap* h) noexcept {
 void engine_heap::push_thread_free(free_block* b, run* d, unsigned cls) noexcept {
     // The class comes from the caller, read before the block is published: once it is on
     // thread_free the owner may collect it and reuse the run for another class.
-    free_block* old = d->thread_free.load(std::memory_order_relaxed);
+    const std::uint64_t off = reinterpret_cast<std::uintptr_t>(b) - data_;
+    std::uint64_t old = d->thread_free.load(std::memory_order_relaxed);
     do {
-        b->next = old;
-    } while (
-        !d->thread_free.compare_exchange_weak(old, b, std::memory_order_seq_cst, std::memory_order_relaxed));
-    if (old == nullptr) {
+        b->next = old == 0 ? nullptr : reinterpret_cast<free_block*>(data_ + (old & remote_offset_mask));
+        // One more block on the list (fewer than 2^16: the run has fewer).
+    } while (!d->thread_free.compare_exchange_weak(
+        old, ((old >> remote_count_shift) + 1) << remote_count_shift | off, std::memory_order_seq_cst,
+        std::memory_order_relaxed));
+    if (old == 0) {
         // The first block on an empty list tells the owner to look at its full runs; later
         // ones ride along (the owner takes the whole list at once). seq_cst pairs with adopt()
         // (a lock cmpxchg and a plain load on x86 either way).

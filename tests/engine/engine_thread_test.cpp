@@ -249,6 +249,36 @@ TEST(EngineHeapThreads, AThreadThatOnlyFreesStashesNothing) {
     EXPECT_TRUE(h.check());
 }
 
+// A run that other threads' frees bring back whole hands its blocks out in address order again, not
+// in the (reversed, shuffled) order of those frees; check() sees the length the list word carries.
+TEST(EngineHeapThreads, ARunOtherThreadsEmptyHandsOutItsBlocksInAddressOrder) {
+    strata::engine_options o = options();
+    o.stash_bytes = 0;
+    engine_heap h(o);
+    const std::size_t n = strata::engine_detail::granule / 64; // one run of 64-byte blocks
+    std::vector<void*> blocks;
+    for (std::size_t i = 0; i < n; ++i)
+        blocks.push_back(h.allocate(64));
+    std::vector<void*> shuffled = blocks;
+    std::shuffle(shuffled.begin(), shuffled.end(), std::mt19937(7));
+    std::thread([&] {
+        for (std::size_t i = 0; i + 1 < n; ++i)
+            h.deallocate(shuffled[i]);
+        EXPECT_TRUE(h.check()); // n - 1 blocks on the run's list, one still out
+        h.deallocate(shuffled.back());
+    }).join();
+    EXPECT_TRUE(h.check());
+    std::vector<void*> again;
+    for (std::size_t i = 0; i < n; ++i)
+        again.push_back(h.allocate(64));
+    std::sort(blocks.begin(), blocks.end());
+    EXPECT_EQ(again, blocks) << "the run's blocks, lowest address first";
+    for (void* p : again)
+        h.deallocate(p);
+    EXPECT_TRUE(h.check());
+    EXPECT_EQ(h.stats().live_allocations, 0u);
+}
+
 TEST(EngineHeapThreads, StashOffSendsEveryRemoteFreeHome) {
     strata::engine_options o = options();
     o.stash_bytes = 0;

@@ -56,11 +56,23 @@ struct alignas(64) run {
     bool populated = false;                        // every page has been faulted in (runs only)
     std::uint8_t purge_sig = 0;                    // small: free list as of its last in-run purge
     std::atomic<thread_heap*> owner{nullptr};      // small: the heap that may pop from `free`
-    std::atomic<free_block*> thread_free{nullptr}; // small: frees from other threads
+    std::atomic<std::uint64_t> thread_free{0};     // small: frees from other threads (remote_count)
     run* next = nullptr;                           // list links (owner lists, free bins)
     run* prev = nullptr;                           //
 };
 static_assert(sizeof(run) == 64);
+
+/// A run's thread_free word: the blocks other threads freed into the run, as the list head's offset
+/// from the heap's data start (low 48 bits) and the list's length (high 16 bits; 0: empty). The
+/// owner takes the list and its length in one exchange, so it knows without a walk when the list
+/// holds every block still out (collect then threads the run afresh). A run holds at most 65,535
+/// blocks, a heap at most 2^48 bytes.
+inline constexpr unsigned remote_count_shift = 48;
+inline constexpr std::uint64_t remote_offset_mask = (std::uint64_t{1} << remote_count_shift) - 1;
+/// Returns: the length of the list in the thread_free word `w`.
+[[nodiscard]] constexpr std::uint16_t remote_count(std::uint64_t w) noexcept {
+    return static_cast<std::uint16_t>(w >> remote_count_shift);
+}
 
 /// Returns: blocks on the stash `st` (its `used` counts down from 0 as they arrive).
 [[nodiscard]] inline std::uint16_t stash_count(const run* st) noexcept {
