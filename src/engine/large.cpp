@@ -98,6 +98,7 @@ void engine_heap::keep(thread_heap* h, run* head) noexcept {
     add_under_lock(kept_granules_, head->granules);
     const std::uint32_t old_at = h->kept_at.load(std::memory_order_relaxed);
     h->kept_at.store(now_tick(), std::memory_order_relaxed);
+    h->kept_misses = 0;
     // A maintenance step of another thread may have taken the old one since the load.
     old = h->kept.exchange(head, std::memory_order_acq_rel);
     if (old != nullptr) {

@@ -620,6 +620,31 @@ TEST(EngineDecay, AKeptSpanTooSmallGoesBackToThePool) {
     EXPECT_TRUE(h.check());
 }
 
+// A thread that keeps a large span while its runs need memory the pool has no resident pages for
+// hands the span to the pool at the fourth such run, which then takes the span's pages.
+TEST(EngineDecay, AKeptSpanGoesToTheRunsAtTheFourthThatWouldTakeFreshPages) {
+    engine_heap h(decay_options(1000));
+    char* big = written(h, 2 * mib);
+    ASSERT_NE(big, nullptr);
+    h.deallocate(big); // kept
+    const auto inside = [&](const void* p) {
+        const auto* c = static_cast<const char*>(p);
+        return c >= big && c < big + 2 * mib;
+    };
+    std::vector<void*> blocks;
+    for (const std::size_t size : {16, 32, 48}) { // a run each, from fresh pages
+        blocks.push_back(h.allocate(size));
+        EXPECT_FALSE(inside(blocks.back())) << size;
+    }
+    blocks.push_back(h.allocate(64));
+    EXPECT_TRUE(inside(blocks.back())) << "the fourth run comes from the span the thread no longer keeps";
+    EXPECT_TRUE(h.check());
+    for (void* p : blocks)
+        h.deallocate(p);
+    EXPECT_TRUE(h.check());
+    EXPECT_EQ(h.stats().live_allocations, 0u);
+}
+
 TEST(EngineDecay, AKeptSpanDecaysLikeAFreeOne) {
     engine_heap h(decay_options(100));
     char* p = written(h, 8 * mib);

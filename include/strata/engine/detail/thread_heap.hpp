@@ -180,6 +180,7 @@ struct thread_heap {
     // maintenance steps of any thread take it back to the span pool once it is decay_ms old.
     std::atomic<run*> kept{nullptr};
     std::atomic<std::uint32_t> kept_at{0};
+    std::uint32_t kept_misses = 0; // run requests with no resident fit since `kept` was kept
     engine_heap* engine = nullptr;
     thread_heap* next_heap = nullptr; // engine's list of heaps in use, or of free ones
     thread_heap* prev_heap = nullptr;
