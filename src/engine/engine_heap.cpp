@@ -22,6 +22,7 @@ namespace engine_detail {
 
 __thread tls_slot tls[max_instances] __attribute__((tls_model("initial-exec")));
 __thread bool thread_gone __attribute__((tls_model("initial-exec"))) = false;
+__thread std::uint32_t cacheless_frees __attribute__((tls_model("initial-exec"))) = 0;
 constinit run empty_run{};
 constinit registry_type registry;
 

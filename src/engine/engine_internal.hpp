@@ -29,6 +29,16 @@ constexpr std::uint32_t class_granules(unsigned c) noexcept {
     return static_cast<std::uint32_t>((16 * bs + granule - 1) / granule);
 }
 
+/// A run's block count fits the 16-bit length of its thread_free word (remote_count).
+static_assert(
+    [] {
+        for (unsigned c = 0; c < class_count; ++c)
+            if ((std::size_t{class_granules(c)} << granule_shift) / class_size(c) >= std::size_t{1} << 16)
+                return false;
+        return true;
+    }(),
+    "a run's block count must fit the thread_free word's 16 bits");
+
 /// Returns: milliseconds from tick `then` to tick `now` (engine_heap::now_tick, wrapping), 0 when
 /// `then` is later: a step takes its tick before its lock, and another thread may stamp a block
 /// freed meanwhile with a later one. Such a block is new, not 49 days old.
@@ -57,6 +67,8 @@ struct unlock_guard {
 /// key's destructor that allocates after that gets no new cache (in pthread's last round of
 /// destructors nothing would hand it back): its small blocks come from the medium tier.
 extern __thread bool thread_gone __attribute__((tls_model("initial-exec")));
+/// Small frees the calling thread made with no cache for the heap (free_without_cache).
+extern __thread std::uint32_t cacheless_frees __attribute__((tls_model("initial-exec")));
 
 /// Every live engine_heap, by TLS slot. The epoch tells a thread's slot from a stale one left by a
 /// destroyed heap whose slot was reused.

@@ -12,7 +12,7 @@
 // thread keeps for idle classes go back to the span pool when a request would otherwise touch fresh
 // pages (prefer_resident).
 //
-// Exports: engine_heap::small_slow, refill_stash, local_free_slow, deallocate_slow,
+// Exports: engine_heap::small_slow, refill_stash, local_free_slow, deallocate_slow, free_without_cache,
 // push_thread_free, flush_stash, collect, retire, prefer_resident, note_busy_classes,
 // release_idle_runs, new_run, adopt, populate, thread_populates, sweep_abandoned.
 #include <sys/mman.h>
@@ -26,13 +26,14 @@ namespace strata {
 using namespace engine_detail;
 
 namespace {
-/// Runs a thread may take from fresh memory while it keeps a large span resident for its next large
-/// request; at the next, the span goes to the pool, where runs take it. A program that freed a big
-/// buffer it does not make again (a grown vector's old storage) would otherwise fault in fresh
-/// pages for its small blocks while the span sits idle until it decays: the recorded OpenTTD
-/// server, replayed through malloc, 1.27x mimalloc's time and 1.09x its peak RSS with the span
-/// kept, 1.08x and 1.03x without. One that makes big buffers again and again keeps its span: its
-/// runs seldom need fresh memory.
+/// Of the run requests a thread makes while it keeps a large span for its next large request, the
+/// one that finds no resident pages in the pool and hands the span to the pool instead, so that it
+/// takes the span's pages (the three before it take fresh ones). A program that freed a big buffer
+/// it does not make again (a grown vector's old storage) would otherwise fault fresh pages in for
+/// its small blocks while the span sat idle until it decayed: the recorded OpenTTD server, replayed
+/// through malloc, took 1.27x mimalloc's time and 1.09x its peak RSS with the span kept, 1.08x and
+/// 1.03x without. One that makes big buffers again and again keeps its span: its runs seldom need
+/// fresh pages.
 constexpr std::uint32_t kept_miss_limit = 4;
 
 /// The first class whose runs span more than one granule.
@@ -214,13 +215,19 @@ free_block* engine_heap::refill_stash(thread_heap* h, unsigned c) noexcept {
 /// consumers empty over and over hands its blocks out in random order after a few thousand
 /// rounds, and then every pop of the free list misses the cache (no prefetcher follows it). In
 /// address order the pops stream, and the list of a run that came back whole is not walked at all.
-void engine_heap::collect(thread_heap*, run* r) noexcept {
+void engine_heap::collect(thread_heap*, run* r, collect_for use) noexcept {
     // A plain load first: the locked exchange only when there is something to take.
     if (r->thread_free.load(std::memory_order_relaxed) == 0) return;
     const std::uint64_t w = r->thread_free.exchange(0, std::memory_order_acquire);
     if (w == 0) return;
     auto* list = reinterpret_cast<free_block*>(data_ + (w & remote_offset_mask));
     r->used = static_cast<std::uint16_t>(r->used - remote_count(w));
+    r->purge_sig = 0; // the free list changed: the in-run purge walks it again
+    if (r->used == 0 && use == collect_for::release) { // freed next: an empty, uncarved run
+        r->free = nullptr;
+        r->carved = 0;
+        return;
+    }
     if (r->used == 0) { // some block was out, so carved >= 1
         const std::size_t bs = r->block_size, k = r->carved;
         std::byte* first = address_of(r);
@@ -260,19 +267,19 @@ void engine_heap::retire(thread_heap* h, run* r) noexcept {
 
 /// Effects: before a request of `n` granules of `kind` from the span pool: when the free span it
 /// would take does not hold them in its resident part, h's idle empty runs go back to the pool
-/// first (release_idle_runs), and so does h's kept span at the kept_miss_limit-th such run request
-/// since it was kept, so the request takes resident memory rather than fresh pages. Requires: the
-/// calling thread owns h.
+/// (release_idle_runs); when there were none, h's kept span goes at the kept_miss_limit-th such run
+/// request since it was kept. So the request takes resident memory rather than fresh pages.
+/// Requires: the calling thread owns h.
 void engine_heap::prefer_resident(thread_heap* h, std::size_t n, span_kind kind) noexcept {
     {
         lock_guard g(span_lock_);
         const run* fit = span_fit(n, kind);
         if (fit != nullptr && dirty_granules(fit) >= n) return;
     }
-    if (kind == span_kind::small && h->kept.load(std::memory_order_relaxed) != nullptr &&
-        ++h->kept_misses >= kept_miss_limit)
+    // Idle runs handed back first: when they made room, the request takes it and does not count.
+    if (!release_idle_runs(h) && kind == span_kind::small &&
+        h->kept.load(std::memory_order_relaxed) != nullptr && ++h->kept_misses >= kept_miss_limit)
         release_kept_of(h);
-    release_idle_runs(h);
 }
 
 /// Effects: stamps each class above one granule that allocated since the last call with the
@@ -292,8 +299,9 @@ void engine_heap::note_busy_classes(thread_heap* h) noexcept {
 /// nothing in h's last 1024 slow calls or more (the spare, an empty current run), and such runs in
 /// its cache when none left it in that time. A class that is busy again makes a run anew. Lazy runs
 /// stay (most of their pages were never touched: reusing them would fault as fresh memory does),
-/// and so do one-granule runs (cheap to keep). Requires: the calling thread owns h.
-void engine_heap::release_idle_runs(thread_heap* h) noexcept {
+/// and so do one-granule runs (cheap to keep). Requires: the calling thread owns h. Returns: whether
+/// it handed any back.
+bool engine_heap::release_idle_runs(thread_heap* h) noexcept {
     constexpr std::uint32_t window = 1024;
     run* idle = nullptr;
     for (unsigned c = first_multi_granule_class; c < class_count; ++c) {
@@ -323,7 +331,7 @@ void engine_heap::release_idle_runs(thread_heap* h) noexcept {
             r = next;
         }
     }
-    if (idle == nullptr) return;
+    if (idle == nullptr) return false;
     lock_guard g(span_lock_);
     while (run* r = idle) {
         idle = r->next;
@@ -332,6 +340,7 @@ void engine_heap::release_idle_runs(thread_heap* h) noexcept {
         r->where = run_list::none;
         span_free(r, true);
     }
+    return true;
 }
 
 /// Effects: faults every page of `r` in (MADV_POPULATE_WRITE, or a write per page above the first
@@ -507,15 +516,19 @@ void engine_heap::deallocate_slow(void* p, std::uint32_t tag) noexcept {
     }
 }
 
-/// Effects: the free of the small block `p` (tag `tag`) by a thread with no cache for this heap: the
-/// thread gets one, so that it counts its frees in its own record (a locked add on a shared counter
-/// per free made a thread that only frees other threads' blocks, a consumer, half again slower), and
-/// the block goes home. Past the thread's exit, or when no record can be made, the free is counted
-/// in a shared atomic and the block goes onto its run's thread_free list. Frees are counted by the
-/// thread that frees, so statistics are exact once threads are quiet (the owner only learns of a
-/// remote block when it collects).
+/// Effects: the free of the small block `p` (tag `tag`) by a thread with no cache for this heap. At
+/// its cacheless_free_limit-th such free the thread gets a cache, so that it counts its frees in its
+/// own record (a locked add on a shared counter per free made a thread that only frees other
+/// threads' blocks, a consumer, half again slower), and the block goes home. Before that, past the
+/// thread's exit, or when no record can be made, the free is counted in a shared atomic and the
+/// block goes onto its run's thread_free list: a thread that frees a block or two as it ends (after
+/// its thread-local destructors ran, where nothing would hand a new cache back) makes no record.
+/// Frees are counted by the thread that frees, so statistics are exact once threads are quiet (the
+/// owner only learns of a remote block when it collects).
 void engine_heap::free_without_cache(void* p, std::uint32_t tag) noexcept {
-    if (thread_heap* h = make_thread_heap()) return free_home(h, p, tag); // its stash starts off
+    constexpr std::uint32_t cacheless_free_limit = 16;
+    if (++cacheless_frees >= cacheless_free_limit)
+        if (thread_heap* h = make_thread_heap()) return free_home(h, p, tag); // its stash starts off
     const unsigned cls = tag_class(tag);
     remote_frees_[cls].fetch_add(1, std::memory_order_relaxed);
     push_thread_free(static_cast<free_block*>(p), head_of(p), cls);
@@ -620,7 +633,7 @@ void engine_heap::sweep_abandoned() noexcept {
             lock_guard g(abandon_lock_);
             for (run** link = &abandoned_[c]; *link != nullptr;) {
                 run* r = *link;
-                collect(nullptr, r);
+                collect(nullptr, r, collect_for::release);
                 if (r->used != 0) {
                     link = &r->next;
                     continue;

@@ -1,7 +1,7 @@
 // Thread caches: one thread_heap per (thread, engine_heap), found through a thread-local slot. Made
-// on a thread's first allocation, handed back at thread exit or flush_thread_cache(): runs still in
-// use are abandoned (other threads adopt them), empty ones go back to the span pool, counters are
-// folded into the heap's totals and the record is recycled.
+// on a thread's first allocation (or its 16th small free before one), handed back at thread exit or
+// flush_thread_cache(): runs still in use are abandoned (other threads adopt them), empty ones go
+// back to the span pool, counters are folded into the heap's totals and the record is recycled.
 //
 // Exports: engine_heap::make_thread_heap, abandon, thread_exit, flush_thread_cache.
 #include <new>
@@ -100,7 +100,7 @@ void engine_heap::abandon(thread_heap* h) noexcept {
     release_kept_of(h);
     for (unsigned c = 0; c < class_count; ++c) {
         auto give_up = [&](run* r) {
-            collect(h, r);
+            collect(h, r, collect_for::release);
             r->where = run_list::none;
             r->next = r->prev = nullptr;
             if (r->used == 0) {

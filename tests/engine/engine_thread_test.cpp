@@ -221,25 +221,37 @@ TEST(EngineHeapThreads, StashHoldsSixteenBlocksOfBigClassesAndNoneFrom8KiB) {
     EXPECT_EQ(h.stats().live_allocations, 0u);
 }
 
-// A thread that only frees (a consumer) gets a cache at its first free, so that it counts its frees
-// in its own record; its stash is on (every free is remote) but takes no block of a class the thread
-// does not allocate: all of them go home while the thread lives on, and the statistics are exact.
-TEST(EngineHeapThreads, AThreadThatOnlyFreesStashesNothing) {
+// A thread that only frees (a consumer) gets a cache at its 16th free, and counts its frees in its
+// own record from then on. Its stash is on (every free is remote) but takes no block of a class the
+// thread does not allocate: those go home while the thread lives on. A class it does allocate is
+// stashed, and its allocations take those blocks back.
+TEST(EngineHeapThreads, AConsumerStashesOnlyTheClassesItAllocates) {
     engine_heap h(options());
-    std::vector<void*> blocks;
+    std::vector<void*> blocks, small;
     for (int i = 0; i < 1000; ++i) // past the stash window: the consumer's stash turns on
         blocks.push_back(h.allocate(64));
+    for (int i = 0; i < 40; ++i)
+        small.push_back(h.allocate(32));
     std::promise<void> freed, done;
-    std::size_t counted = 0;
+    std::size_t before = 1, counted = 0, taken_back = 0;
     std::thread consumer([&] {
-        for (void* p : blocks)
-            h.deallocate(p);
+        for (std::size_t i = 0; i < blocks.size(); ++i) {
+            if (i == 15) before = h.thread_stats().frees; // still no cache
+            h.deallocate(blocks[i]);
+        }
         counted = h.thread_stats().frees;
+        void* own = h.allocate(32); // a run of the class: from now on the class is stashed
+        for (void* p : small)
+            h.deallocate(p);
+        taken_back = reused(h, small, 40, 32);
+        h.deallocate(own);
         freed.set_value();
         done.get_future().wait();
     });
     freed.get_future().wait();
-    EXPECT_EQ(counted, blocks.size()) << "the consumer counts its frees in its own record";
+    EXPECT_EQ(before, 0u) << "a thread's first 15 frees make no cache";
+    EXPECT_EQ(counted, blocks.size() - 15) << "the consumer counts its frees in its own record";
+    EXPECT_EQ(taken_back, small.size()) << "the class it allocates was stashed";
     EXPECT_EQ(h.stats().live_allocations, 0u);
     EXPECT_TRUE(h.check());
     expect_all_came_home(h, blocks, 64); // none stayed on the consumer's stash

@@ -41,8 +41,8 @@ class purge_batch;
 
 /// Construction settings of an engine_heap.
 struct engine_options {
-    /// Address space reserved up front (MAP_NORESERVE: costs no memory until used). Bounds the
-    /// heap: requests that do not fit fail with nullptr.
+    /// Address space reserved up front (MAP_NORESERVE: costs no memory until used), at most 2^48
+    /// bytes. Bounds the heap: requests that do not fit fail with nullptr.
     std::size_t reserve_bytes = std::size_t{64} << 30;
     /// Free memory is purged late: freed spans and big free medium blocks stay resident and reusable
     /// for decay_ms, then go back to the OS (madvise(MADV_DONTNEED)), oldest first, by the heap's
@@ -318,7 +318,8 @@ public:
 
     /// Effects: hands the calling thread's cache back (as thread exit does): its stash goes to the
     /// owning runs, runs in use become adoptable by other threads, empty ones return to the span
-    /// pool, the frame arena is destroyed. The next allocation on this thread starts a new cache.
+    /// pool, the frame arena is destroyed. The next allocation on this thread starts a new cache
+    /// (so does a run of frees: deallocate).
     void flush_thread_cache() noexcept;
 
     /// Effects: hands the calling thread's stash back to the owning runs, frees the runs exited
@@ -428,7 +429,10 @@ private:
 
     // Small tier (small.cpp).
     [[nodiscard]] STRATA_NOINLINE void* small_slow(thread_heap* h, unsigned c) noexcept;
-    void collect(thread_heap* h, run* r) noexcept;
+    /// What the caller of collect does with the run next: allocates from it, or frees it when it
+    /// came back whole (thread exit, the sweep of abandoned runs: its blocks are not threaded).
+    enum class collect_for { reuse, release };
+    void collect(thread_heap* h, run* r, collect_for use = collect_for::reuse) noexcept;
     void push_thread_free(engine_detail::free_block* b, run* d, unsigned cls) noexcept;
     void flush_stash(thread_heap* h) noexcept;
     void choose_stash(thread_heap* h) noexcept;
@@ -447,7 +451,7 @@ private:
     void retire(thread_heap* h, run* r) noexcept;
     void prefer_resident(thread_heap* h, std::size_t n, engine_detail::span_kind kind) noexcept;
     void note_busy_classes(thread_heap* h) noexcept;
-    void release_idle_runs(thread_heap* h) noexcept;
+    bool release_idle_runs(thread_heap* h) noexcept;
     run* new_run(thread_heap* h, unsigned c) noexcept;
     run* adopt(thread_heap* h, unsigned c) noexcept;
     /// Effects: collects the remote frees of every abandoned run and frees the empty ones.
@@ -647,7 +651,8 @@ private:
     std::atomic<std::size_t> medium_count_{0};
     std::atomic<std::size_t> medium_in_use_{0};
     std::atomic<std::size_t> class_committed_[engine_detail::class_count] = {};
-    std::atomic<std::uint64_t> remote_frees_[engine_detail::class_count] = {}; // by threads without a cache
+    // Frees by a thread past its exit, or one for which no cache could be made.
+    std::atomic<std::uint64_t> remote_frees_[engine_detail::class_count] = {};
 
     engine_detail::block_source source_{this};
 };
