@@ -35,30 +35,30 @@ enum class run_list : std::uint8_t { none, partial, full, freed, cache };
 /// One descriptor per granule; only the first granule's descriptor of a span (its head) is
 /// meaningful, the others of a small or medium span say how far back the head is.
 struct alignas(64) run {
-    union {                                        //
-        free_block* free = nullptr;                // small: owner's free list
-        std::uint64_t clean_tail;                  // dirty free span: granules at its end purged
-    };                                             //
-    std::uint16_t used = 0;                        // blocks out, as far as the owner knows
-    std::uint16_t capacity = 0;                    // blocks that fit
-    std::uint16_t carved = 0;                      // blocks ever threaded into the free list
-    span_kind kind = span_kind::free;              //
-    run_list where = run_list::none;               // which list of the owner holds it
-    std::uint32_t back = 0;                        // granules to the head descriptor
-    std::uint32_t granules = 0;                    // span length (head only)
-    union {                                        //
-        std::uint32_t block_size = 0;              // small: block size
-        std::uint32_t freed_at;                    // dirty free span: tick it was freed at; empty
-                                                   // medium arena: tick it emptied at
-    };                                             //
-    std::uint8_t cls = 0;                          // small: class
-    bool dirty = false;                            // free span: may hold resident pages
-    bool populated = false;                        // every page has been faulted in (runs only)
-    std::uint8_t purge_sig = 0;                    // small: free list as of its last in-run purge
-    std::atomic<thread_heap*> owner{nullptr};      // small: the heap that may pop from `free`
-    std::atomic<std::uint64_t> thread_free{0};     // small: frees from other threads (remote_count)
-    run* next = nullptr;                           // list links (owner lists, free bins)
-    run* prev = nullptr;                           //
+    union {                                    //
+        free_block* free = nullptr;            // small: owner's free list
+        std::uint64_t clean_tail;              // dirty free span: granules at its end purged
+    };                                         //
+    std::uint16_t used = 0;                    // blocks out, as far as the owner knows
+    std::uint16_t capacity = 0;                // blocks that fit
+    std::uint16_t carved = 0;                  // blocks ever threaded into the free list
+    span_kind kind = span_kind::free;          //
+    run_list where = run_list::none;           // which list of the owner holds it
+    std::uint32_t back = 0;                    // granules to the head descriptor
+    std::uint32_t granules = 0;                // span length (head only)
+    union {                                    //
+        std::uint32_t block_size = 0;          // small: block size
+        std::uint32_t freed_at;                // dirty free span: tick it was freed at; empty
+                                               // medium arena: tick it emptied at
+    };                                         //
+    std::uint8_t cls = 0;                      // small: class
+    bool dirty = false;                        // free span: may hold resident pages
+    bool populated = false;                    // every page has been faulted in (runs only)
+    std::uint8_t purge_sig = 0;                // small: free list as of its last in-run purge
+    std::atomic<thread_heap*> owner{nullptr};  // small: the heap that may pop from `free`
+    std::atomic<std::uint64_t> thread_free{0}; // small: frees from other threads (remote_count)
+    run* next = nullptr;                       // list links (owner lists, free bins)
+    run* prev = nullptr;                       //
 };
 static_assert(sizeof(run) == 64);
 
