@@ -6,7 +6,9 @@ workload, strata against the fastest peer and against mimalloc, and the geometri
 workloads of strata/mimalloc time and peak RSS.
 
 When a (malloc, workload) pair has several lines (peers.sh ROUNDS=N), every figure is the median
-over them.
+over them, and the summary's ratios are medians of the per-round ratios (the k-th line of one malloc
+against the k-th of the other: runs of one round are close in time, and this machine's speed drifts
+between rounds).
 
     python3 bench/mt/ratios.py FILE.jsonl
 """
@@ -32,11 +34,24 @@ def merged(rows):
     for rs in groups.values():
         m = dict(rs[0])
         m["rounds"] = len(rs)
+        m["per_round"] = {f: [r[f] for r in rs] for f in ("ns_per_op", "peak_rss_kib") if f in rs[0]}
         for f in FIGURES:
             if f in m:
                 m[f] = statistics.median(r[f] for r in rs)
         out.append(m)
     return out
+
+
+def round_ratio(a, b, f):
+    """Median over the rounds both have of a's figure f / b's (None when b has no such figure)."""
+    if not a or not b:
+        return None
+    pairs = [(x, y) for x, y in zip(a["per_round"].get(f, []), b["per_round"].get(f, [])) if y]
+    return statistics.median(x / y for x, y in pairs) if pairs else None
+
+
+def fmt(r):
+    return f"{r:.2f}x" if r is not None else "-"
 
 
 def geomean(xs):
@@ -59,13 +74,14 @@ def summary(rows, workloads):
         if not st or not peers:
             continue
         best = min(peers, key=lambda r: r["ns_per_op"])
-        if mi and mi["ns_per_op"] and st["ns_per_op"]:
-            times.append(st["ns_per_op"] / mi["ns_per_op"])
-        if mi and mi["peak_rss_kib"] and st["peak_rss_kib"]:
-            rss.append(st["peak_rss_kib"] / mi["peak_rss_kib"])
-        print(f"| {w} | {st['ns_per_op']:.1f} | {best['malloc']} | {ratio(st['ns_per_op'], best['ns_per_op'])} "
-              f"| {ratio(st['ns_per_op'], mi and mi['ns_per_op'])} | {st['faults_per_mop']:.1f} "
-              f"| {best['faults_per_mop']:.1f} | {ratio(st['peak_rss_kib'], mi and mi['peak_rss_kib'])} |")
+        vs_best = round_ratio(st, best, "ns_per_op")
+        vs_mi, rss_mi = round_ratio(st, mi, "ns_per_op"), round_ratio(st, mi, "peak_rss_kib")
+        if vs_mi:
+            times.append(vs_mi)
+        if rss_mi:
+            rss.append(rss_mi)
+        print(f"| {w} | {st['ns_per_op']:.1f} | {best['malloc']} | {fmt(vs_best)} | {fmt(vs_mi)} "
+              f"| {st['faults_per_mop']:.1f} | {best['faults_per_mop']:.1f} | {fmt(rss_mi)} |")
     gt, gr = geomean(times), geomean(rss)
     if gt is not None:
         print(f"\ngeometric mean over {len(times)} workloads: strata/mimalloc time {gt:.2f}x"
