@@ -43,6 +43,16 @@ constexpr unsigned first_multi_granule_class = [] {
         ++c;
     return c;
 }();
+
+/// Effects: links the `k` (>= 1) blocks of size `bs` from `first` into a free list in address order.
+/// Returns: its head.
+free_block* thread_blocks(std::byte* first, std::size_t bs, std::size_t k) noexcept {
+    for (std::size_t i = 0; i + 1 < k; ++i)
+        reinterpret_cast<free_block*>(first + i * bs)->next =
+            reinterpret_cast<free_block*>(first + (i + 1) * bs);
+    reinterpret_cast<free_block*>(first + (k - 1) * bs)->next = nullptr;
+    return reinterpret_cast<free_block*>(first);
+}
 } // namespace
 
 // -------------------------------------------------------------------------------------------------
@@ -130,11 +140,7 @@ void* engine_heap::small_slow(thread_heap* h, unsigned c) noexcept {
                 const std::size_t k =
                     std::min<std::size_t>(r->capacity - r->carved, std::max<std::size_t>(1, 2048 / bs));
                 std::byte* first = address_of(r) + std::size_t{r->carved} * bs;
-                for (std::size_t i = 0; i + 1 < k; ++i)
-                    reinterpret_cast<free_block*>(first + i * bs)->next =
-                        reinterpret_cast<free_block*>(first + (i + 1) * bs);
-                reinterpret_cast<free_block*>(first + (k - 1) * bs)->next = nullptr;
-                r->free = reinterpret_cast<free_block*>(first);
+                r->free = thread_blocks(first, bs, k);
                 r->carved = static_cast<std::uint16_t>(r->carved + k);
                 // The next carve of this run writes the block after these, often on a page this
                 // thread has not touched for a long time: start its TLB walk and line fill now,
@@ -220,7 +226,7 @@ void engine_heap::collect(thread_heap*, run* r, collect_for use) noexcept {
     if (r->thread_free.load(std::memory_order_relaxed) == 0) return;
     const std::uint64_t w = r->thread_free.exchange(0, std::memory_order_acquire);
     if (w == 0) return;
-    auto* list = reinterpret_cast<free_block*>(data_ + (w & remote_offset_mask));
+    free_block* list = remote_head(w);
     r->used = static_cast<std::uint16_t>(r->used - remote_count(w));
     r->purge_sig = 0; // the free list changed: the in-run purge walks it again
     if (r->used == 0 && use == collect_for::release) { // freed next: an empty, uncarved run
@@ -229,13 +235,7 @@ void engine_heap::collect(thread_heap*, run* r, collect_for use) noexcept {
         return;
     }
     if (r->used == 0) { // some block was out, so carved >= 1
-        const std::size_t bs = r->block_size, k = r->carved;
-        std::byte* first = address_of(r);
-        for (std::size_t i = 0; i + 1 < k; ++i)
-            reinterpret_cast<free_block*>(first + i * bs)->next =
-                reinterpret_cast<free_block*>(first + (i + 1) * bs);
-        reinterpret_cast<free_block*>(first + (k - 1) * bs)->next = nullptr;
-        r->free = reinterpret_cast<free_block*>(first);
+        r->free = thread_blocks(address_of(r), r->block_size, r->carved);
         return;
     }
     // The walk also brings the blocks into this core's cache before the pops that follow.
@@ -582,7 +582,7 @@ void engine_heap::push_thread_free(free_block* b, run* d, unsigned cls) noexcept
     const std::uint64_t off = reinterpret_cast<std::uintptr_t>(b) - data_;
     std::uint64_t old = d->thread_free.load(std::memory_order_relaxed);
     do {
-        b->next = old == 0 ? nullptr : reinterpret_cast<free_block*>(data_ + (old & remote_offset_mask));
+        b->next = remote_head(old);
         // One more block on the list (fewer than 2^16: the run has fewer).
     } while (!d->thread_free.compare_exchange_weak(
         old, ((old >> remote_count_shift) + 1) << remote_count_shift | off, std::memory_order_seq_cst,

@@ -144,8 +144,7 @@ bool engine_heap::check() const noexcept {
             std::size_t remote = 0;
             walk(head->free, local);
             const std::uint64_t w = head->thread_free.load(std::memory_order_acquire);
-            walk(w == 0 ? nullptr : reinterpret_cast<const free_block*>(data_ + (w & remote_offset_mask)),
-                 remote);
+            walk(remote_head(w), remote);
             if (local + head->used != head->carved || remote > head->used || remote != remote_count(w))
                 ok = false;
             if (head->where == run_list::cache && head->used != 0) ok = false;

@@ -433,6 +433,12 @@ private:
     /// came back whole (thread exit, the sweep of abandoned runs: its blocks are not threaded).
     enum class collect_for { reuse, release };
     void collect(thread_heap* h, run* r, collect_for use = collect_for::reuse) noexcept;
+    /// Returns: the head of the list in the thread_free word `w` (nullptr when `w` is 0).
+    [[nodiscard]] engine_detail::free_block* remote_head(std::uint64_t w) const noexcept {
+        return w == 0 ? nullptr
+                      : reinterpret_cast<engine_detail::free_block*>(data_ +
+                                                                     (w & engine_detail::remote_offset_mask));
+    }
     void push_thread_free(engine_detail::free_block* b, run* d, unsigned cls) noexcept;
     void flush_stash(thread_heap* h) noexcept;
     void choose_stash(thread_heap* h) noexcept;
