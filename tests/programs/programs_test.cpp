@@ -1,5 +1,5 @@
-// Real programs from Debian (sqlite3, python3, git, g++), which nobody here wrote, run once on the C
-// library's malloc and once with LD_PRELOAD=libstrata_malloc.so: the two runs must exit 0 and print
+// Real programs from Debian (sqlite3, python3, git, g++, Berkeley ABC, z3), which nobody here wrote, run once
+// on the C library's malloc and once with LD_PRELOAD=libstrata_malloc.so: the two runs must exit 0 and print
 // byte-identical output. A crash, a hang (past the timeout) or one differing byte fails the test.
 // The workloads (input generators and the exact commands) live in tests/programs/gen/workload.sh,
 // shared with bench/programs.sh and tests/programs/run-programs.sh; docs/programs.md describes them.
@@ -86,6 +86,8 @@ std::vector<std::string> child_environment(const fs::path& home, const std::stri
         std::string("GIT=") + STRATA_PROGRAMS_GIT,
         std::string("GXX=") + STRATA_PROGRAMS_GXX,
         std::string("NM=") + STRATA_PROGRAMS_NM,
+        std::string("ABC=") + STRATA_PROGRAMS_ABC,
+        std::string("Z3=") + STRATA_PROGRAMS_Z3,
     };
     if (const char* tmp = std::getenv("TMPDIR"); tmp != nullptr) env.push_back(std::string("TMPDIR=") + tmp);
     return env;
@@ -259,5 +261,9 @@ TEST_F(Programs, GxxAssemblySymbolsAndProgramMatch) {
     if (access(STRATA_PROGRAMS_NM, X_OK) != 0) GTEST_SKIP() << "nm is not installed";
     check_workload("gxx", STRATA_PROGRAMS_GXX);
 }
+
+TEST_F(Programs, AbcSynthesisStatsAndNetlistMatch) { check_workload("abc", STRATA_PROGRAMS_ABC); }
+
+TEST_F(Programs, Z3ModelAndCountersMatch) { check_workload("z3", STRATA_PROGRAMS_Z3); }
 
 } // namespace

@@ -5,15 +5,16 @@
 #   bash workload.sh NAME prepare WORKDIR    generate NAME's inputs into WORKDIR (plain, never preloaded)
 #   bash workload.sh NAME run WORKDIR        run the program on them; everything it prints goes to stdout
 #
-# NAME: sqlite3 | python3 | git | gxx.  `run` puts $STRATA_PRELOAD (empty: the C library's malloc)
+# NAME: sqlite3 | python3 | git | gxx | abc | z3.  `run` puts $STRATA_PRELOAD (empty: the C library's malloc)
 # into LD_PRELOAD of the measured program only, never of this shell or the generators, so a
 # difference is the program's; the program's own children (git gc -> pack-objects, g++ -> cc1plus,
 # as, ld) inherit it. Environment, each optional:
 #   STRATA_PRELOAD   the malloc library to preload into the program (default none)
 #   STRATA_SCALE     input size multiplier (default 1; the CI test uses 1)
 #   STRATA_PYTHONMALLOC  PYTHONMALLOC for the python3 workload (the CI test: malloc)
-#   SQLITE3 PYTHON3 GIT GXX NM   the programs (default: sqlite3, /usr/bin/python3, git, g++, nm from
-#                    PATH; python3 is Debian's /usr/bin/python3, not a pyenv shim)
+#   SQLITE3 PYTHON3 GIT GXX NM ABC Z3   the programs (default: sqlite3, /usr/bin/python3, git, g++,
+#                    nm, berkeley-abc, z3 from PATH; python3 is Debian's /usr/bin/python3, not a
+#                    pyenv shim)
 # The output never contains paths, times or addresses: `run` under any malloc must print the same bytes.
 set -euo pipefail
 unset CDPATH # a cd into a relative path would echo it, or go elsewhere
@@ -34,6 +35,8 @@ PYTHON3="${PYTHON3:-/usr/bin/python3}"
 GIT="${GIT:-git}"
 GXX="${GXX:-g++}"
 NM="${NM:-nm}"
+ABC="${ABC:-berkeley-abc}"
+Z3="${Z3:-z3}"
 export LC_ALL=C TZ=UTC PYTHONHASHSEED=0
 mkdir -p "$work"
 cd "$work"
@@ -103,8 +106,30 @@ gxx:run)
     under "$GXX" -o program program.o
     under ./program
     ;;
+abc:prepare)
+    # Berkeley ABC's own generator writes the netlist of an N-bit array multiplier (24 bits at scale
+    # 1, 32 at scale 2); the script optimizes it the way a logic synthesis flow does (AIG rewriting,
+    # SAT sweeping, LUT mapping, don't-care resynthesis), then proves the result equivalent to the
+    # input. Single-threaded, mixed sizes: 16 B nodes, 64 KiB-2 MiB tables and vectors.
+    "$ABC" -s -q "gen -m -N $((16 + 8 * scale)) mult.blif" >/dev/null
+    rw="balance; rewrite; refactor; balance; rewrite; rewrite -z; balance; refactor -z; rewrite -z; balance"
+    echo "read mult.blif; strash; print_stats; $rw; print_stats; fraig; print_stats; if -K 6; print_stats;" \
+        "mfs; print_stats; strash; dch; if -K 4; print_stats; strash; dc2; print_stats;" \
+        "write_blif out.blif; cec mult.blif" >synth.abc
+    ;;
+abc:run)
+    rm -f out.blif
+    # Times and the date ABC writes into the netlist's first comment are not the malloc's doing.
+    under "$ABC" -s -f synth.abc | sed -e 's/Time = *[0-9.]* sec//'
+    grep -v '^#' out.blif | cksum
+    ;;
+z3:prepare) generate smt_puzzle.py >puzzle.smt2 ;;
+z3:run)
+    # The model and the solver's counters; its time and memory figures are left out.
+    under "$Z3" -st puzzle.smt2 | grep -v -e ':time' -e ':total-time' -e 'memory'
+    ;;
 *)
-    echo "workload.sh: unknown workload/mode '$name $mode' (names: sqlite3 python3 git gxx; modes: prepare run)" >&2
+    echo "workload.sh: unknown workload/mode '$name $mode' (names: sqlite3 python3 git gxx abc z3; modes: prepare run)" >&2
     exit 2
     ;;
 esac
