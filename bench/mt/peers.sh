@@ -9,7 +9,7 @@
 # first libstrata_malloc.so* under BUILD_DIR). MT_WORKLOADS picks the workloads, separated by spaces
 # or commas (default "local prodcons larson"); any strata-mt workload goes, and three names expand:
 # "default" (local prodcons larson), "suite" (every workload but phase: local prodcons handoff larson relay big
-# tight falseshare threadchurn bigloop realloc leaky trickle xchurn32k tilesim) and "all" (suite + phase).
+# tight falseshare threadchurn bigloop realloc leaky trickle xchurn32k tilesim rts) and "all" (suite + phase).
 # A --workload LIST among the strata-mt args is taken the same way (it wins over MT_WORKLOADS).
 # ROUNDS=N (default 1) runs the whole set N times, interleaved: round by round, each round's malloc
 # order rotated by one, and the tables report the medians over the rounds.
@@ -43,7 +43,7 @@ while (($#)); do
     *) args+=("$1"); shift ;;
     esac
 done
-suite="local prodcons handoff larson relay big tight falseshare threadchurn bigloop realloc leaky trickle xchurn32k tilesim"
+suite="local prodcons handoff larson relay big tight falseshare threadchurn bigloop realloc leaky trickle xchurn32k tilesim rts"
 workloads=()
 for w in ${wanted//,/ }; do
     case "$w" in
