@@ -50,6 +50,7 @@ done
     "${peers[@]}" <<'PY'
 import hashlib
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -66,6 +67,19 @@ for name in wanted:
         print(f"== {name}: {so or 'not built'} missing, skipped")
         continue
     mallocs.append((name, so))
+
+# The programs a workload runs (SQLITE3=... etc. override them, as in workload.sh): one that is not
+# installed is skipped with a line saying so, rather than failing the whole run.
+binary = {"sqlite3": os.environ.get("SQLITE3", "sqlite3"), "python3": os.environ.get("PYTHON3", "/usr/bin/python3"),
+          "git": os.environ.get("GIT", "git"), "gxx": os.environ.get("GXX", "g++"),
+          "abc": os.environ.get("ABC", "berkeley-abc"), "z3": os.environ.get("Z3", "z3")}
+present = []
+for program in programs:
+    if program in binary and shutil.which(binary[program]) is None:
+        print(f"== {program}: {binary[program]} is not installed, skipped")
+        continue
+    present.append(program)
+programs = present
 
 
 # A forked child starts with its parent's peak RSS (Linux copies the high-water mark at fork and

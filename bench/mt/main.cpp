@@ -56,11 +56,12 @@
 //             one operation in 1,000 also mallocs a 3-4 MiB buffer, writes it in full and frees it
 //             1-32 operations later (at most one per thread at a time).
 //   rts       T threads (default 4, at least 2) shaped like a recorded real-time strategy game with AI
-//             players (8 threads, 12% of its frees cross-thread): each replaces random slots of its own
+//             players (8 threads, 12% cross-thread frees): each replaces random slots of its own
 //             4,096-slot array with 16-256 B blocks, and one operation in four also mallocs a burst of
-//             1-8 blocks of 16-128 B and frees them newest first; 12% of the replaced blocks go, 64
-//             at a time, to a random other thread, which frees them at its next drain (every 256
-//             operations).
+//             1-8 blocks of 16-128 B and frees them newest first; 12% of the replaced blocks (about
+//             6% of all frees) go, 64 at a time, to a random other thread, which frees them at its
+//             next drain (every 256 operations). An operation is one replacement and its burst, about
+//             2.1 malloc + free pairs.
 //   phase     one thread grows a live set of mixed blocks to --phase-mib MiB (default 1,024),
 //             frees a random 90% of it, then idles for --frames frames (default 50) of 20 ms sleep
 //             plus 1,000 free + malloc pairs, reading its RSS (/proc/self/statm) at every frame end.
@@ -778,85 +779,6 @@ sample run_xchurn32k(unsigned threads, std::uint64_t ops, std::uint64_t seed) {
     });
 }
 
-// A block of 16-256 B (rts), written at both ends.
-void* make_rts_block(rng& r, std::size_t max) {
-    const std::size_t size = 16 + r.below(max - 15);
-    auto* p = static_cast<unsigned char*>(checked_malloc(size));
-    p[0] = static_cast<unsigned char>(size);
-    p[size - 1] = static_cast<unsigned char>(size >> 8);
-    return p;
-}
-
-// Blocks one thread hands another to free, a batch at a time.
-struct inbox {
-    std::mutex lock;
-    std::vector<void*> blocks;
-};
-
-sample run_rts(unsigned threads, std::uint64_t ops, std::uint64_t seed) {
-    constexpr std::size_t slots = 4096;
-    constexpr std::size_t batch = 64;
-    std::vector<std::unique_ptr<inbox>> boxes;
-    for (unsigned t = 0; t < threads; ++t)
-        boxes.push_back(std::make_unique<inbox>());
-    std::atomic<unsigned> finished{0};
-    return run_workers(threads, [&](unsigned t, window& w) {
-        rng r(seed * 613 + t);
-        std::vector<void*> mine(slots), out, in;
-        out.reserve(batch);
-        for (auto& p : mine)
-            p = make_rts_block(r, 256);
-        auto hand_on = [&] { // to a random other thread
-            inbox& to = *boxes[(t + 1 + r.below(threads - 1)) % threads];
-            const std::lock_guard g(to.lock);
-            to.blocks.insert(to.blocks.end(), out.begin(), out.end());
-            out.clear();
-        };
-        auto drain = [&] {
-            {
-                const std::lock_guard g(boxes[t]->lock);
-                in.swap(boxes[t]->blocks);
-            }
-            for (void* p : in)
-                std::free(p);
-            in.clear();
-        };
-        auto churn = [&](std::uint64_t n) {
-            void* burst[8];
-            for (std::uint64_t i = 0; i < n; ++i) {
-                const std::size_t k = r.below(slots);
-                void* victim = mine[k];
-                mine[k] = make_rts_block(r, 256);
-                if (r.below(100) < 12) {
-                    out.push_back(victim);
-                    if (out.size() == batch) hand_on();
-                } else {
-                    std::free(victim);
-                }
-                if (r.below(4) == 0) { // a burst of scratch blocks, freed newest first
-                    const std::size_t m = 1 + r.below(8);
-                    for (std::size_t j = 0; j < m; ++j)
-                        burst[j] = make_rts_block(r, 128);
-                    for (std::size_t j = m; j-- > 0;)
-                        std::free(burst[j]);
-                }
-                if ((i & 255) == 255) drain();
-            }
-        };
-        warm_then_time(w, churn, ops);
-        if (!out.empty()) hand_on();
-        // Past stop: every thread drains until the last one has handed its batch on.
-        finished.fetch_add(1, std::memory_order_acq_rel);
-        while (finished.load(std::memory_order_acquire) < threads) {
-            drain();
-            std::this_thread::yield();
-        }
-        drain();
-        for (void* p : mine)
-            std::free(p);
-    });
-}
-
 std::size_t tilesim_size(rng& r) {
     const std::size_t pick = r.below(100);
     if (pick < 91) return 8 + r.below(57); // 8-64 B
@@ -888,6 +810,76 @@ sample run_tilesim(unsigned threads, std::uint64_t ops, std::uint64_t seed) {
         };
         warm_then_time(w, churn, ops);
         std::free(buffer);
+        for (void* p : mine)
+            std::free(p);
+    });
+}
+
+// Blocks one rts thread hands another to free, a batch at a time.
+struct rts_inbox {
+    std::mutex lock;
+    std::vector<void*> blocks;
+};
+
+sample run_rts(unsigned threads, std::uint64_t ops, std::uint64_t seed) {
+    constexpr std::size_t slots = 4096;
+    constexpr std::size_t batch = 64;
+    std::vector<std::unique_ptr<rts_inbox>> boxes;
+    for (unsigned t = 0; t < threads; ++t)
+        boxes.push_back(std::make_unique<rts_inbox>());
+    std::atomic<unsigned> finished{0};
+    return run_workers(threads, [&](unsigned t, window& w) {
+        rng r(seed * 613 + t);
+        std::vector<void*> mine(slots), out, in;
+        out.reserve(batch);
+        for (auto& p : mine)
+            p = make_touched(16 + r.below(241));
+        auto hand_on = [&] { // to a random other thread
+            rts_inbox& to = *boxes[(t + 1 + r.below(threads - 1)) % threads];
+            const std::lock_guard g(to.lock);
+            to.blocks.insert(to.blocks.end(), out.begin(), out.end());
+            out.clear();
+        };
+        auto drain = [&] {
+            {
+                const std::lock_guard g(boxes[t]->lock);
+                in.swap(boxes[t]->blocks);
+            }
+            for (void* p : in)
+                std::free(p);
+            in.clear();
+        };
+        auto churn = [&](std::uint64_t n) {
+            void* burst[8];
+            for (std::uint64_t i = 0; i < n; ++i) {
+                const std::size_t k = r.below(slots);
+                void* victim = mine[k];
+                mine[k] = make_touched(16 + r.below(241)); // 16-256 B
+                if (r.below(100) < 12) {
+                    out.push_back(victim);
+                    if (out.size() == batch) hand_on();
+                } else {
+                    std::free(victim);
+                }
+                if (r.below(4) == 0) { // a burst of scratch blocks, freed newest first
+                    const std::size_t m = 1 + r.below(8);
+                    for (std::size_t j = 0; j < m; ++j)
+                        burst[j] = make_touched(16 + r.below(113)); // 16-128 B
+                    for (std::size_t j = m; j-- > 0;)
+                        std::free(burst[j]);
+                }
+                if ((i & 255) == 255) drain();
+            }
+        };
+        warm_then_time(w, churn, ops);
+        if (!out.empty()) hand_on();
+        // Past stop: every thread drains until the last one has handed its batch on.
+        finished.fetch_add(1, std::memory_order_acq_rel);
+        while (finished.load(std::memory_order_acquire) < threads) {
+            drain();
+            std::this_thread::yield();
+        }
+        drain();
         for (void* p : mine)
             std::free(p);
     });
@@ -1084,14 +1076,14 @@ int main(int argc, char** argv) {
             threads = o.threads ? o.threads : 4;
             ops = o.ops ? o.ops : 1'000'000;
             body = [&] { return run_xchurn32k(threads, ops, o.seed); };
-        } else if (name == "rts") {
-            threads = o.threads ? std::max(2u, o.threads) : 4;
-            ops = o.ops ? o.ops : 2'000'000;
-            body = [&] { return run_rts(threads, ops, o.seed); };
         } else if (name == "tilesim") {
             threads = o.threads ? o.threads : 4;
             ops = o.ops ? o.ops : 500'000;
             body = [&] { return run_tilesim(threads, ops, o.seed); };
+        } else if (name == "rts") {
+            threads = o.threads ? std::max(2u, o.threads) : 4;
+            ops = o.ops ? o.ops : 2'000'000;
+            body = [&] { return run_rts(threads, ops, o.seed); };
         } else if (name == "phase") {
             threads = 1;
             repeats = o.repeats ? o.repeats : 1;

@@ -48,6 +48,10 @@ step_workloads() {
     local name
     for name in sqlite3 python3 git gxx abc z3; do
         local dir="$work/$name"
+        case "$name" in # the two that Debian's base image lacks most often
+        abc) command -v "${ABC:-berkeley-abc}" >/dev/null || { skip abc "berkeley-abc is not installed"; continue; } ;;
+        z3) command -v "${Z3:-z3}" >/dev/null || { skip z3 "z3 is not installed"; continue; } ;;
+        esac
         STRATA_SCALE="${SCALE:-4}" bash "$here/gen/workload.sh" "$name" prepare "$dir" || { fail "$name" "prepare failed"; continue; }
         local t0=$SECONDS
         if ! STRATA_SCALE="${SCALE:-4}" STRATA_PYTHONMALLOC=malloc timeout 1200 \
