@@ -1,4 +1,5 @@
-// Real programs from Debian (sqlite3, python3, git, g++, Berkeley ABC, z3), which nobody here wrote, run once
+// Real programs from Debian (sqlite3, python3, git, g++, Berkeley ABC, z3, a bash script of short
+// processes), which nobody here wrote, run once
 // on the C library's malloc and once with LD_PRELOAD=libstrata_malloc.so: the two runs must exit 0 and print
 // byte-identical output. A crash, a hang (past the timeout) or one differing byte fails the test.
 // The workloads (input generators and the exact commands) live in tests/programs/gen/workload.sh,
@@ -265,5 +266,9 @@ TEST_F(Programs, GxxAssemblySymbolsAndProgramMatch) {
 TEST_F(Programs, AbcSynthesisStatsAndNetlistMatch) { check_workload("abc", STRATA_PROGRAMS_ABC); }
 
 TEST_F(Programs, Z3ModelAndCountersMatch) { check_workload("z3", STRATA_PROGRAMS_Z3); }
+
+// About 1,100 processes (bash, sed, grep, sort, awk, ...), each loading the library, allocating and
+// exiting on it.
+TEST_F(Programs, ShellScriptOfShortProcessesMatches) { check_workload("shell", STRATA_PROGRAMS_BASH); }
 
 } // namespace

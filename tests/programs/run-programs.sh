@@ -16,7 +16,8 @@
 #   OTTD_SECONDS=20    wall seconds of the `openttd-server` step
 # Steps:
 #   workloads       the CI workloads (tests/programs/gen/workload.sh: sqlite3, python3 with
-#                   PYTHONMALLOC=malloc, git, g++ -O2 of a generated file, Berkeley ABC, z3) at SCALE: byte-identical
+#                   PYTHONMALLOC=malloc, git, g++ -O2 of a generated file, Berkeley ABC, z3, a bash
+#                   script of short processes) at SCALE: byte-identical
 #                   stdout. At SCALE=4 the g++ step compiles a 32-component file (~5x CI's).
 #   pytest          CPython's own regression tests (`python -m test`), PYTHONMALLOC=malloc so every
 #                   object goes through the preloaded malloc: both runs must pass, and the summary
@@ -46,7 +47,7 @@ echo "preloading $lib; work in $work"
 
 step_workloads() {
     local name
-    for name in sqlite3 python3 git gxx abc z3; do
+    for name in sqlite3 python3 git gxx abc z3 shell; do
         local dir="$work/$name"
         case "$name" in # the two that Debian's base image lacks most often
         abc) command -v "${ABC:-berkeley-abc}" >/dev/null || { skip abc "berkeley-abc is not installed"; continue; } ;;

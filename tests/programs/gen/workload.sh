@@ -5,7 +5,7 @@
 #   bash workload.sh NAME prepare WORKDIR    generate NAME's inputs into WORKDIR (plain, never preloaded)
 #   bash workload.sh NAME run WORKDIR        run the program on them; everything it prints goes to stdout
 #
-# NAME: sqlite3 | python3 | git | gxx | abc | z3.  `run` puts $STRATA_PRELOAD (empty: the C library's malloc)
+# NAME: sqlite3 | python3 | git | gxx | abc | z3 | shell.  `run` puts $STRATA_PRELOAD (empty: the C library's malloc)
 # into LD_PRELOAD of the measured program only, never of this shell or the generators, so a
 # difference is the program's; the program's own children (git gc -> pack-objects, g++ -> cc1plus,
 # as, ld) inherit it. Environment, each optional:
@@ -131,6 +131,26 @@ abc:run)
     sed -e 's/Time = *[0-9.]* sec//' abc.out
     grep -v '^#' out.blif | cksum
     ;;
+shell:prepare)
+    # What a configure script or a build's glue does: many short processes on small files. The
+    # inputs come from the same tools, run plainly.
+    seq 1 400 | sed 's/^\(.*\)$/\1 item\1 group\1/' >table.txt
+    printf '#include <stdio.h>\nint main(void) { return %d; }\n' $(seq 1 20) >conftest.c
+    ;;
+shell:run)
+    # bash and every process it starts run on the malloc under test: each pays the malloc's start-up
+    # (loading it, its first allocation) and exit, so start-up cost is most of what differs.
+    n=$((120 * scale))
+    under bash -c '
+        for i in $(seq 1 "$1"); do
+            sed -n "${i}p" table.txt | tr a-z A-Z | cut -d" " -f2-
+            grep -c "return $((i % 20 + 1));" conftest.c
+            sort -k1,1nr table.txt | head -n $((i % 5 + 1)) | tail -n 1
+            awk -v k="$i" "\$1 % k == 0 { s += \$1 } END { print k, s }" table.txt
+            expr "$i" \* 7 + 3
+        done
+        sort -t" " -k3,3 table.txt | head -n 5' shell "$n"
+    ;;
 z3:prepare) generate smt_puzzle.py >puzzle.smt2 ;;
 z3:run)
     # The model and the solver's counters; its time and memory figures, and its allocation count
@@ -138,7 +158,7 @@ z3:run)
     under "$Z3" -st puzzle.smt2 | grep -v -e ':time' -e ':total-time' -e 'memory' -e ':num-allocs'
     ;;
 *)
-    echo "workload.sh: unknown workload/mode '$name $mode' (names: sqlite3 python3 git gxx abc z3; modes: prepare run)" >&2
+    echo "workload.sh: unknown workload/mode '$name $mode' (names: sqlite3 python3 git gxx abc z3 shell; modes: prepare run)" >&2
     exit 2
     ;;
 esac
