@@ -41,6 +41,11 @@
 //   realloc   one thread, 8 live vectors grown by realloc from 16 B by ~1.5x up to a cap of 1-4 MiB
 //             (the new tail's pages written), then freed and started over; an operation is one
 //             malloc, realloc or free, on a random vector.
+//   growbuf   one thread reading big inputs into one buffer each: the buffer grows by realloc 1 MiB
+//             at a time (the new MiB written in full) up to 64-256 MiB, is checked and freed, and the
+//             next one starts; between steps 16 random slots of a 4,096-slot array of 16-512 B
+//             blocks are replaced (the parser's small objects, whose runs may land after the
+//             buffer). An operation is one realloc step.
 //   leaky     T threads (default 1) replacing random slots of a 4,096-slot array with 16 B-16 KiB
 //             blocks (70% <= 256 B, 25% <= 4 KiB), except that one block in 10 is never freed while
 //             the workload runs (leaked: freed after the timed window, untimed, so repeats compare).
@@ -653,6 +658,51 @@ sample run_realloc(std::uint64_t ops, std::uint64_t seed) {
     return s;
 }
 
+sample run_growbuf(std::uint64_t ops, std::uint64_t seed) {
+    rng r(seed * 131);
+    constexpr std::size_t step = std::size_t{1} << 20;
+    std::vector<void*> small(4096);
+    for (auto& b : small)
+        b = make_touched(16 + r.below(497));
+    unsigned char* buf = nullptr;
+    std::size_t size = 0, cap = 0;
+    auto one = [&] {
+        if (size >= cap) {
+            if (buf != nullptr && (buf[size - 1] != static_cast<unsigned char>(size >> 20) || buf[0] != 1)) {
+                std::fprintf(stderr, "strata-mt: growbuf lost its contents\n");
+                std::abort();
+            }
+            std::free(buf);
+            buf = nullptr;
+            size = 0;
+            cap = (std::size_t{64} + r.below(193)) * step;
+        }
+        auto* q = static_cast<unsigned char*>(std::realloc(buf, size + step));
+        if (q == nullptr) {
+            std::fprintf(stderr, "strata-mt: realloc(%zu) returned null\n", size + step);
+            std::abort();
+        }
+        buf = q;
+        size += step;
+        std::memset(buf + size - step, static_cast<int>(size >> 20), step);
+        for (int i = 0; i < 16; ++i) {
+            void*& b = small[r.below(small.size())];
+            std::free(b);
+            b = make_touched(16 + r.below(497));
+        }
+    };
+    for (std::uint64_t i = 0; i < ops / 4; ++i)
+        one();
+    const sample s = timed([&] {
+        for (std::uint64_t i = 0; i < ops; ++i)
+            one();
+    });
+    std::free(buf);
+    for (void* b : small)
+        std::free(b);
+    return s;
+}
+
 std::size_t leaky_size(rng& r) {
     const std::size_t pick = r.below(100);
     if (pick < 70) return 16 + r.below(241);
@@ -966,7 +1016,7 @@ int usage() {
         "S]\n"
         "workloads: local prodcons larson (the default set), handoff relay big tight falseshare threadchurn "
         "bigloop\n"
-        "           realloc leaky trickle xchurn32k tilesim rts phase\n",
+        "           realloc growbuf leaky trickle xchurn32k tilesim rts phase\n",
         stderr);
     return 2;
 }
@@ -1064,6 +1114,10 @@ int main(int argc, char** argv) {
             threads = 1;
             ops = o.ops ? o.ops : 50'000;
             body = [&] { return run_realloc(ops, o.seed); };
+        } else if (name == "growbuf") {
+            threads = 1;
+            ops = o.ops ? o.ops : 2'000;
+            body = [&] { return run_growbuf(ops, o.seed); };
         } else if (name == "leaky") {
             threads = o.threads ? o.threads : 1;
             ops = o.ops ? o.ops : 1'000'000;
@@ -1089,11 +1143,12 @@ int main(int argc, char** argv) {
             repeats = o.repeats ? o.repeats : 1;
             body = [&] { return run_phase(o.phase_mib, o.frames, o.frame_us, o.seed, phase); };
         } else {
-            std::fprintf(stderr,
-                         "strata-mt: unknown workload '%s' (local, prodcons, handoff, larson, relay, big, "
-                         "tight, falseshare, "
-                         "threadchurn, bigloop, realloc, leaky, trickle, xchurn32k, tilesim, rts, phase)\n",
-                         name.c_str());
+            std::fprintf(
+                stderr,
+                "strata-mt: unknown workload '%s' (local, prodcons, handoff, larson, relay, big, "
+                "tight, falseshare, "
+                "threadchurn, bigloop, realloc, growbuf, leaky, trickle, xchurn32k, tilesim, rts, phase)\n",
+                name.c_str());
             return 2;
         }
         std::vector<double> seconds;

@@ -8,8 +8,9 @@
 # Environment: STRATA_MALLOC=path overrides where libstrata_malloc.so is looked for (default: the
 # first libstrata_malloc.so* under BUILD_DIR). MT_WORKLOADS picks the workloads, separated by spaces
 # or commas (default "local prodcons larson"); any strata-mt workload goes, and three names expand:
-# "default" (local prodcons larson), "suite" (every workload but phase: local prodcons handoff larson relay big
-# tight falseshare threadchurn bigloop realloc leaky trickle xchurn32k tilesim rts) and "all" (suite + phase).
+# "default" (local prodcons larson), "suite" (every workload but growbuf and phase: local prodcons handoff
+# larson relay big tight falseshare threadchurn bigloop realloc leaky trickle xchurn32k tilesim rts) and
+# "all" (suite + growbuf + phase; growbuf takes mimalloc about 90 s a run).
 # A --workload LIST among the strata-mt args is taken the same way (it wins over MT_WORKLOADS).
 # ROUNDS=N (default 1) runs the whole set N times, interleaved: round by round, each round's malloc
 # order rotated by one, and the tables report the medians over the rounds.
@@ -49,7 +50,7 @@ for w in ${wanted//,/ }; do
     case "$w" in
     default) workloads+=(local prodcons larson) ;;
     suite) workloads+=($suite) ;;
-    all) workloads+=($suite phase) ;;
+    all) workloads+=($suite growbuf phase) ;;
     *) workloads+=("$w") ;;
     esac
 done

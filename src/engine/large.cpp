@@ -167,7 +167,11 @@ void engine_heap::cut_tail(run* head, std::size_t n, std::uint32_t freed_at) noe
 // -------------------------------------------------------------------------------------------------
 
 /// Returns: true when the large block of span `d` now holds `new_size` bytes in place: a shrink
-/// (its tail freed when 16 granules or more) or a grow into a free successor span.
+/// (its tail freed when 16 granules or more), a grow into a free successor span, or, for the last
+/// span (or the one before a free last span), a grow past top_ into fresh granules when no free
+/// span holds the new size in resident pages: a buffer that realloc grows step by step at the top
+/// of the heap is never copied, and one that a resident hole fits moves there (a copy costs less
+/// than faulting in fresh pages, and the hole is reused).
 /// Requires: medium_max < new_size <= data_size_.
 bool engine_heap::large_resize_in_place(run* d, std::size_t new_size) noexcept {
     const std::size_t need = (new_size + granule - 1) >> granule_shift;
@@ -180,8 +184,28 @@ bool engine_heap::large_resize_in_place(run* d, std::size_t new_size) noexcept {
         }
         return true;
     }
-    // Grow into a free successor span.
     const std::size_t at = index_of(d);
+    // Grow past the top: the span (with a free successor, if that ends at top_) takes fresh granules.
+    if (std::size_t end = at + have; end <= top_) {
+        run* next = end < top_ && runs_[end].kind == span_kind::free ? runs_ + end : nullptr;
+        if (next != nullptr) end += next->granules;
+        const std::size_t avail = end - at;
+        const auto resident_fit = [&] {
+            const run* fit = span_best_fit(need);
+            return fit != nullptr && dirty_granules(fit) >= need;
+        };
+        if (end == top_ && avail < need && top_ + (need - avail) <= granule_count_ && !resident_fit() &&
+            grow_commit(top_ + (need - avail))) {
+            if (next != nullptr) bin_remove(next);
+            top_ += need - avail;
+            mark_span(d, need, span_kind::large);
+            span_peak_ = std::max(span_peak_, top_ - free_granules_);
+            large_bytes_.fetch_add((need - have) << granule_shift, std::memory_order_relaxed);
+            note_big_live();
+            return true;
+        }
+    }
+    // Grow into a free successor span.
     if (at + have < top_) {
         run* next = runs_ + at + have;
         if (next->kind == span_kind::free && have + next->granules >= need) {

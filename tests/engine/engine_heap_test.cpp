@@ -435,6 +435,44 @@ TEST(EngineHeap, ReallocateInPlaceWhereTheBlockAllows) {
     EXPECT_TRUE(h.check());
 }
 
+// A buffer that realloc grows step by step at the top of the heap is never copied: the last span
+// takes fresh granules past the top, also through a free span that ends there; one with a live
+// block after it moves.
+TEST(EngineHeap, ALargeBlockAtTheTopGrowsPastItInPlace) {
+    engine_heap h(small_options());
+    constexpr std::size_t mib = std::size_t{1} << 20;
+    auto* p = static_cast<unsigned char*>(h.allocate(4 * mib));
+    ASSERT_NE(p, nullptr);
+    for (std::size_t size = 4 * mib; size < 64 * mib; size += 3 * mib / 2) {
+        std::memset(p + size - 64, static_cast<int>(size >> 20), 64);
+        ASSERT_EQ(h.reallocate(p, size + 3 * mib / 2), p) << size;
+        ASSERT_GE(h.usable_size(p), size + 3 * mib / 2);
+        ASSERT_EQ(p[size - 1], static_cast<unsigned char>(size >> 20));
+        ASSERT_TRUE(h.check()) << size;
+    }
+    void* after = h.allocate(8 * mib); // the top now ends after it
+    ASSERT_NE(after, nullptr);
+    void* moved = h.reallocate(p, 80 * mib);
+    ASSERT_NE(moved, nullptr);
+    EXPECT_NE(moved, p);
+    EXPECT_EQ(static_cast<unsigned char*>(moved)[4 * mib - 1], 4u);
+    h.deallocate(after);
+    // `after`'s span is free, and `moved` ends at the top: it grows into both.
+    auto* q = static_cast<unsigned char*>(h.allocate(2 * mib));
+    ASSERT_NE(q, nullptr);
+    h.deallocate(moved);
+    void* last = h.allocate(96 * mib); // carved at the top, after q
+    ASSERT_NE(last, nullptr);
+    ASSERT_TRUE(h.check());
+    EXPECT_EQ(h.reallocate(last, 200 * mib), last);
+    EXPECT_GE(h.usable_size(last), 200 * mib);
+    EXPECT_TRUE(h.check());
+    h.deallocate(last);
+    h.deallocate(q);
+    EXPECT_TRUE(h.check());
+    EXPECT_EQ(h.stats().live_allocations, 0u);
+}
+
 // Every byte up to usable_size() is the caller's: a medium block grown in place keeps them all, also
 // where the checks fill fresh bytes with a pattern (STRATA_CHECKS=2).
 TEST(EngineHeap, AMediumBlockGrownInPlaceKeepsItsUsableBytes) {
