@@ -316,6 +316,28 @@ TEST(EngineDecay, SlowPathsStepWithoutFrameCalls) {
     EXPECT_GE(h.purge_stats().steps, 1u);
 }
 
+// The first step waits decay_ms / 8 from construction: nothing can have decayed before, and a
+// process that lives a few milliseconds (a shell pipeline's tools) never pays for one.
+TEST(EngineDecay, TheFirstStepWaitsAnEighthOfTheDecayTime) {
+    engine_heap h(decay_options(800)); // a step every 100 ms
+    std::vector<void*> blocks;
+    const auto churn = [&] { // slow paths of every tier: new runs, medium and large blocks
+        for (std::size_t size = 16; size <= 4 * mib; size *= 2)
+            blocks.push_back(written(h, size));
+        for (void* b : blocks)
+            h.deallocate(b);
+        blocks.clear();
+    };
+    churn();
+    advance(99);
+    churn();
+    EXPECT_EQ(h.purge_stats().steps, 0u);
+    advance(1);
+    churn();
+    EXPECT_EQ(h.purge_stats().steps, 1u);
+    EXPECT_TRUE(h.check());
+}
+
 // -------------------------------------------------------------------------------------------------
 // Medium blocks
 // -------------------------------------------------------------------------------------------------
