@@ -10,7 +10,7 @@
 # or commas (default "local prodcons larson"); any strata-mt workload goes, and three names expand:
 # "default" (local prodcons larson), "suite" (every workload but growbuf and phase: local prodcons handoff
 # larson relay big tight falseshare threadchurn bigloop realloc leaky trickle xchurn32k tilesim rts) and
-# "all" (suite + growbuf + phase; growbuf takes mimalloc about 90 s a run).
+# "all" (suite + growbuf + phase; growbuf takes mimalloc about 2.5 minutes at five repeats).
 # A --workload LIST among the strata-mt args is taken the same way (it wins over MT_WORKLOADS).
 # ROUNDS=N (default 1) runs the whole set N times, interleaved: round by round, each round's malloc
 # order rotated by one, and the tables report the medians over the rounds.

@@ -1,7 +1,8 @@
 // The large tier: requests above 1 MiB (or alignments above 4 KiB), each served by a span of its
 // own straight from the span tier, whose bins are the large-block cache: a freed span stays resident
 // until it decays, and a request takes the best fit, a resident one first. Freed spans coalesce; a
-// shrink gives its tail back and a grow takes a free successor span, in place.
+// shrink gives its tail back and a grow takes a free successor span, or fresh granules past the top
+// for the last span, in place.
 // A thread keeps the span of the last large block it freed for its own next large request
 // (thread_heap::kept): in the shared pool, another thread's request would often take it, and write
 // memory whose lines sit in the first thread's caches.
@@ -168,10 +169,11 @@ void engine_heap::cut_tail(run* head, std::size_t n, std::uint32_t freed_at) noe
 
 /// Returns: true when the large block of span `d` now holds `new_size` bytes in place: a shrink
 /// (its tail freed when 16 granules or more), a grow into a free successor span, or, for the last
-/// span (or the one before a free last span), a grow past top_ into fresh granules when no free
-/// span holds the new size in resident pages: a buffer that realloc grows step by step at the top
-/// of the heap is never copied, and one that a resident hole fits moves there (a copy costs less
-/// than faulting in fresh pages, and the hole is reused).
+/// span (or the one before a free last span), a grow past top_ into fresh granules unless the free
+/// span a new block would take (span_best_fit) holds the new size in resident pages: a buffer that
+/// realloc grows step by step at the top of the heap is never copied, and one that such a hole fits
+/// moves there (it is copied, and the footprint stays flat: the hole is reused rather than left
+/// resident beside fresh pages).
 /// Requires: medium_max < new_size <= data_size_.
 bool engine_heap::large_resize_in_place(run* d, std::size_t new_size) noexcept {
     const std::size_t need = (new_size + granule - 1) >> granule_shift;

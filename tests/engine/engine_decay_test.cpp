@@ -338,6 +338,14 @@ TEST(EngineDecay, TheFirstStepWaitsAnEighthOfTheDecayTime) {
     EXPECT_TRUE(h.check());
 }
 
+// With decay_ms = 0 there is no wait: the first slow path steps.
+TEST(EngineDecay, WithNoDecayTimeTheFirstSlowPathSteps) {
+    engine_heap h(decay_options(0));
+    h.deallocate(written(h, 4 * mib));
+    EXPECT_GE(h.purge_stats().steps, 1u);
+    EXPECT_TRUE(h.check());
+}
+
 // -------------------------------------------------------------------------------------------------
 // Medium blocks
 // -------------------------------------------------------------------------------------------------

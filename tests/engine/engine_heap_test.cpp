@@ -436,10 +436,10 @@ TEST(EngineHeap, ReallocateInPlaceWhereTheBlockAllows) {
 }
 
 // A buffer that realloc grows step by step at the top of the heap is never copied: the last span
-// takes fresh granules past the top, also through a free span that ends there; one with a live
-// block after it moves.
+// takes fresh granules past the top; once a live block follows it, it moves.
 TEST(EngineHeap, ALargeBlockAtTheTopGrowsPastItInPlace) {
     engine_heap h(small_options());
+    h.deallocate(h.allocate(64)); // the thread's cache first: its record would land after the block
     constexpr std::size_t mib = std::size_t{1} << 20;
     auto* p = static_cast<unsigned char*>(h.allocate(4 * mib));
     ASSERT_NE(p, nullptr);
@@ -456,18 +456,48 @@ TEST(EngineHeap, ALargeBlockAtTheTopGrowsPastItInPlace) {
     ASSERT_NE(moved, nullptr);
     EXPECT_NE(moved, p);
     EXPECT_EQ(static_cast<unsigned char*>(moved)[4 * mib - 1], 4u);
-    h.deallocate(after);
-    // `after`'s span is free, and `moved` ends at the top: it grows into both.
-    auto* q = static_cast<unsigned char*>(h.allocate(2 * mib));
-    ASSERT_NE(q, nullptr);
     h.deallocate(moved);
-    void* last = h.allocate(96 * mib); // carved at the top, after q
-    ASSERT_NE(last, nullptr);
-    ASSERT_TRUE(h.check());
-    EXPECT_EQ(h.reallocate(last, 200 * mib), last);
-    EXPECT_GE(h.usable_size(last), 200 * mib);
+    h.deallocate(after);
     EXPECT_TRUE(h.check());
-    h.deallocate(last);
+    EXPECT_EQ(h.stats().live_allocations, 0u);
+}
+
+// The block before a free span that ends at the top grows through that span and past the top.
+TEST(EngineHeap, ALargeBlockGrowsThroughAFreeLastSpanAndPastTheTop) {
+    engine_heap h(small_options()); // retain_bytes 16 MiB: a freed 20 MiB span is not kept
+    h.deallocate(h.allocate(64));
+    constexpr std::size_t mib = std::size_t{1} << 20;
+    auto* a = static_cast<unsigned char*>(h.allocate(4 * mib));
+    void* b = h.allocate(20 * mib); // right after a, at the top
+    ASSERT_TRUE(a != nullptr && b != nullptr);
+    ASSERT_EQ(static_cast<unsigned char*>(b), a + 4 * mib);
+    std::memset(a, 7, 4 * mib);
+    h.deallocate(b);
+    EXPECT_EQ(h.reallocate(a, 30 * mib), a);
+    EXPECT_GE(h.usable_size(a), 30 * mib);
+    EXPECT_EQ(a[4 * mib - 1], 7u);
+    EXPECT_TRUE(h.check());
+    h.deallocate(a);
+    EXPECT_TRUE(h.check());
+}
+
+// A block at the top that a resident free span can hold moves there instead: the hole is reused
+// and the top stays where it is.
+TEST(EngineHeap, ALargeBlockAtTheTopMovesIntoAResidentHole) {
+    engine_heap h(small_options());
+    h.deallocate(h.allocate(64));
+    constexpr std::size_t mib = std::size_t{1} << 20;
+    auto* hole = static_cast<unsigned char*>(h.allocate(40 * mib));
+    auto* x = static_cast<unsigned char*>(h.allocate(4 * mib)); // at the top, after the hole
+    ASSERT_TRUE(hole != nullptr && x != nullptr);
+    std::memset(hole, 1, 40 * mib);
+    std::memset(x, 9, 4 * mib);
+    h.deallocate(hole); // written: a dirty (resident) free span
+    void* q = h.reallocate(x, 8 * mib);
+    EXPECT_EQ(q, hole);
+    ASSERT_NE(q, nullptr);
+    EXPECT_EQ(static_cast<unsigned char*>(q)[4 * mib - 1], 9u);
+    EXPECT_TRUE(h.check());
     h.deallocate(q);
     EXPECT_TRUE(h.check());
     EXPECT_EQ(h.stats().live_allocations, 0u);

@@ -32,12 +32,14 @@
 #include "strata/core/spinlock.hpp"
 #include "strata/engine/engine_heap.hpp"
 
+// glibc's own entry points (noexcept, as glibc declares its C functions for C++: a call that may
+// throw would give every frame that inlines one an exception region).
 extern "C" {
-void* __libc_malloc(std::size_t);
-void __libc_free(void*);
-void* __libc_calloc(std::size_t, std::size_t);
-void* __libc_realloc(void*, std::size_t);
-void* __libc_memalign(std::size_t, std::size_t);
+void* __libc_malloc(std::size_t) noexcept;
+void __libc_free(void*) noexcept;
+void* __libc_calloc(std::size_t, std::size_t) noexcept;
+void* __libc_realloc(void*, std::size_t) noexcept;
+void* __libc_memalign(std::size_t, std::size_t) noexcept;
 }
 
 #define STRATA_MALLOC_API extern "C" __attribute__((visibility("default")))
@@ -279,13 +281,28 @@ void* new_attempt(std::size_t size, std::size_t align) noexcept {
     return align <= alignof(std::max_align_t) ? do_malloc(size) : do_aligned(align, size);
 }
 
-void* new_impl(std::size_t size, std::size_t align) {
+[[gnu::noinline]] void* new_attempt_outlined(std::size_t size, std::size_t align) noexcept {
+    return new_attempt(size, align);
+}
+[[gnu::noinline]] std::new_handler new_handler_outlined() noexcept { return current_new_handler(); }
+
+// After a refusal: the new-handler, and attempts, until one succeeds or there is no handler. Out of
+// line, and calling only out-of-line functions: its frame, the one a bad_alloc the program catches
+// unwinds through, carries no personality routine (an inlined noexcept body would give it one),
+// so the program's unwinder never calls into this library's copy of the C++ runtime (linked with
+// its own copy of the unwinder). operator new reaches it by a tail call: its own frame is gone.
+[[gnu::noinline]] void* new_retry(std::size_t size, std::size_t align) {
     for (;;) {
-        if (void* p = new_attempt(size, align); STRATA_LIKELY(p != nullptr)) return p;
-        std::new_handler handler = current_new_handler();
+        std::new_handler handler = new_handler_outlined();
         if (handler == nullptr) throw_bad_alloc();
         handler();
+        if (void* p = new_attempt_outlined(size, align)) return p;
     }
+}
+
+STRATA_ALWAYS_INLINE void* new_impl(std::size_t size, std::size_t align) {
+    if (void* p = new_attempt(size, align); STRATA_LIKELY(p != nullptr)) return p;
+    return new_retry(size, align);
 }
 
 // The nothrow forms. With no new-handler a refusal is nullptr at once: no exception is thrown, so

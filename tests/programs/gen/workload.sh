@@ -134,12 +134,13 @@ abc:run)
 shell:prepare)
     # What a configure script or a build's glue does: many short processes on small files. The
     # inputs come from the same tools, run plainly.
-    seq 1 400 | sed 's/^\(.*\)$/\1 item\1 group\1/' >table.txt
+    seq 1 $((400 * scale)) | sed 's/^\(.*\)$/\1 item\1 group\1/' >table.txt
     printf '#include <stdio.h>\nint main(void) { return %d; }\n' $(seq 1 20) >conftest.c
     ;;
 shell:run)
     # bash and every process it starts run on the malloc under test: each pays the malloc's start-up
-    # (loading it, its first allocation) and exit, so start-up cost is most of what differs.
+    # (loading it, its first allocation) and exit, so start-up cost is most of what differs. stderr
+    # is compared too: a tool that crashed in mid-pipeline would say so there (bash reports it).
     n=$((120 * scale))
     under bash -c '
         for i in $(seq 1 "$1"); do
@@ -149,7 +150,7 @@ shell:run)
             awk -v k="$i" "\$1 % k == 0 { s += \$1 } END { print k, s }" table.txt
             expr "$i" \* 7 + 3
         done
-        sort -t" " -k3,3 table.txt | head -n 5' shell "$n"
+        sort -t" " -k3,3 table.txt | head -n 5' shell "$n" 2>&1
     ;;
 z3:prepare) generate smt_puzzle.py >puzzle.smt2 ;;
 z3:run)
