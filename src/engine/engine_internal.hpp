@@ -127,4 +127,10 @@ inline engine_heap::thread_heap* engine_heap::thread_cache() noexcept {
     return make_thread_heap();
 }
 
+/// Returns: the calling thread's cache, or nullptr when it has none (none is made).
+inline engine_heap::thread_heap* engine_heap::existing_thread_cache() const noexcept {
+    const engine_detail::tls_slot& s = engine_detail::tls[slot_];
+    return s.epoch == epoch_ ? s.heap : nullptr;
+}
+
 } // namespace strata

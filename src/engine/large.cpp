@@ -77,7 +77,7 @@ void engine_heap::large_deallocate(void* p, run* head) noexcept {
         else
             span_free(head, true);
     }
-    maybe_decay();
+    maybe_decay(existing_thread_cache()); // its step walks this thread's runs too
 }
 
 // -------------------------------------------------------------------------------------------------

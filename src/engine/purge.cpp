@@ -352,8 +352,7 @@ void engine_heap::maybe_decay(thread_heap* own) noexcept {
 std::size_t engine_heap::end_frame(std::chrono::microseconds budget) noexcept {
     frames_.fetch_add(1, std::memory_order_relaxed);
     const auto us = static_cast<std::uint64_t>(std::max<std::int64_t>(budget.count(), 1));
-    const tls_slot& slot = tls[slot_];
-    return decay_step(purge_batch::now_ns() + us * 1000, slot.epoch == epoch_ ? slot.heap : nullptr);
+    return decay_step(purge_batch::now_ns() + us * 1000, existing_thread_cache());
 }
 
 // -------------------------------------------------------------------------------------------------
@@ -363,7 +362,8 @@ std::size_t engine_heap::end_frame(std::chrono::microseconds budget) noexcept {
 // A run that still holds live blocks is never a free span, so its free blocks stay resident however
 // long they wait. For blocks of 8 KiB or more (whole pages past their first), the owner gives those
 // pages back, as decay does for spans:
-//   - only the owner thread walks its runs (its free lists are its own; nothing is locked);
+//   - only the owner thread walks its runs (its free lists are its own; nothing is locked); any
+//     step that thread takes walks them, whichever slow path (small, medium, large) took it;
 //   - a free block's first bytes keep the free-list link and a mark: word 1 holds a tag (the block's
 //     address xor a constant), word 2 the tick a walk first saw it free and a purged bit;
 //   - a block seen free for decay_ms is purged: madvise(MADV_DONTNEED) of its whole pages past the

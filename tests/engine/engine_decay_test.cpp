@@ -959,6 +959,34 @@ TEST(EngineDecay, RunBlockPurgeCanBeTurnedOff) {
         h.deallocate(blocks[i]);
 }
 
+// A step that a medium or large call takes walks the calling thread's runs too: a program whose
+// slow paths are mostly medium or large frees still gives back the free blocks inside its runs.
+void run_blocks_decay_when_steps_free(std::size_t other) {
+    engine_heap h(decay_options(100));
+    constexpr std::size_t n = 24 * 1024;
+    const std::vector<char*> blocks = every_other_freed(h, n, 32);
+    const auto other_call = [&] { h.deallocate(written(h, other)); };
+    advance(50);
+    other_call(); // a step: its walk sees the blocks free
+    advance(100);
+    other_call(); // a step: they decayed
+    for (std::size_t i = 0; i < blocks.size(); i += 2)
+        EXPECT_EQ(purgeable_resident(blocks[i], n), 0u) << i;
+    for (std::size_t i = 1; i < blocks.size(); i += 2) {
+        EXPECT_TRUE(filled_with(blocks[i], n, 1)) << i;
+        h.deallocate(blocks[i]);
+    }
+    EXPECT_TRUE(h.check());
+}
+
+TEST(EngineDecay, FreeBlocksInsideUsedRunsDecayWhenMediumFreesTakeTheSteps) {
+    run_blocks_decay_when_steps_free(256 * 1024);
+}
+
+TEST(EngineDecay, FreeBlocksInsideUsedRunsDecayWhenLargeFreesTakeTheSteps) {
+    run_blocks_decay_when_steps_free(8 * mib);
+}
+
 // Only a run's owner walks its free list: another thread's end_frame leaves the blocks alone.
 TEST(EngineDecay, OnlyTheOwnerThreadPurgesInsideItsRuns) {
     engine_heap h(decay_options(100));

@@ -72,8 +72,9 @@ struct engine_options {
     std::size_t medium_retain_bytes = std::size_t{64} << 20;
     /// Free size-class blocks of 8 KiB or more inside runs that still hold live blocks give their
     /// whole pages back (all but the page holding the block's link) when they decay. Only the
-    /// run's owner thread can do it: its end_frame() calls and its own slow paths' steps do; the
-    /// purge thread does not. false: such pages stay resident until their run empties.
+    /// run's owner thread can do it: the steps it takes (its end_frame() calls, and those its small,
+    /// medium and large slow paths take) do; the purge thread does not. false: such pages stay
+    /// resident until their run empties.
     bool purge_run_blocks = true;
     /// Milliseconds of a monotonic clock; nullptr: CLOCK_MONOTONIC_COARSE. Tests give a fake one.
     std::uint64_t (*clock_ms)() noexcept = nullptr;
@@ -422,7 +423,8 @@ private:
     }
 
     // Thread caches (thread_cache.cpp).
-    [[nodiscard]] thread_heap* thread_cache() noexcept; // inline, in engine_internal.hpp
+    [[nodiscard]] thread_heap* thread_cache() noexcept;                // inline, in engine_internal.hpp
+    [[nodiscard]] thread_heap* existing_thread_cache() const noexcept; // inline, likewise
     [[nodiscard]] thread_heap* make_thread_heap() noexcept;
     void abandon(thread_heap* h) noexcept;
     static void thread_exit(void*) noexcept;
