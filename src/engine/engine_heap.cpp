@@ -75,9 +75,9 @@ engine_heap::engine_heap(engine_options options) : options_(options) {
     }
     clock_origin_ = now_ms();
     step_interval_ = options.decay_ms / 8;
-    // Nothing can have decayed before then, and a short-lived process (a shell pipeline's tools)
-    // never pays for a step.
-    next_step_.store(step_interval_, std::memory_order_relaxed);
+    // The first step: nothing can have decayed before decay_ms, and a short-lived process (a shell
+    // pipeline's tools) never pays for a step.
+    next_step_.store(options.decay_ms, std::memory_order_relaxed);
     // Fewer TLB misses on a churned working set of megabytes; a hint (THP may be off).
     if (options.huge_pages) (void)vm_.hint_huge_pages(data_offset_, data_size_);
 

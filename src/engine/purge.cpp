@@ -21,7 +21,9 @@ namespace strata {
 using namespace engine_detail;
 
 // A maintenance step runs from end_frame(), from the purge thread, or from a slow path (medium and
-// large calls, run changes) once step_interval_ has passed since the last. It purges, oldest first:
+// large calls, run changes) once step_interval_ has passed since the last (an eighth of that after
+// a slow path's step that spent its budget, in a program that never calls end_frame()). It purges,
+// oldest first:
 //   - free spans: each dirty free span carries the tick it was freed at (a merge keeps the newer)
 //     and its clean tail, the granules at its end purged since: a purge takes 1 MiB pieces off
 //     the end of the dirty part, so a step stops close to its deadline, and a request served
@@ -345,7 +347,14 @@ void engine_heap::maybe_decay(thread_heap* own) noexcept {
     std::uint32_t due = next_step_.load(std::memory_order_relaxed);
     if (static_cast<std::int32_t>(now - due) < 0) return;
     if (!next_step_.compare_exchange_strong(due, now + step_interval_, std::memory_order_relaxed)) return;
-    (void)decay_step(purge_batch::now_ns() + std::uint64_t{options_.purge_step_us} * 1000, own);
+    const std::uint64_t deadline = purge_batch::now_ns() + std::uint64_t{options_.purge_step_us} * 1000;
+    // A step that spent its budget leaves a backlog (a program that just shrank): the next comes
+    // after an eighth of the interval, so the backlog goes at about purge_step_us per
+    // step_interval_ / 8 rather than per step_interval_. Not in a program that paces its purges
+    // with end_frame(): its slow paths stay out of its frames.
+    if (decay_step(deadline, own) != 0 && past(deadline) && frames_.load(std::memory_order_relaxed) == 0)
+        next_step_.store(now_tick() + std::max<std::uint32_t>(step_interval_ / 8, 1),
+                         std::memory_order_relaxed);
 }
 
 /// Returns: bytes purged by this frame's step.
@@ -361,15 +370,17 @@ std::size_t engine_heap::end_frame(std::chrono::microseconds budget) noexcept {
 //
 // A run that still holds live blocks is never a free span, so its free blocks stay resident however
 // long they wait. For blocks of 8 KiB or more (whole pages past their first), the owner gives those
-// pages back, as decay does for spans:
+// pages back, as decay does for spans but after 4 * decay_ms: a run's free blocks are the tail of
+// its class's free list, which a class whose live count swings reuses at each swing (a strategy
+// game server's 60 KiB class, strata-mt's trickle, reaches into its tail every few hundred ms):
 //   - only the owner thread walks its runs (its free lists are its own; nothing is locked); any
 //     step that thread takes walks them, whichever slow path (small, medium, large) took it;
 //   - a free block's first bytes keep the free-list link and a mark: word 1 holds a tag (the block's
 //     address xor a constant), word 2 the tick a walk first saw it free and a purged bit;
-//   - a block seen free for decay_ms is purged: madvise(MADV_DONTNEED) of its whole pages past the
+//   - a block seen free for 4 * decay_ms is purged: madvise(MADV_DONTNEED) of its whole pages past the
 //     first cache line's page; an allocation gets zero pages there, as from any fresh memory;
 //   - a mark is only a hint: a block whose user never wrote words 1-2 keeps its mark from an earlier
-//     free, and is then purged sooner than decay_ms after its latest free, or (purged bit set) not
+//     free, and is then purged sooner than 4 * decay_ms after its latest free, or (purged bit set) not
 //     again; never while it is live: the walk purges only blocks on the owner's free list;
 //   - a run whose free list has not changed since a walk that left nothing waiting is skipped
 //     (`purge_sig`, a byte of the list head and the count of blocks out).
@@ -392,9 +403,9 @@ std::uint8_t purge_sig_of(const run* r) noexcept {
 
 } // namespace
 
-/// Effects: purges the free blocks of 8 KiB or more inside h's runs that a walk saw free decay_ms
-/// ago, class by class from where the last walk stopped, until the deadline. Requires: the calling
-/// thread owns h. Returns: bytes purged.
+/// Effects: purges the free blocks of 8 KiB or more inside h's runs that a walk saw free
+/// 4 * decay_ms ago, class by class from where the last walk stopped, until the deadline. Requires: the
+/// calling thread owns h. Returns: bytes purged.
 std::size_t engine_heap::purge_run_blocks(thread_heap* h, std::uint32_t now,
                                           std::uint64_t deadline_ns) noexcept {
     if (!options_.purge_run_blocks || first_purged_class >= class_count) return 0;
@@ -417,7 +428,7 @@ std::size_t engine_heap::purge_run_blocks(thread_heap* h, std::uint32_t now,
                 continue;
             }
             if ((words[2] & run_mark_purged) != 0) continue;
-            if (tick_age(now, static_cast<std::uint32_t>(words[2])) < options_.decay_ms) {
+            if (tick_age(now, static_cast<std::uint32_t>(words[2])) < std::uint64_t{options_.decay_ms} * 4) {
                 waiting = true;
                 continue;
             }

@@ -316,10 +316,10 @@ TEST(EngineDecay, SlowPathsStepWithoutFrameCalls) {
     EXPECT_GE(h.purge_stats().steps, 1u);
 }
 
-// The first step waits decay_ms / 8 from construction: nothing can have decayed before, and a
+// The first step waits decay_ms from construction: nothing can have decayed before, and a
 // process that lives a few milliseconds (a shell pipeline's tools) never pays for one.
-TEST(EngineDecay, TheFirstStepWaitsAnEighthOfTheDecayTime) {
-    engine_heap h(decay_options(800)); // a step every 100 ms
+TEST(EngineDecay, TheFirstStepWaitsTheDecayTime) {
+    engine_heap h(decay_options(800)); // then a step every 100 ms
     std::vector<void*> blocks;
     const auto churn = [&] { // slow paths of every tier: new runs, medium and large blocks
         for (std::size_t size = 16; size <= 4 * mib; size *= 2)
@@ -329,14 +329,55 @@ TEST(EngineDecay, TheFirstStepWaitsAnEighthOfTheDecayTime) {
         blocks.clear();
     };
     churn();
-    advance(99);
+    advance(799);
     churn();
     EXPECT_EQ(h.purge_stats().steps, 0u);
     advance(1);
     churn();
     EXPECT_EQ(h.purge_stats().steps, 1u);
+    advance(99);
+    churn();
+    EXPECT_EQ(h.purge_stats().steps, 1u);
+    advance(1);
+    churn();
+    EXPECT_EQ(h.purge_stats().steps, 2u);
     EXPECT_TRUE(h.check());
 }
+
+// A slow path's step that spends its budget with more decayed than it could purge brings the next
+// step forward to an eighth of the interval, until the backlog is gone; a program that calls
+// end_frame() keeps the plain interval (its slow paths stay out of its frames).
+void backlog_steps(bool frames) {
+    engine_options o = decay_options(800); // a step every 100 ms; a backlog's every 12 ms
+    o.purge_step_us = 1;                   // one piece per step
+    engine_heap h(o);
+    std::vector<char*> blocks, spacers;
+    for (int i = 0; i < 16; ++i) {
+        blocks.push_back(written(h, 4 * mib));
+        spacers.push_back(written(h, 2 * mib));
+    }
+    for (char* b : blocks)
+        h.deallocate(b);
+    if (frames) (void)h.end_frame(std::chrono::microseconds{1});
+    const auto slow_call = [&] { h.deallocate(written(h, 256 * 1024)); };
+    advance(800);
+    const std::size_t steps = h.purge_stats().steps;
+    slow_call(); // a step: 64 MiB decayed, one piece goes
+    ASSERT_EQ(h.purge_stats().steps, steps + 1);
+    advance(12);
+    slow_call();
+    EXPECT_EQ(h.purge_stats().steps, steps + (frames ? 1 : 2));
+    advance(88);
+    slow_call();
+    EXPECT_EQ(h.purge_stats().steps, steps + (frames ? 2 : 3));
+    for (char* p : spacers)
+        h.deallocate(p);
+    EXPECT_TRUE(h.check());
+}
+
+TEST(EngineDecay, ABacklogBringsTheNextStepForward) { backlog_steps(false); }
+
+TEST(EngineDecay, ABacklogKeepsTheIntervalWhenTheProgramCallsEndFrame) { backlog_steps(true); }
 
 // With decay_ms = 0 there is no wait: the first slow path steps.
 TEST(EngineDecay, WithNoDecayTimeTheFirstSlowPathSteps) {
@@ -906,7 +947,7 @@ TEST(EngineDecay, FreeBlocksInsideUsedRunsDecay) {
     for (char* p : freed)
         ASSERT_GT(purgeable_resident(p, bs), 0u);
     EXPECT_EQ(h.end_frame(std::chrono::seconds{1}), 0u); // a walk sees them free
-    advance(99);
+    advance(399);                                        // blocks inside runs wait 4 * decay_ms
     EXPECT_EQ(h.end_frame(std::chrono::seconds{1}), 0u);
     for (char* p : freed)
         EXPECT_GT(purgeable_resident(p, bs), 0u) << "purged before it decayed";
@@ -966,10 +1007,10 @@ void run_blocks_decay_when_steps_free(std::size_t other) {
     constexpr std::size_t n = 24 * 1024;
     const std::vector<char*> blocks = every_other_freed(h, n, 32);
     const auto other_call = [&] { h.deallocate(written(h, other)); };
-    advance(50);
+    advance(100); // the first step comes decay_ms after the heap was made
     other_call(); // a step: its walk sees the blocks free
-    advance(100);
-    other_call(); // a step: they decayed
+    advance(400);
+    other_call(); // a step: they decayed (4 * decay_ms)
     for (std::size_t i = 0; i < blocks.size(); i += 2)
         EXPECT_EQ(purgeable_resident(blocks[i], n), 0u) << i;
     for (std::size_t i = 1; i < blocks.size(); i += 2) {
@@ -1000,7 +1041,7 @@ TEST(EngineDecay, OnlyTheOwnerThreadPurgesInsideItsRuns) {
     other.join();
     EXPECT_GT(purgeable_resident(blocks[0], n), 0u);
     (void)h.end_frame(std::chrono::seconds{1}); // the owner's first walk marks them
-    advance(100);
+    advance(400);
     EXPECT_GT(h.end_frame(std::chrono::seconds{1}), 0u);
     EXPECT_EQ(purgeable_resident(blocks[0], n), 0u);
     for (std::size_t i = 1; i < blocks.size(); i += 2)

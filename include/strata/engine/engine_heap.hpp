@@ -45,12 +45,15 @@ struct engine_options {
     /// bytes. Bounds the heap: requests that do not fit fail with nullptr.
     std::size_t reserve_bytes = std::size_t{64} << 30;
     /// Free memory is purged late: freed spans and big free medium blocks stay resident and reusable
-    /// for decay_ms, then go back to the OS (madvise(MADV_DONTNEED)), oldest first, by the heap's
-    /// maintenance: end_frame(), the purge thread, or a step of at most purge_step_us that the slow
-    /// paths (medium and large calls, run changes) take every decay_ms / 8. A program that churns
-    /// never faults; one that shrinks gives its memory back within about decay_ms. 0: at the next
+    /// for decay_ms (free blocks inside runs for 4 * decay_ms, see purge_run_blocks), then go back
+    /// to the OS (madvise(MADV_DONTNEED)), oldest first, by the heap's maintenance: end_frame(),
+    /// the purge thread, or a step of at most purge_step_us that the slow paths (medium and large
+    /// calls, run changes) take every decay_ms / 8, the first decay_ms after construction (every
+    /// decay_ms / 64 while a step's budget leaves a backlog, unless the program calls end_frame()).
+    /// A program that churns at 10 Hz or faster never faults; one that shrinks gives its memory
+    /// back within about decay_ms plus what the budgets need for the backlog. 0: at the next
     /// maintenance step (the slow paths then step on every call).
-    std::uint32_t decay_ms = 500;
+    std::uint32_t decay_ms = 125;
     /// Time the slow paths' maintenance step may spend purging (batches of at most 1 MiB: the last
     /// one may overrun it by one batch).
     std::uint32_t purge_step_us = 200;
@@ -71,7 +74,9 @@ struct engine_options {
     /// them at once, those seen free longest first. 0: each such block is purged as it is freed.
     std::size_t medium_retain_bytes = std::size_t{64} << 20;
     /// Free size-class blocks of 8 KiB or more inside runs that still hold live blocks give their
-    /// whole pages back (all but the page holding the block's link) when they decay. Only the
+    /// whole pages back (all but the page holding the block's link) once seen free for
+    /// 4 * decay_ms: such a block is the tail of its class's free list, which a class whose live
+    /// count swings reuses at every swing, so it waits longer than a free span. Only the
     /// run's owner thread can do it: the steps it takes (its end_frame() calls, and those its small,
     /// medium and large slow paths take) do; the purge thread does not. false: such pages stay
     /// resident until their run empties.
