@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # bench/programs.sh: wall time and peak RSS of real Debian programs (the tests/programs workloads:
 # a sqlite3 script, a python3 workload, git on a generated repository, a g++ compile, Berkeley ABC
-# synthesizing a multiplier, z3 solving a bit-vector puzzle, a bash script of short processes) under glibc,
+# synthesizing a multiplier, z3 solving a bit-vector puzzle, a bash script of short processes, a
+# Ruby script and a Lua script) under glibc,
 # mimalloc, tcmalloc, jemalloc, tbbmalloc and libstrata_malloc.so, with ratios to mimalloc.
 #
 #   bash bench/programs.sh [BUILD_DIR]      (default BUILD_DIR: build/release)
@@ -9,7 +10,7 @@
 # Environment:
 #   RUNS=5                     runs per (program, malloc); the median wall time is reported
 #   STRATA_SCALE=2             input size multiplier handed to tests/programs/gen/workload.sh
-#   PROGRAMS="sqlite3 python3 git gxx abc z3 shell"   which workloads
+#   PROGRAMS="sqlite3 python3 git gxx abc z3 shell ruby lua"   which workloads
 #   MALLOCS="glibc mimalloc tcmalloc jemalloc tbbmalloc strata"   which mallocs
 #   STRATA_MALLOC=path         libstrata_malloc.so (default: the first one under BUILD_DIR)
 # Runs are interleaved (run 1 of every malloc, then run 2, ...) so a burst of load on a shared
@@ -46,7 +47,7 @@ for peer in "mimalloc=$lib/libmimalloc.so.2" "tcmalloc=$lib/libtcmalloc_minimal.
 done
 
 /usr/bin/python3 - "$root/tests/programs/gen/workload.sh" "$work" "${RUNS:-5}" \
-    "${PROGRAMS:-sqlite3 python3 git gxx abc z3 shell}" "${MALLOCS:-glibc mimalloc tcmalloc jemalloc tbbmalloc strata}" \
+    "${PROGRAMS:-sqlite3 python3 git gxx abc z3 shell ruby lua}" "${MALLOCS:-glibc mimalloc tcmalloc jemalloc tbbmalloc strata}" \
     "${peers[@]}" <<'PY'
 import hashlib
 import os
@@ -72,7 +73,8 @@ for name in wanted:
 # installed is skipped with a line saying so, rather than failing the whole run.
 binary = {"sqlite3": os.environ.get("SQLITE3", "sqlite3"), "python3": os.environ.get("PYTHON3", "/usr/bin/python3"),
           "git": os.environ.get("GIT", "git"), "gxx": os.environ.get("GXX", "g++"),
-          "abc": os.environ.get("ABC", "berkeley-abc"), "z3": os.environ.get("Z3", "z3"), "shell": "bash"}
+          "abc": os.environ.get("ABC", "berkeley-abc"), "z3": os.environ.get("Z3", "z3"), "shell": "bash",
+          "ruby": os.environ.get("RUBY", "ruby"), "lua": os.environ.get("LUA", "lua5.4")}
 present = []
 for program in programs:
     if program in binary and shutil.which(binary[program]) is None:

@@ -74,10 +74,13 @@ engine_heap::engine_heap(engine_options options) : options_(options) {
                             : static_cast<std::uint16_t>(std::min<std::size_t>(n, 4096));
     }
     clock_origin_ = now_ms();
-    step_interval_ = options.decay_ms / 8;
+    // Ticks are 32-bit milliseconds compared by signed difference: ages past 2^31 do not exist, and
+    // the in-run purge waits 4 * decay_ms.
+    options_.decay_ms = std::min<std::uint32_t>(options.decay_ms, std::uint32_t{1} << 29);
+    step_interval_ = options_.decay_ms / 8;
     // The first step: nothing can have decayed before decay_ms, and a short-lived process (a shell
     // pipeline's tools) never pays for a step.
-    next_step_.store(options.decay_ms, std::memory_order_relaxed);
+    next_step_.store(options_.decay_ms, std::memory_order_relaxed);
     // Fewer TLB misses on a churned working set of megabytes; a hint (THP may be off).
     if (options.huge_pages) (void)vm_.hint_huge_pages(data_offset_, data_size_);
 

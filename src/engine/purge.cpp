@@ -21,7 +21,7 @@ namespace strata {
 using namespace engine_detail;
 
 // A maintenance step runs from end_frame(), from the purge thread, or from a slow path (medium and
-// large calls, run changes) once step_interval_ has passed since the last (an eighth of that after
+// large frees, run changes) once step_interval_ has passed since the last (a quarter of that after
 // a slow path's step that spent its budget, in a program that never calls end_frame()). It purges,
 // oldest first:
 //   - free spans: each dirty free span carries the tick it was freed at (a merge keeps the newer)
@@ -349,12 +349,11 @@ void engine_heap::maybe_decay(thread_heap* own) noexcept {
     if (!next_step_.compare_exchange_strong(due, now + step_interval_, std::memory_order_relaxed)) return;
     const std::uint64_t deadline = purge_batch::now_ns() + std::uint64_t{options_.purge_step_us} * 1000;
     // A step that spent its budget leaves a backlog (a program that just shrank): the next comes
-    // after an eighth of the interval, so the backlog goes at about purge_step_us per
-    // step_interval_ / 8 rather than per step_interval_. Not in a program that paces its purges
-    // with end_frame(): its slow paths stay out of its frames.
+    // after a quarter of the interval (3 ms at the default decay_ms), so the backlog goes at about
+    // purge_step_us per step_interval_ / 4. Not in a program that paces its purges with
+    // end_frame(): its slow paths stay out of its frames.
     if (decay_step(deadline, own) != 0 && past(deadline) && frames_.load(std::memory_order_relaxed) == 0)
-        next_step_.store(now_tick() + std::max<std::uint32_t>(step_interval_ / 8, 1),
-                         std::memory_order_relaxed);
+        next_step_.store(now_tick() + step_interval_ / 4, std::memory_order_relaxed);
 }
 
 /// Returns: bytes purged by this frame's step.
@@ -373,8 +372,9 @@ std::size_t engine_heap::end_frame(std::chrono::microseconds budget) noexcept {
 // pages back, as decay does for spans but after 4 * decay_ms: a run's free blocks are the tail of
 // its class's free list, which a class whose live count swings reuses at each swing (a strategy
 // game server's 60 KiB class, strata-mt's trickle, reaches into its tail every few hundred ms):
-//   - only the owner thread walks its runs (its free lists are its own; nothing is locked); any
-//     step that thread takes walks them, whichever slow path (small, medium, large) took it;
+//   - only the owner thread walks its runs (its free lists are its own; nothing is locked): its
+//     end_frame() steps and the steps of its every 64th small refill and of its medium and large
+//     frees walk them (a run change's step does not: it may come mid-way through a list's change);
 //   - a free block's first bytes keep the free-list link and a mark: word 1 holds a tag (the block's
 //     address xor a constant), word 2 the tick a walk first saw it free and a purged bit;
 //   - a block seen free for 4 * decay_ms is purged: madvise(MADV_DONTNEED) of its whole pages past the

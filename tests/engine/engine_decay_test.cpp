@@ -310,7 +310,7 @@ TEST(EngineDecay, SlowPathsStepWithoutFrameCalls) {
     ASSERT_TRUE(p && q && spacer);
     h.deallocate(p);
     advance(150);
-    h.deallocate(q); // a step is due (decay_ms / 8 since the last): p decayed, q not
+    h.deallocate(q); // the first step is due (decay_ms after construction): p decayed, q not
     EXPECT_EQ(resident(p, 12 * mib), 0u);
     EXPECT_EQ(resident(q, 12 * mib), 12 * mib / page);
     EXPECT_GE(h.purge_stats().steps, 1u);
@@ -345,10 +345,10 @@ TEST(EngineDecay, TheFirstStepWaitsTheDecayTime) {
 }
 
 // A slow path's step that spends its budget with more decayed than it could purge brings the next
-// step forward to an eighth of the interval, until the backlog is gone; a program that calls
+// step forward to a quarter of the interval, until the backlog is gone; a program that calls
 // end_frame() keeps the plain interval (its slow paths stay out of its frames).
 void backlog_steps(bool frames) {
-    engine_options o = decay_options(800); // a step every 100 ms; a backlog's every 12 ms
+    engine_options o = decay_options(800); // a step every 100 ms; a backlog's every 25 ms
     o.purge_step_us = 1;                   // one piece per step
     engine_heap h(o);
     std::vector<char*> blocks, spacers;
@@ -364,10 +364,10 @@ void backlog_steps(bool frames) {
     const std::size_t steps = h.purge_stats().steps;
     slow_call(); // a step: 64 MiB decayed, one piece goes
     ASSERT_EQ(h.purge_stats().steps, steps + 1);
-    advance(12);
+    advance(25);
     slow_call();
     EXPECT_EQ(h.purge_stats().steps, steps + (frames ? 1 : 2));
-    advance(88);
+    advance(75);
     slow_call();
     EXPECT_EQ(h.purge_stats().steps, steps + (frames ? 2 : 3));
     for (char* p : spacers)
@@ -378,6 +378,26 @@ void backlog_steps(bool frames) {
 TEST(EngineDecay, ABacklogBringsTheNextStepForward) { backlog_steps(false); }
 
 TEST(EngineDecay, ABacklogKeepsTheIntervalWhenTheProgramCallsEndFrame) { backlog_steps(true); }
+
+// A step that had nothing to purge keeps the plain interval, however small its budget.
+TEST(EngineDecay, AStepWithNothingDueKeepsTheInterval) {
+    engine_options o = decay_options(800);
+    o.purge_step_us = 1;
+    engine_heap h(o);
+    const auto slow_call = [&] { h.deallocate(written(h, 256 * 1024)); };
+    slow_call();
+    advance(800);
+    slow_call();
+    ASSERT_EQ(h.purge_stats().steps, 1u);
+    EXPECT_EQ(h.purge_stats().purged_bytes, 0u);
+    advance(25);
+    slow_call();
+    EXPECT_EQ(h.purge_stats().steps, 1u);
+    advance(75);
+    slow_call();
+    EXPECT_EQ(h.purge_stats().steps, 2u);
+    EXPECT_TRUE(h.check());
+}
 
 // With decay_ms = 0 there is no wait: the first slow path steps.
 TEST(EngineDecay, WithNoDecayTimeTheFirstSlowPathSteps) {

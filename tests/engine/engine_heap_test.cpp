@@ -1097,6 +1097,8 @@ TEST(EngineHeap, ShrinkInPlaceGivesTheTailBack) {
 TEST(EngineHeap, SteadyChurnDoesNotFault) {
     engine_options o = small_options();
     o.populate_after_bytes = 0; // every run faulted in whole when made (the default waits for 8 MiB)
+    o.decay_ms =
+        60000; // the layout's reuse is under test, not the clock (a loaded machine's passes are slow)
     engine_heap h(o);
     std::mt19937_64 rng(7);
     std::vector<void*> live(2000);

@@ -1,5 +1,5 @@
 // Real programs from Debian (sqlite3, python3, git, g++, Berkeley ABC, z3, a bash script of short
-// processes), which nobody here wrote, run once
+// processes, a Ruby script, a Lua script), which nobody here wrote, run once
 // on the C library's malloc and once with LD_PRELOAD=libstrata_malloc.so: the two runs must exit 0 and print
 // byte-identical output. A crash, a hang (past the timeout) or one differing byte fails the test.
 // The workloads (input generators and the exact commands) live in tests/programs/gen/workload.sh,
@@ -270,5 +270,11 @@ TEST_F(Programs, Z3ModelAndCountersMatch) { check_workload("z3", STRATA_PROGRAMS
 // About 1,100 processes (bash, sed, grep, sort, awk, ...), each loading the library, allocating and
 // exiting on it.
 TEST_F(Programs, ShellScriptOfShortProcessesMatches) { check_workload("shell", STRATA_PROGRAMS_BASH); }
+
+// Garbage-collected runtimes: a Ruby script's strings, arrays and hash tables, and every object of a
+// Lua script, are malloc blocks that their collectors free in bursts.
+TEST_F(Programs, RubyScriptOutputMatches) { check_workload("ruby", STRATA_PROGRAMS_RUBY); }
+
+TEST_F(Programs, LuaScriptOutputMatches) { check_workload("lua", STRATA_PROGRAMS_LUA); }
 
 } // namespace

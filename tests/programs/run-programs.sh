@@ -17,7 +17,7 @@
 # Steps:
 #   workloads       the CI workloads (tests/programs/gen/workload.sh: sqlite3, python3 with
 #                   PYTHONMALLOC=malloc, git, g++ -O2 of a generated file, Berkeley ABC, z3, a bash
-#                   script of short processes) at SCALE: byte-identical
+#                   script of short processes, a Ruby script, a Lua script) at SCALE: byte-identical
 #                   stdout. At SCALE=4 the g++ step compiles a 32-component file (~5x CI's).
 #   pytest          CPython's own regression tests (`python -m test`), PYTHONMALLOC=malloc so every
 #                   object goes through the preloaded malloc: both runs must pass, and the summary
@@ -47,11 +47,13 @@ echo "preloading $lib; work in $work"
 
 step_workloads() {
     local name
-    for name in sqlite3 python3 git gxx abc z3 shell; do
+    for name in sqlite3 python3 git gxx abc z3 shell ruby lua; do
         local dir="$work/$name"
-        case "$name" in # the two that Debian's base image lacks most often
+        case "$name" in # the ones that Debian's base image lacks most often
         abc) command -v "${ABC:-berkeley-abc}" >/dev/null || { skip abc "berkeley-abc is not installed"; continue; } ;;
         z3) command -v "${Z3:-z3}" >/dev/null || { skip z3 "z3 is not installed"; continue; } ;;
+        ruby) command -v "${RUBY:-ruby}" >/dev/null || { skip ruby "ruby is not installed"; continue; } ;;
+        lua) command -v "${LUA:-lua5.4}" >/dev/null || { skip lua "lua5.4 is not installed"; continue; } ;;
         esac
         STRATA_SCALE="${SCALE:-4}" bash "$here/gen/workload.sh" "$name" prepare "$dir" || { fail "$name" "prepare failed"; continue; }
         local t0=$SECONDS

@@ -48,11 +48,12 @@ struct engine_options {
     /// for decay_ms (free blocks inside runs for 4 * decay_ms, see purge_run_blocks), then go back
     /// to the OS (madvise(MADV_DONTNEED)), oldest first, by the heap's maintenance: end_frame(),
     /// the purge thread, or a step of at most purge_step_us that the slow paths (medium and large
-    /// calls, run changes) take every decay_ms / 8, the first decay_ms after construction (every
-    /// decay_ms / 64 while a step's budget leaves a backlog, unless the program calls end_frame()).
-    /// A program that churns at 10 Hz or faster never faults; one that shrinks gives its memory
+    /// frees, run changes) take every decay_ms / 8, the first decay_ms after construction (every
+    /// decay_ms / 32 while a step's budget leaves a backlog, unless the program calls end_frame()).
+    /// A program that reuses its memory within decay_ms never faults; one that shrinks gives it
     /// back within about decay_ms plus what the budgets need for the backlog. 0: at the next
-    /// maintenance step (the slow paths then step on every call).
+    /// maintenance step (the slow paths then step on every call). At most 2^29 (six days; more is
+    /// taken as that).
     std::uint32_t decay_ms = 125;
     /// Time the slow paths' maintenance step may spend purging (batches of at most 1 MiB: the last
     /// one may overrun it by one batch).
@@ -76,9 +77,9 @@ struct engine_options {
     /// Free size-class blocks of 8 KiB or more inside runs that still hold live blocks give their
     /// whole pages back (all but the page holding the block's link) once seen free for
     /// 4 * decay_ms: such a block is the tail of its class's free list, which a class whose live
-    /// count swings reuses at every swing, so it waits longer than a free span. Only the
-    /// run's owner thread can do it: the steps it takes (its end_frame() calls, and those its small,
-    /// medium and large slow paths take) do; the purge thread does not. false: such pages stay
+    /// count swings reuses at every swing, so it waits longer than a free span. Only the run's
+    /// owner thread can do it: its end_frame() calls and the steps of its every 64th small refill
+    /// and of its medium and large frees do; the purge thread does not. false: such pages stay
     /// resident until their run empties.
     bool purge_run_blocks = true;
     /// Milliseconds of a monotonic clock; nullptr: CLOCK_MONOTONIC_COARSE. Tests give a fake one.

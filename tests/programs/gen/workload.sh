@@ -5,16 +5,16 @@
 #   bash workload.sh NAME prepare WORKDIR    generate NAME's inputs into WORKDIR (plain, never preloaded)
 #   bash workload.sh NAME run WORKDIR        run the program on them; everything it prints goes to stdout
 #
-# NAME: sqlite3 | python3 | git | gxx | abc | z3 | shell.  `run` puts $STRATA_PRELOAD (empty: the C library's malloc)
+# NAME: sqlite3 | python3 | git | gxx | abc | z3 | shell | ruby | lua.  `run` puts $STRATA_PRELOAD (empty: the C library's malloc)
 # into LD_PRELOAD of the measured program only, never of this shell or the generators, so a
 # difference is the program's; the program's own children (git gc -> pack-objects, g++ -> cc1plus,
 # as, ld) inherit it. Environment, each optional:
 #   STRATA_PRELOAD   the malloc library to preload into the program (default none)
 #   STRATA_SCALE     input size multiplier (default 1; the CI test uses 1)
 #   STRATA_PYTHONMALLOC  PYTHONMALLOC for the python3 workload (the CI test: malloc)
-#   SQLITE3 PYTHON3 GIT GXX NM ABC Z3   the programs (default: sqlite3, /usr/bin/python3, git, g++,
-#                    nm, berkeley-abc, z3 from PATH; python3 is Debian's /usr/bin/python3, not a
-#                    pyenv shim)
+#   SQLITE3 PYTHON3 GIT GXX NM ABC Z3 RUBY LUA   the programs (default: sqlite3, /usr/bin/python3,
+#                    git, g++, nm, berkeley-abc, z3, ruby, lua5.4 from PATH; python3 is Debian's
+#                    /usr/bin/python3, not a pyenv shim)
 # The output never contains paths, times or addresses: `run` under any malloc must print the same bytes.
 set -euo pipefail
 unset CDPATH # a cd into a relative path would echo it, or go elsewhere
@@ -37,6 +37,8 @@ GXX="${GXX:-g++}"
 NM="${NM:-nm}"
 ABC="${ABC:-berkeley-abc}"
 Z3="${Z3:-z3}"
+RUBY="${RUBY:-ruby}"
+LUA="${LUA:-lua5.4}"
 export LC_ALL=C TZ=UTC PYTHONHASHSEED=0
 mkdir -p "$work"
 cd "$work"
@@ -158,8 +160,19 @@ z3:run)
     # (which z3 builds that ask malloc_usable_size take from the malloc), are left out.
     under "$Z3" -st puzzle.smt2 | grep -v -e ':time' -e ':total-time' -e 'memory' -e ':num-allocs'
     ;;
+ruby:prepare) cp "$gen/rb_workload.rb" workload.rb ;;
+ruby:run)
+    # A garbage-collected runtime: malloc'd strings, arrays and hash tables die in bursts at each
+    # collection. --disable-gems: no gem paths are searched, so only the script's work is measured.
+    under "$RUBY" --disable-gems workload.rb "$scale"
+    ;;
+lua:prepare) cp "$gen/lua_workload.lua" workload.lua ;;
+lua:run)
+    # Every Lua object is a malloc block (lua_Alloc over realloc), freed by the incremental collector.
+    under "$LUA" workload.lua "$scale"
+    ;;
 *)
-    echo "workload.sh: unknown workload/mode '$name $mode' (names: sqlite3 python3 git gxx abc z3 shell; modes: prepare run)" >&2
+    echo "workload.sh: unknown workload/mode '$name $mode' (names: sqlite3 python3 git gxx abc z3 shell ruby lua; modes: prepare run)" >&2
     exit 2
     ;;
 esac
