@@ -369,7 +369,7 @@ std::size_t engine_heap::end_frame(std::chrono::microseconds budget) noexcept {
 //
 // A run that still holds live blocks is never a free span, so its free blocks stay resident however
 // long they wait. For blocks of 8 KiB or more (whole pages past their first), the owner gives those
-// pages back, as decay does for spans but after 4 * decay_ms: a run's free blocks are the tail of
+// pages back, as decay does for spans but after 8 * decay_ms: a run's free blocks are the tail of
 // its class's free list, which a class whose live count swings reuses at each swing (a strategy
 // game server's 60 KiB class, strata-mt's trickle, reaches into its tail every few hundred ms):
 //   - only the owner thread walks its runs (its free lists are its own; nothing is locked): its
@@ -377,10 +377,10 @@ std::size_t engine_heap::end_frame(std::chrono::microseconds budget) noexcept {
 //     frees walk them (a run change's step does not: it may come mid-way through a list's change);
 //   - a free block's first bytes keep the free-list link and a mark: word 1 holds a tag (the block's
 //     address xor a constant), word 2 the tick a walk first saw it free and a purged bit;
-//   - a block seen free for 4 * decay_ms is purged: madvise(MADV_DONTNEED) of its whole pages past the
+//   - a block seen free for 8 * decay_ms is purged: madvise(MADV_DONTNEED) of its whole pages past the
 //     first cache line's page; an allocation gets zero pages there, as from any fresh memory;
 //   - a mark is only a hint: a block whose user never wrote words 1-2 keeps its mark from an earlier
-//     free, and is then purged sooner than 4 * decay_ms after its latest free, or (purged bit set) not
+//     free, and is then purged sooner than 8 * decay_ms after its latest free, or (purged bit set) not
 //     again; never while it is live: the walk purges only blocks on the owner's free list;
 //   - a run whose free list has not changed since a walk that left nothing waiting is skipped
 //     (`purge_sig`, a byte of the list head and the count of blocks out).
@@ -404,7 +404,7 @@ std::uint8_t purge_sig_of(const run* r) noexcept {
 } // namespace
 
 /// Effects: purges the free blocks of 8 KiB or more inside h's runs that a walk saw free
-/// 4 * decay_ms ago, class by class from where the last walk stopped, until the deadline. Requires: the
+/// 8 * decay_ms ago, class by class from where the last walk stopped, until the deadline. Requires: the
 /// calling thread owns h. Returns: bytes purged.
 std::size_t engine_heap::purge_run_blocks(thread_heap* h, std::uint32_t now,
                                           std::uint64_t deadline_ns) noexcept {
@@ -428,7 +428,7 @@ std::size_t engine_heap::purge_run_blocks(thread_heap* h, std::uint32_t now,
                 continue;
             }
             if ((words[2] & run_mark_purged) != 0) continue;
-            if (tick_age(now, static_cast<std::uint32_t>(words[2])) < std::uint64_t{options_.decay_ms} * 4) {
+            if (tick_age(now, static_cast<std::uint32_t>(words[2])) < std::uint64_t{options_.decay_ms} * 8) {
                 waiting = true;
                 continue;
             }

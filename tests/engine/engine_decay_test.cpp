@@ -967,7 +967,7 @@ TEST(EngineDecay, FreeBlocksInsideUsedRunsDecay) {
     for (char* p : freed)
         ASSERT_GT(purgeable_resident(p, bs), 0u);
     EXPECT_EQ(h.end_frame(std::chrono::seconds{1}), 0u); // a walk sees them free
-    advance(399);                                        // blocks inside runs wait 4 * decay_ms
+    advance(799);                                        // blocks inside runs wait 8 * decay_ms
     EXPECT_EQ(h.end_frame(std::chrono::seconds{1}), 0u);
     for (char* p : freed)
         EXPECT_GT(purgeable_resident(p, bs), 0u) << "purged before it decayed";
@@ -1029,8 +1029,8 @@ void run_blocks_decay_when_steps_free(std::size_t other) {
     const auto other_call = [&] { h.deallocate(written(h, other)); };
     advance(100); // the first step comes decay_ms after the heap was made
     other_call(); // a step: its walk sees the blocks free
-    advance(400);
-    other_call(); // a step: they decayed (4 * decay_ms)
+    advance(800);
+    other_call(); // a step: they decayed (8 * decay_ms)
     for (std::size_t i = 0; i < blocks.size(); i += 2)
         EXPECT_EQ(purgeable_resident(blocks[i], n), 0u) << i;
     for (std::size_t i = 1; i < blocks.size(); i += 2) {
@@ -1061,7 +1061,7 @@ TEST(EngineDecay, OnlyTheOwnerThreadPurgesInsideItsRuns) {
     other.join();
     EXPECT_GT(purgeable_resident(blocks[0], n), 0u);
     (void)h.end_frame(std::chrono::seconds{1}); // the owner's first walk marks them
-    advance(400);
+    advance(800);
     EXPECT_GT(h.end_frame(std::chrono::seconds{1}), 0u);
     EXPECT_EQ(purgeable_resident(blocks[0], n), 0u);
     for (std::size_t i = 1; i < blocks.size(); i += 2)
