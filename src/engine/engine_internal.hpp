@@ -120,17 +120,16 @@ inline constexpr std::size_t purge_mark_offset = 2 * sizeof(void*);
 
 } // namespace engine_detail
 
-/// Returns: the calling thread's cache, made on first use; nullptr when none can be made.
-inline engine_heap::thread_heap* engine_heap::thread_cache() noexcept {
-    const engine_detail::tls_slot& s = engine_detail::tls[slot_];
-    if (s.epoch == epoch_) return s.heap;
-    return make_thread_heap();
-}
-
 /// Returns: the calling thread's cache, or nullptr when it has none (none is made).
 inline engine_heap::thread_heap* engine_heap::existing_thread_cache() const noexcept {
     const engine_detail::tls_slot& s = engine_detail::tls[slot_];
     return s.epoch == epoch_ ? s.heap : nullptr;
+}
+
+/// Returns: the calling thread's cache, made on first use; nullptr when none can be made.
+inline engine_heap::thread_heap* engine_heap::thread_cache() noexcept {
+    if (thread_heap* h = existing_thread_cache()) return h;
+    return make_thread_heap();
 }
 
 } // namespace strata
