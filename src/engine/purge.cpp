@@ -379,6 +379,9 @@ std::size_t engine_heap::end_frame(std::chrono::microseconds budget) noexcept {
 //     address xor a constant), word 2 the tick a walk first saw it free and a purged bit;
 //   - a block seen free for 8 * decay_ms is purged: madvise(MADV_DONTNEED) of its whole pages past the
 //     first cache line's page; an allocation gets zero pages there, as from any fresh memory;
+//   - a class whose runs hold more than twice as many free (carved) blocks as live ones has shrunk
+//     beyond the swings of a steady live count (a level unloaded, a phase ended): its blocks wait
+//     decay_ms only, as a free span does;
 //   - a mark is only a hint: a block whose user never wrote words 1-2 keeps its mark from an earlier
 //     free, and is then purged sooner than 8 * decay_ms after its latest free, or (purged bit set) not
 //     again; never while it is live: the walk purges only blocks on the owner's free list;
@@ -395,6 +398,22 @@ constexpr unsigned first_purged_class = [] {
 }();
 constexpr std::uint64_t run_mark_tag = 0x5eed'b10c'c0de'd00dULL;
 constexpr std::uint64_t run_mark_purged = std::uint64_t{1} << 32;
+
+/// Returns: whether h's runs of class c hold more free blocks (carved, so resident) than live ones:
+/// the class shrank, beyond the swings of a steady live count.
+bool class_shrunk(const thread_heap* h, unsigned c) noexcept {
+    std::size_t used = 0, carved = 0;
+    const auto add = [&](const run* r) {
+        if (r == &empty_run) return;
+        used += r->used;
+        carved += r->carved;
+    };
+    add(h->current[c] == &h->stash[c] ? h->parked[c] : h->current[c]);
+    for (const run* lists : {h->partial[c], h->full[c], h->freed[c]})
+        for (const run* r = lists; r != nullptr; r = r->next)
+            add(r);
+    return carved > 2 * used;
+}
 
 std::uint8_t purge_sig_of(const run* r) noexcept {
     const auto head = reinterpret_cast<std::uintptr_t>(r->free);
@@ -413,6 +432,7 @@ std::size_t engine_heap::purge_run_blocks(thread_heap* h, std::uint32_t now,
     std::size_t purged = 0;
     purge_batch batch(options_.batch_purges, deadline_ns); // this thread's runs: flushed before it returns
     // One run: returns false when the deadline passed (after its blocks were done).
+    std::uint64_t wait = 0; // this class's: decay_ms * 8, or decay_ms once it has shrunk
     const auto walk_run = [&](run* r) {
         if (r == &empty_run || r->free == nullptr || r->purge_sig == purge_sig_of(r)) return true;
         bool waiting = false;
@@ -428,7 +448,7 @@ std::size_t engine_heap::purge_run_blocks(thread_heap* h, std::uint32_t now,
                 continue;
             }
             if ((words[2] & run_mark_purged) != 0) continue;
-            if (tick_age(now, static_cast<std::uint32_t>(words[2])) < std::uint64_t{options_.decay_ms} * 8) {
+            if (tick_age(now, static_cast<std::uint32_t>(words[2])) < wait) {
                 waiting = true;
                 continue;
             }
@@ -446,6 +466,7 @@ std::size_t engine_heap::purge_run_blocks(thread_heap* h, std::uint32_t now,
     const unsigned classes = class_count - first_purged_class;
     for (unsigned i = 0; i < classes; ++i) {
         const unsigned c = first_purged_class + (h->purge_class + i) % classes;
+        wait = class_shrunk(h, c) ? options_.decay_ms : std::uint64_t{options_.decay_ms} * 8;
         bool more = walk_run(h->current[c] == &h->stash[c] ? h->parked[c] : h->current[c]);
         for (run* r = h->partial[c]; more && r != nullptr; r = r->next)
             more = walk_run(r);

@@ -994,6 +994,34 @@ TEST(EngineDecay, FreeBlocksInsideUsedRunsDecay) {
     EXPECT_TRUE(h.check());
 }
 
+// A class whose free blocks outnumber its live ones twice over has shrunk, beyond the swings of a
+// steady live count: its free blocks decay after decay_ms, as spans do, not 8 * decay_ms.
+TEST(EngineDecay, FreeBlocksOfAShrunkClassDecayAfterTheDecayTime) {
+    engine_heap h(decay_options(100));
+    constexpr std::size_t n = 24 * 1024;
+    std::vector<char*> blocks;
+    for (int i = 0; i < 64; ++i)
+        blocks.push_back(written(h, n, static_cast<char>(i + 1)));
+    const std::size_t bs = h.usable_size(blocks[0]);
+    for (std::size_t i = 0; i < blocks.size(); ++i)
+        if (i % 4 != 3) h.deallocate(blocks[i]);         // a quarter stays live, in every run
+    EXPECT_EQ(h.end_frame(std::chrono::seconds{1}), 0u); // a walk sees them free
+    advance(99);
+    EXPECT_EQ(h.end_frame(std::chrono::seconds{1}), 0u);
+    EXPECT_GT(purgeable_resident(blocks[0], bs), 0u) << "purged before it decayed";
+    advance(1);
+    EXPECT_GT(h.end_frame(std::chrono::seconds{1}), 0u);
+    for (std::size_t i = 0; i < blocks.size(); ++i) {
+        if (i % 4 != 3) {
+            EXPECT_EQ(purgeable_resident(blocks[i], bs), 0u) << i;
+        } else {
+            EXPECT_TRUE(filled_with(blocks[i], n, static_cast<char>(i + 1))) << i;
+            h.deallocate(blocks[i]);
+        }
+    }
+    EXPECT_TRUE(h.check());
+}
+
 /// Returns: `count` blocks of `n` bytes, written; the even-numbered ones freed (so their runs keep
 /// live blocks).
 std::vector<char*> every_other_freed(engine_heap& h, std::size_t n, int count) {
