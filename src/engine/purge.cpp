@@ -221,8 +221,7 @@ std::size_t engine_heap::oldest_dirty_spans(run** out, std::size_t max) const no
     };
     std::size_t k = 0;
     for (std::uint64_t m = bin_map_; m != 0; m &= m - 1)
-        for (run* r = bins_[std::countr_zero(m)]; r != nullptr; r = r->next) {
-            if (!r->dirty) continue;
+        for (run* r = bins_[std::countr_zero(m)]; r != nullptr && r->dirty; r = r->next) {
             if (k < max) {
                 out[k++] = r;
                 std::push_heap(out, out + k, older);
@@ -250,6 +249,7 @@ std::size_t engine_heap::purge_span_piece(run* s, std::size_t granules, purge_ba
     if (s->clean_tail == s->granules) {
         s->dirty = false;
         s->clean_tail = 0;
+        bin_cleaned(s); // behind the dirty ones
     }
     purged_bytes_.fetch_add(c << granule_shift, std::memory_order_relaxed);
     return c;
@@ -278,9 +278,8 @@ std::size_t engine_heap::purge_spans(purge_pass pass, std::uint32_t now, std::ui
         }
         return purged;
     }
-    // The oldest 64 dirty spans at a time (one walk of the bins per 64, not per span: a shrunk heap
-    // can hold thousands of small free spans), oldest first; the first one not due yet ends the
-    // pass, every other is newer.
+    // The oldest 64 dirty spans at a time (one walk of the bins' dirty spans per 64, not per span),
+    // oldest first; the first one not due yet ends the pass, every other is newer.
     for (;;) {
         run* oldest[due_max];
         const std::size_t k = oldest_dirty_spans(oldest, due_max);
@@ -386,7 +385,9 @@ std::size_t engine_heap::end_frame(std::chrono::microseconds budget) noexcept {
 //     free, and is then purged sooner than 8 * decay_ms after its latest free, or (purged bit set) not
 //     again; never while it is live: the walk purges only blocks on the owner's free list;
 //   - a run whose free list has not changed since a walk that left nothing waiting is skipped
-//     (`purge_sig`, a byte of the list head and the count of blocks out).
+//     (`purge_sig`, a byte of the list head and the count of blocks out);
+//   - a walk goes round the runs over as many steps as its budgets need: a run an earlier step of
+//     this round saw (`walk_round`) is skipped until the round ends.
 
 namespace {
 
@@ -434,7 +435,9 @@ std::size_t engine_heap::purge_run_blocks(thread_heap* h, std::uint32_t now,
     // One run: returns false when the deadline passed (after its blocks were done).
     std::uint64_t wait = 0; // this class's: decay_ms * 8, or decay_ms once it has shrunk
     const auto walk_run = [&](run* r) {
-        if (r == &empty_run || r->free == nullptr || r->purge_sig == purge_sig_of(r)) return true;
+        if (r == &empty_run || r->walk_round == h->purge_round) return true;
+        r->walk_round = h->purge_round;
+        if (r->free == nullptr || r->purge_sig == purge_sig_of(r)) return true;
         bool waiting = false;
         const std::size_t bs = r->block_size;
         for (free_block* b = r->free; b != nullptr; b = b->next) {
@@ -463,7 +466,11 @@ std::size_t engine_heap::purge_run_blocks(thread_heap* h, std::uint32_t now,
         r->purge_sig = waiting ? 0 : purge_sig_of(r);
         return !past(deadline_ns);
     };
+    // A round sees every run once, over as many steps as the budgets need: a step goes on past the
+    // runs an earlier step of its round saw, so long free lists of blocks not yet due cannot hold
+    // the walk back at its start.
     const unsigned classes = class_count - first_purged_class;
+    bool done = true;
     for (unsigned i = 0; i < classes; ++i) {
         const unsigned c = first_purged_class + (h->purge_class + i) % classes;
         wait = class_shrunk(h, c) ? options_.decay_ms : std::uint64_t{options_.decay_ms} * 8;
@@ -476,9 +483,11 @@ std::size_t engine_heap::purge_run_blocks(thread_heap* h, std::uint32_t now,
             more = walk_run(r);
         if (!more) {
             h->purge_class = c - first_purged_class; // this class again first, next time
+            done = false;
             break;
         }
     }
+    if (done && ++h->purge_round == 0) h->purge_round = 1; // 0: a run no round has seen
     batch.flush();
     if (purged != 0) purged_bytes_.fetch_add(purged, std::memory_order_relaxed);
     return purged;

@@ -62,10 +62,22 @@ void engine_heap::mark_span(run* head, std::size_t n, span_kind kind) noexcept {
 // Free bins
 // -------------------------------------------------------------------------------------------------
 
-/// Effects: files the free span `head` in its bin.
+// A bin keeps its dirty spans before its clean ones: a fit looks at a bin's first few and prefers
+// resident pages, and a purge's walk for the oldest dirty spans stops at a bin's first clean one
+// (a shrunk heap holds thousands of purged free spans).
+
+/// Effects: files the free span `head` in its bin: at the front when dirty, else at the back.
 void engine_heap::bin_insert(run* head) noexcept {
     const unsigned b = bin_of(head->granules);
-    push(bins_[b], head);
+    if (bins_[b] == nullptr) bin_tails_[b] = head;
+    if (head->dirty || bins_[b] == nullptr) {
+        push(bins_[b], head);
+    } else {
+        head->next = nullptr;
+        head->prev = bin_tails_[b];
+        bin_tails_[b]->next = head;
+        bin_tails_[b] = head;
+    }
     bin_map_ |= std::uint64_t{1} << b;
     free_granules_ += head->granules;
     dirty_free_ += dirty_granules(head);
@@ -74,10 +86,21 @@ void engine_heap::bin_insert(run* head) noexcept {
 /// Effects: takes the free span `head` out of its bin.
 void engine_heap::bin_remove(run* head) noexcept {
     const unsigned b = bin_of(head->granules);
+    if (bin_tails_[b] == head) bin_tails_[b] = head->prev;
     unlink(bins_[b], head);
     if (bins_[b] == nullptr) bin_map_ &= ~(std::uint64_t{1} << b);
     free_granules_ -= head->granules;
     dirty_free_ -= dirty_granules(head);
+}
+
+/// Effects: moves the free span `head`, purged whole, behind its bin's dirty spans (to the back).
+void engine_heap::bin_cleaned(run* head) noexcept {
+    const unsigned b = bin_of(head->granules);
+    if (bin_tails_[b] == head) return;
+    unlink(bins_[b], head);
+    head->prev = bin_tails_[b];
+    bin_tails_[b]->next = head;
+    bin_tails_[b] = head;
 }
 
 // -------------------------------------------------------------------------------------------------

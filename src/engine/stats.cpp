@@ -172,11 +172,16 @@ bool engine_heap::check() const noexcept {
     std::size_t binned = 0;
     for (unsigned b = 0; ok && b < bin_count; ++b) {
         if (((bin_map_ >> b) & 1) != (bins_[b] != nullptr)) ok = false;
+        bool clean_seen = false;
         for (const run* r = bins_[b]; ok && r != nullptr; r = r->next) {
             if (r->kind != span_kind::free || bin_of(r->granules) != b) ok = false;
             if (r->prev != nullptr ? r->prev->next != r : bins_[b] != r) ok = false; // unlink's links
+            if (r->dirty && clean_seen) ok = false;                                  // dirty spans first
+            clean_seen = clean_seen || !r->dirty;
+            if (r->next == nullptr && bin_tails_[b] != r) ok = false;
             ++binned;
         }
+        if (bins_[b] == nullptr && bin_tails_[b] != nullptr) ok = false;
     }
     if (binned != free_spans || dirty != dirty_free_ || free_granules != free_granules_) ok = false;
     if ((large_granules << granule_shift) != large_bytes_.load(std::memory_order_relaxed) ||

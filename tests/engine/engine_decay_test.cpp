@@ -1022,6 +1022,37 @@ TEST(EngineDecay, FreeBlocksOfAShrunkClassDecayAfterTheDecayTime) {
     EXPECT_TRUE(h.check());
 }
 
+// A step with a tiny budget walks few runs. A run whose blocks are not due yet is not walked again
+// until every other run has been, so each step goes on where the last stopped: without that, every
+// step would walk the same first runs (their waiting blocks) and run out of time before the due
+// blocks behind them.
+TEST(EngineDecay, RunsWithBlocksNotYetDueDoNotHoldTheWalkBack) {
+    engine_heap h(decay_options(100));
+    constexpr std::size_t n = 24 * 1024;
+    constexpr int count = 1024; // dozens of runs
+    std::vector<char*> blocks;
+    for (int i = 0; i < count; ++i)
+        blocks.push_back(written(h, n, static_cast<char>(i % 100 + 1)));
+    const std::size_t bs = h.usable_size(blocks[0]);
+    for (std::size_t i = 0; i < blocks.size(); i += 2)
+        h.deallocate(blocks[i]);
+    (void)h.end_frame(std::chrono::seconds{1}); // a walk sees them free
+    advance(800);                               // and now they are due
+    for (std::size_t i = 1; i < blocks.size(); i += 4)
+        h.deallocate(blocks[i]);                 // new free blocks, not due, in every run
+    for (int step = 0; step < count / 4; ++step) // at least one run a step
+        (void)h.end_frame(std::chrono::microseconds{0});
+    for (std::size_t i = 0; i < blocks.size(); i += 2)
+        ASSERT_EQ(purgeable_resident(blocks[i], bs), 0u) << i;
+    for (std::size_t i = 1; i < blocks.size(); i += 4)
+        EXPECT_GT(purgeable_resident(blocks[i], bs), 0u) << i;
+    for (std::size_t i = 3; i < blocks.size(); i += 4) {
+        EXPECT_TRUE(filled_with(blocks[i], n, static_cast<char>(i % 100 + 1))) << i;
+        h.deallocate(blocks[i]);
+    }
+    EXPECT_TRUE(h.check());
+}
+
 /// Returns: `count` blocks of `n` bytes, written; the even-numbered ones freed (so their runs keep
 /// live blocks).
 std::vector<char*> every_other_freed(engine_heap& h, std::size_t n, int count) {

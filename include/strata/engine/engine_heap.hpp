@@ -524,6 +524,7 @@ private:
     std::size_t purge_spans(purge_pass pass, std::uint32_t now, std::uint64_t deadline_ns) noexcept;
     std::size_t purge_span_piece(run* s, std::size_t granules, engine_detail::purge_batch& batch) noexcept;
     std::size_t oldest_dirty_spans(run** out, std::size_t max) const noexcept;
+    void bin_cleaned(run* head) noexcept;
     std::size_t purge_run_blocks(thread_heap* h, std::uint32_t now, std::uint64_t deadline_ns) noexcept;
     /// Effects: a maintenance step; `own` (the calling thread's cache, or nullptr) also purges the
     /// decayed free blocks inside its runs.
@@ -631,7 +632,8 @@ private:
 
     // span_lock_
     static constexpr unsigned bin_count = 64;
-    run* bins_[bin_count] = {};
+    run* bins_[bin_count] = {};      // dirty spans first, then clean ones
+    run* bin_tails_[bin_count] = {}; // each bin's last span
     std::uint64_t bin_map_ = 0;
     std::size_t top_ = 0;           // granules ever handed out (spans tile [0, top_))
     std::size_t commit_top_ = 0;    // granules committed (data and descriptors)

@@ -52,7 +52,10 @@ struct alignas(64) run {
                                                // medium arena: tick it emptied at
     };                                         //
     std::uint8_t cls = 0;                      // small: class
-    bool dirty = false;                        // free span: may hold resident pages
+    union {                                    //
+        bool dirty = false;                    // free span: may hold resident pages
+        std::uint8_t walk_round;               // small: the in-run purge's round that saw it last
+    };                                         //
     bool populated = false;                    // every page has been faulted in (runs only)
     std::uint8_t purge_sig = 0;                // small: free list as of its last in-run purge
     std::atomic<thread_heap*> owner{nullptr};  // small: the heap that may pop from `free`
@@ -175,6 +178,7 @@ struct thread_heap {
     std::uint32_t allocs_seen[class_count]; // allocs[c] then (low 32 bits)
     std::uint32_t cache_seen = 0;           // slow_calls when a run last left `cache`
     std::uint32_t purge_class = 0;          // where the next in-run purge walk starts
+    std::uint8_t purge_round = 1;           // its round: a run it saw this round waits for the next
     // The span of the last large block this thread freed, kept for its next large request (its
     // pages are resident and in this core's caches), and the tick it was kept at. The owner swaps it;
     // maintenance steps of any thread take it back to the span pool once it is decay_ms old.
