@@ -399,9 +399,11 @@ constexpr unsigned first_purged_class = [] {
 }();
 constexpr std::uint64_t run_mark_tag = 0x5eed'b10c'c0de'd00dULL;
 constexpr std::uint64_t run_mark_purged = std::uint64_t{1} << 32;
+static_assert(class_count - first_purged_class <= 64, "thread_heap::shrunk holds a bit per class");
 
-/// Returns: whether h's runs of class c hold more free blocks (carved, so resident) than live ones:
-/// the class shrank, beyond the swings of a steady live count.
+/// Returns: whether h's runs of class c hold more than twice as many free blocks (carved: resident,
+/// or purged by an earlier walk) as live ones: the class shrank, beyond the swings of a steady live
+/// count.
 bool class_shrunk(const thread_heap* h, unsigned c) noexcept {
     std::size_t used = 0, carved = 0;
     const auto add = [&](const run* r) {
@@ -413,7 +415,7 @@ bool class_shrunk(const thread_heap* h, unsigned c) noexcept {
     for (const run* lists : {h->partial[c], h->full[c], h->freed[c]})
         for (const run* r = lists; r != nullptr; r = r->next)
             add(r);
-    return carved > 2 * used;
+    return carved - used > 2 * used;
 }
 
 std::uint8_t purge_sig_of(const run* r) noexcept {
@@ -424,8 +426,8 @@ std::uint8_t purge_sig_of(const run* r) noexcept {
 } // namespace
 
 /// Effects: purges the free blocks of 8 KiB or more inside h's runs that a walk saw free
-/// 8 * decay_ms ago, class by class from where the last walk stopped, until the deadline. Requires: the
-/// calling thread owns h. Returns: bytes purged.
+/// 8 * decay_ms ago (decay_ms in a shrunk class), class by class from where the last step stopped,
+/// until the deadline. Requires: the calling thread owns h. Returns: bytes purged.
 std::size_t engine_heap::purge_run_blocks(thread_heap* h, std::uint32_t now,
                                           std::uint64_t deadline_ns) noexcept {
     if (!options_.purge_run_blocks || first_purged_class >= class_count) return 0;
@@ -473,7 +475,13 @@ std::size_t engine_heap::purge_run_blocks(thread_heap* h, std::uint32_t now,
     bool done = true;
     for (unsigned i = 0; i < classes; ++i) {
         const unsigned c = first_purged_class + (h->purge_class + i) % classes;
-        wait = class_shrunk(h, c) ? options_.decay_ms : std::uint64_t{options_.decay_ms} * 8;
+        // Once a round per class: the runs' counts are a walk of their descriptors.
+        const std::uint64_t bit = std::uint64_t{1} << (c - first_purged_class);
+        if ((h->shrunk_seen & bit) == 0) {
+            h->shrunk_seen |= bit;
+            h->shrunk = class_shrunk(h, c) ? h->shrunk | bit : h->shrunk & ~bit;
+        }
+        wait = (h->shrunk & bit) != 0 ? options_.decay_ms : std::uint64_t{options_.decay_ms} * 8;
         bool more = walk_run(h->current[c] == &h->stash[c] ? h->parked[c] : h->current[c]);
         for (run* r = h->partial[c]; more && r != nullptr; r = r->next)
             more = walk_run(r);
@@ -487,7 +495,10 @@ std::size_t engine_heap::purge_run_blocks(thread_heap* h, std::uint32_t now,
             break;
         }
     }
-    if (done && ++h->purge_round == 0) h->purge_round = 1; // 0: a run no round has seen
+    if (done) {
+        if (++h->purge_round == 0) h->purge_round = 1; // 0: a run no round has seen
+        h->shrunk_seen = 0;
+    }
     batch.flush();
     if (purged != 0) purged_bytes_.fetch_add(purged, std::memory_order_relaxed);
     return purged;

@@ -418,6 +418,7 @@ engine_heap::run* engine_heap::new_run(thread_heap* h, unsigned c) noexcept {
     r->capacity = static_cast<std::uint16_t>((std::size_t{n} << granule_shift) / bs);
     r->block_size = static_cast<std::uint32_t>(bs);
     r->cls = static_cast<std::uint8_t>(c);
+    r->walk_round = 0; // the byte a free span's `dirty` held: no in-run purge round has seen it
     r->where = run_list::none;
     r->thread_free.store(0, std::memory_order_relaxed);
     r->owner.store(h, std::memory_order_relaxed);

@@ -5,8 +5,9 @@
 // (purge.cpp). Large blocks and TLSF arenas take the best fit among them, a dirty one before a
 // clean one; runs and thread records take the lowest-addressed one, resident first.
 //
-// Exports: engine_heap::grow_commit, mark_span, bin_insert, bin_remove, span_fit, span_best_fit,
-// span_low_fit, span_alloc, span_free (every one with span_lock_ held).
+// Exports: engine_heap::grow_commit, mark_span, bin_insert, bin_remove, bin_cleaned, span_fit,
+// span_best_fit, span_low_fit, span_any_fit, span_alloc, append, free_before, span_free (every one
+// with span_lock_ held).
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -117,6 +118,20 @@ namespace {
 constexpr unsigned looked_at = 16; // spans compared per bin: bounded work under the lock
 } // namespace
 
+/// Effects: calls f with the first looked_at spans of bin `b` (its dirty ones first) and, in a
+/// longer bin, the last looked_at (its clean ones), each span once.
+template <class F>
+void engine_heap::each_looked_at(unsigned b, F&& f) const noexcept {
+    unsigned seen = 0;
+    run* r = bins_[b];
+    for (; r != nullptr && seen < looked_at; r = r->next, ++seen)
+        f(r);
+    if (r == nullptr) return;
+    seen = 0;
+    for (run* t = bin_tails_[b]; t != nullptr && t != r->prev && seen < looked_at; t = t->prev, ++seen)
+        f(t);
+}
+
 /// Returns: the free span to cut `n` granules of `kind` from, not yet unbinned (span_best_fit for a
 /// large block or an arena, span_low_fit for a run or records); nullptr when no bin can serve it.
 engine_heap::run* engine_heap::span_fit(std::size_t n, span_kind kind) const noexcept {
@@ -136,9 +151,9 @@ engine_heap::run* engine_heap::span_best_fit(std::size_t n) const noexcept {
     while (m != 0) {
         const unsigned at = static_cast<unsigned>(std::countr_zero(m));
         run* best = nullptr;
-        unsigned seen = 0;
-        for (run* r = bins_[at]; r != nullptr && seen < looked_at; r = r->next, ++seen)
+        each_looked_at(at, [&](run* r) {
             if (r->granules >= n && better(r, best)) best = r;
+        });
         if (best != nullptr) return best;
         m &= m - 1;
     }
@@ -151,14 +166,12 @@ engine_heap::run* engine_heap::span_best_fit(std::size_t n) const noexcept {
 engine_heap::run* engine_heap::span_low_fit(std::size_t n) const noexcept {
     run* low = nullptr;
     run* warm = nullptr;
-    for (std::uint64_t m = bin_map_ & (~std::uint64_t{0} << bin_of(n)); m != 0; m &= m - 1) {
-        unsigned seen = 0;
-        for (run* r = bins_[std::countr_zero(m)]; r != nullptr && seen < looked_at; r = r->next, ++seen) {
-            if (r->granules < n) continue;
+    for (std::uint64_t m = bin_map_ & (~std::uint64_t{0} << bin_of(n)); m != 0; m &= m - 1)
+        each_looked_at(static_cast<unsigned>(std::countr_zero(m)), [&](run* r) {
+            if (r->granules < n) return;
             if (low == nullptr || r < low) low = r;
             if (dirty_granules(r) >= n && (warm == nullptr || r < warm)) warm = r;
-        }
-    }
+        });
     return warm != nullptr ? warm : low;
 }
 

@@ -951,12 +951,21 @@ bool filled_with(const char* p, std::size_t n, char v) {
     return std::all_of(p, p + n, [v](char c) { return c == v; });
 }
 
+/// The byte block i of numbered_blocks() is filled with.
+char numbered(std::size_t i) { return static_cast<char>(i % 100 + 1); }
+
+/// Returns: `count` blocks of `n` bytes, block i filled with numbered(i).
+std::vector<char*> numbered_blocks(engine_heap& h, std::size_t n, std::size_t count) {
+    std::vector<char*> blocks;
+    for (std::size_t i = 0; i < count; ++i)
+        blocks.push_back(written(h, n, numbered(i)));
+    return blocks;
+}
+
 TEST(EngineDecay, FreeBlocksInsideUsedRunsDecay) {
     engine_heap h(decay_options(100));
     constexpr std::size_t n = 24 * 1024;
-    std::vector<char*> blocks;
-    for (int i = 0; i < 64; ++i)
-        blocks.push_back(written(h, n, static_cast<char>(i + 1)));
+    std::vector<char*> blocks = numbered_blocks(h, n, 64);
     const std::size_t bs = h.usable_size(blocks[0]);
     ASSERT_GE(bs, n);
     std::vector<char*> freed;
@@ -976,7 +985,7 @@ TEST(EngineDecay, FreeBlocksInsideUsedRunsDecay) {
     for (char* p : freed)
         EXPECT_EQ(purgeable_resident(p, bs), 0u);
     for (std::size_t i = 1; i < blocks.size(); i += 2) // the live neighbours keep every byte
-        EXPECT_TRUE(filled_with(blocks[i], n, static_cast<char>(i + 1))) << i;
+        EXPECT_TRUE(filled_with(blocks[i], n, numbered(i))) << i;
     EXPECT_TRUE(h.check());
     // The purged blocks serve again, with zero pages past their first.
     for (std::size_t k = 0; k < freed.size(); ++k) {
@@ -999,9 +1008,7 @@ TEST(EngineDecay, FreeBlocksInsideUsedRunsDecay) {
 TEST(EngineDecay, FreeBlocksOfAShrunkClassDecayAfterTheDecayTime) {
     engine_heap h(decay_options(100));
     constexpr std::size_t n = 24 * 1024;
-    std::vector<char*> blocks;
-    for (int i = 0; i < 64; ++i)
-        blocks.push_back(written(h, n, static_cast<char>(i + 1)));
+    const std::vector<char*> blocks = numbered_blocks(h, n, 64);
     const std::size_t bs = h.usable_size(blocks[0]);
     for (std::size_t i = 0; i < blocks.size(); ++i)
         if (i % 4 != 3) h.deallocate(blocks[i]);         // a quarter stays live, in every run
@@ -1015,7 +1022,34 @@ TEST(EngineDecay, FreeBlocksOfAShrunkClassDecayAfterTheDecayTime) {
         if (i % 4 != 3) {
             EXPECT_EQ(purgeable_resident(blocks[i], bs), 0u) << i;
         } else {
-            EXPECT_TRUE(filled_with(blocks[i], n, static_cast<char>(i + 1))) << i;
+            EXPECT_TRUE(filled_with(blocks[i], n, numbered(i))) << i;
+            h.deallocate(blocks[i]);
+        }
+    }
+    EXPECT_TRUE(h.check());
+}
+
+// 40 free blocks against 24 live ones: fewer than twice as many, a swing of a steady class. They
+// wait 8 * decay_ms.
+TEST(EngineDecay, FreeBlocksOfAClassThatHasNotShrunkWaitLonger) {
+    engine_heap h(decay_options(100));
+    constexpr std::size_t n = 24 * 1024;
+    const std::vector<char*> blocks = numbered_blocks(h, n, 64);
+    const std::size_t bs = h.usable_size(blocks[0]);
+    for (std::size_t i = 0; i < blocks.size(); ++i)
+        if (i % 8 < 5) h.deallocate(blocks[i]);
+    (void)h.end_frame(std::chrono::seconds{1}); // a walk sees them free
+    advance(100);
+    EXPECT_EQ(h.end_frame(std::chrono::seconds{1}), 0u);
+    advance(699);
+    EXPECT_EQ(h.end_frame(std::chrono::seconds{1}), 0u);
+    advance(1);
+    EXPECT_GT(h.end_frame(std::chrono::seconds{1}), 0u);
+    for (std::size_t i = 0; i < blocks.size(); ++i) {
+        if (i % 8 < 5) {
+            EXPECT_EQ(purgeable_resident(blocks[i], bs), 0u) << i;
+        } else {
+            EXPECT_TRUE(filled_with(blocks[i], n, numbered(i))) << i;
             h.deallocate(blocks[i]);
         }
     }
@@ -1030,9 +1064,7 @@ TEST(EngineDecay, RunsWithBlocksNotYetDueDoNotHoldTheWalkBack) {
     engine_heap h(decay_options(100));
     constexpr std::size_t n = 24 * 1024;
     constexpr int count = 1024; // dozens of runs
-    std::vector<char*> blocks;
-    for (int i = 0; i < count; ++i)
-        blocks.push_back(written(h, n, static_cast<char>(i % 100 + 1)));
+    const std::vector<char*> blocks = numbered_blocks(h, n, count);
     const std::size_t bs = h.usable_size(blocks[0]);
     for (std::size_t i = 0; i < blocks.size(); i += 2)
         h.deallocate(blocks[i]);
@@ -1047,7 +1079,7 @@ TEST(EngineDecay, RunsWithBlocksNotYetDueDoNotHoldTheWalkBack) {
     for (std::size_t i = 1; i < blocks.size(); i += 4)
         EXPECT_GT(purgeable_resident(blocks[i], bs), 0u) << i;
     for (std::size_t i = 3; i < blocks.size(); i += 4) {
-        EXPECT_TRUE(filled_with(blocks[i], n, static_cast<char>(i % 100 + 1))) << i;
+        EXPECT_TRUE(filled_with(blocks[i], n, numbered(i))) << i;
         h.deallocate(blocks[i]);
     }
     EXPECT_TRUE(h.check());

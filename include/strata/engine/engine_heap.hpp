@@ -46,12 +46,11 @@ struct engine_options {
     std::size_t reserve_bytes = std::size_t{64} << 30;
     /// Free memory is purged late: freed spans and big free medium blocks stay resident and reusable
     /// for decay_ms (free blocks inside runs of a steady class for 8 * decay_ms, see
-    /// purge_run_blocks), then go back
-    /// to the OS (madvise(MADV_DONTNEED)), oldest first, by the heap's maintenance: end_frame(),
-    /// the purge thread, or a step of at most purge_step_us that the slow paths (medium and large
-    /// frees, run changes) take every decay_ms / 8, the first decay_ms after construction (every
-    /// decay_ms / 32 while a step's budget leaves a backlog, unless the program calls end_frame()).
-    /// A program that reuses its memory within decay_ms never faults; one that shrinks gives it
+    /// purge_run_blocks), then go back to the OS (madvise(MADV_DONTNEED)), oldest first, by the
+    /// heap's maintenance: end_frame(), the purge thread, or a step of at most purge_step_us that the slow
+    /// paths (medium and large frees, run changes) take every decay_ms / 8, the first decay_ms after
+    /// construction (every decay_ms / 32 while a step's budget leaves a backlog, unless the program calls
+    /// end_frame()). A program that reuses its memory within decay_ms never faults; one that shrinks gives it
     /// back within about decay_ms plus what the budgets need for the backlog. 0: at the next
     /// maintenance step (the slow paths then step on every call). At most 2^29 (six days; more is
     /// taken as that).
@@ -525,6 +524,8 @@ private:
     std::size_t purge_span_piece(run* s, std::size_t granules, engine_detail::purge_batch& batch) noexcept;
     std::size_t oldest_dirty_spans(run** out, std::size_t max) const noexcept;
     void bin_cleaned(run* head) noexcept;
+    template <class F>
+    void each_looked_at(unsigned b, F&& f) const noexcept;
     std::size_t purge_run_blocks(thread_heap* h, std::uint32_t now, std::uint64_t deadline_ns) noexcept;
     /// Effects: a maintenance step; `own` (the calling thread's cache, or nullptr) also purges the
     /// decayed free blocks inside its runs.

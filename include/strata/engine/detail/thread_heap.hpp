@@ -52,7 +52,7 @@ struct alignas(64) run {
                                                // medium arena: tick it emptied at
     };                                         //
     std::uint8_t cls = 0;                      // small: class
-    union {                                    //
+    union {                                    // read only for the span's own kind:
         bool dirty = false;                    // free span: may hold resident pages
         std::uint8_t walk_round;               // small: the in-run purge's round that saw it last
     };                                         //
@@ -179,6 +179,8 @@ struct thread_heap {
     std::uint32_t cache_seen = 0;           // slow_calls when a run last left `cache`
     std::uint32_t purge_class = 0;          // where the next in-run purge walk starts
     std::uint8_t purge_round = 1;           // its round: a run it saw this round waits for the next
+    std::uint64_t shrunk_seen = 0;          // bit c - first purged class: shrunk known this round
+    std::uint64_t shrunk = 0;               // ... and the class has shrunk (class_shrunk)
     // The span of the last large block this thread freed, kept for its next large request (its
     // pages are resident and in this core's caches), and the tick it was kept at. The owner swaps it;
     // maintenance steps of any thread take it back to the span pool once it is decay_ms old.
