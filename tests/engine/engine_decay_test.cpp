@@ -1003,23 +1003,24 @@ TEST(EngineDecay, FreeBlocksInsideUsedRunsDecay) {
     EXPECT_TRUE(h.check());
 }
 
-// A class whose free blocks outnumber its live ones twice over has shrunk, beyond the swings of a
-// steady live count: its free blocks decay after decay_ms, as spans do, not 8 * decay_ms.
-TEST(EngineDecay, FreeBlocksOfAShrunkClassDecayAfterTheDecayTime) {
+/// Frees block i of 64 when freed(i) (every run keeps live blocks) and checks that the free ones
+/// give their pages back `wait` ms after a walk first saw them, not a tick before, and that the
+/// live ones keep every byte.
+template <class Freed>
+void in_run_blocks_wait(Freed freed, std::uint64_t wait) {
     engine_heap h(decay_options(100));
     constexpr std::size_t n = 24 * 1024;
     const std::vector<char*> blocks = numbered_blocks(h, n, 64);
     const std::size_t bs = h.usable_size(blocks[0]);
     for (std::size_t i = 0; i < blocks.size(); ++i)
-        if (i % 4 != 3) h.deallocate(blocks[i]);         // a quarter stays live, in every run
+        if (freed(i)) h.deallocate(blocks[i]);
     EXPECT_EQ(h.end_frame(std::chrono::seconds{1}), 0u); // a walk sees them free
-    advance(99);
-    EXPECT_EQ(h.end_frame(std::chrono::seconds{1}), 0u);
-    EXPECT_GT(purgeable_resident(blocks[0], bs), 0u) << "purged before it decayed";
+    advance(wait - 1);
+    EXPECT_EQ(h.end_frame(std::chrono::seconds{1}), 0u) << "purged before it decayed";
     advance(1);
     EXPECT_GT(h.end_frame(std::chrono::seconds{1}), 0u);
     for (std::size_t i = 0; i < blocks.size(); ++i) {
-        if (i % 4 != 3) {
+        if (freed(i)) {
             EXPECT_EQ(purgeable_resident(blocks[i], bs), 0u) << i;
         } else {
             EXPECT_TRUE(filled_with(blocks[i], n, numbered(i))) << i;
@@ -1029,31 +1030,16 @@ TEST(EngineDecay, FreeBlocksOfAShrunkClassDecayAfterTheDecayTime) {
     EXPECT_TRUE(h.check());
 }
 
-// 40 free blocks against 24 live ones: fewer than twice as many, a swing of a steady class. They
-// wait 8 * decay_ms.
+// A class whose free blocks outnumber its live ones more than twice over has shrunk, beyond the
+// swings of a steady live count: its free blocks decay after decay_ms, as spans do.
+TEST(EngineDecay, FreeBlocksOfAShrunkClassDecayAfterTheDecayTime) {
+    in_run_blocks_wait([](std::size_t i) { return i % 4 != 3; }, 100); // 48 free, 16 live
+}
+
+// Fewer than twice as many free blocks as live ones is a swing of a steady class: they wait
+// 8 * decay_ms.
 TEST(EngineDecay, FreeBlocksOfAClassThatHasNotShrunkWaitLonger) {
-    engine_heap h(decay_options(100));
-    constexpr std::size_t n = 24 * 1024;
-    const std::vector<char*> blocks = numbered_blocks(h, n, 64);
-    const std::size_t bs = h.usable_size(blocks[0]);
-    for (std::size_t i = 0; i < blocks.size(); ++i)
-        if (i % 8 < 5) h.deallocate(blocks[i]);
-    (void)h.end_frame(std::chrono::seconds{1}); // a walk sees them free
-    advance(100);
-    EXPECT_EQ(h.end_frame(std::chrono::seconds{1}), 0u);
-    advance(699);
-    EXPECT_EQ(h.end_frame(std::chrono::seconds{1}), 0u);
-    advance(1);
-    EXPECT_GT(h.end_frame(std::chrono::seconds{1}), 0u);
-    for (std::size_t i = 0; i < blocks.size(); ++i) {
-        if (i % 8 < 5) {
-            EXPECT_EQ(purgeable_resident(blocks[i], bs), 0u) << i;
-        } else {
-            EXPECT_TRUE(filled_with(blocks[i], n, numbered(i))) << i;
-            h.deallocate(blocks[i]);
-        }
-    }
-    EXPECT_TRUE(h.check());
+    in_run_blocks_wait([](std::size_t i) { return i % 8 < 5; }, 800); // 40 free, 24 live
 }
 
 // A step with a tiny budget walks few runs. A run whose blocks are not due yet is not walked again
