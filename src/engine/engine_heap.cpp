@@ -75,7 +75,7 @@ engine_heap::engine_heap(engine_options options) : options_(options) {
     }
     clock_origin_ = now_ms();
     // Ticks are 32-bit milliseconds compared by signed difference: ages past 2^31 do not exist, and
-    // the in-run purge waits 8 * decay_ms.
+    // the in-run purge waits up to 32 * decay_ms.
     options_.decay_ms = std::min<std::uint32_t>(options.decay_ms, std::uint32_t{1} << 29);
     step_interval_ = options_.decay_ms / 8;
     // The first step: nothing can have decayed before decay_ms, and a short-lived process (a shell

@@ -368,7 +368,7 @@ std::size_t engine_heap::end_frame(std::chrono::microseconds budget) noexcept {
 //
 // A run that still holds live blocks is never a free span, so its free blocks stay resident however
 // long they wait. For blocks of 8 KiB or more (whole pages past their first), the owner gives those
-// pages back, as decay does for spans but after 8 * decay_ms: a run's free blocks are the tail of
+// pages back, as decay does for spans but after 32 * decay_ms: a run's free blocks are the tail of
 // its class's free list, which a class whose live count swings reuses at each swing (a strategy
 // game server's 60 KiB class, strata-mt's trickle, reaches into its tail every few hundred ms):
 //   - only the owner thread walks its runs (its free lists are its own; nothing is locked): its
@@ -376,13 +376,13 @@ std::size_t engine_heap::end_frame(std::chrono::microseconds budget) noexcept {
 //     frees walk them (a run change's step does not: it may come mid-way through a list's change);
 //   - a free block's first bytes keep the free-list link and a mark: word 1 holds a tag (the block's
 //     address xor a constant), word 2 the tick a walk first saw it free and a purged bit;
-//   - a block seen free for 8 * decay_ms is purged: madvise(MADV_DONTNEED) of its whole pages past the
+//   - a block seen free for 32 * decay_ms is purged: madvise(MADV_DONTNEED) of its whole pages past the
 //     first cache line's page; an allocation gets zero pages there, as from any fresh memory;
 //   - a class whose runs hold more than twice as many free (carved) blocks as live ones has shrunk
 //     beyond the swings of a steady live count (a level unloaded, a phase ended): its blocks wait
 //     decay_ms only, as a free span does;
 //   - a mark is only a hint: a block whose user never wrote words 1-2 keeps its mark from an earlier
-//     free, and is then purged sooner than 8 * decay_ms after its latest free, or (purged bit set) not
+//     free, and is then purged sooner than 32 * decay_ms after its latest free, or (purged bit set) not
 //     again; never while it is live: the walk purges only blocks on the owner's free list;
 //   - a run whose free list has not changed since a walk that left nothing waiting is skipped
 //     (`purge_sig`, a byte of the list head and the count of blocks out);
@@ -391,6 +391,7 @@ std::size_t engine_heap::end_frame(std::chrono::microseconds budget) noexcept {
 
 namespace {
 
+constexpr unsigned steady_wait = 32; // in-run free blocks of a class that has not shrunk: x decay_ms
 constexpr unsigned first_purged_class = [] {
     unsigned c = 0;
     while (c < class_count && class_size(c) < page_sized_block)
@@ -426,7 +427,7 @@ std::uint8_t purge_sig_of(const run* r) noexcept {
 } // namespace
 
 /// Effects: purges the free blocks of 8 KiB or more inside h's runs that a walk saw free
-/// 8 * decay_ms ago (decay_ms in a shrunk class), class by class from where the last step stopped,
+/// 32 * decay_ms ago (decay_ms in a shrunk class), class by class from where the last step stopped,
 /// until the deadline. Requires: the calling thread owns h. Returns: bytes purged.
 std::size_t engine_heap::purge_run_blocks(thread_heap* h, std::uint32_t now,
                                           std::uint64_t deadline_ns) noexcept {
@@ -481,7 +482,7 @@ std::size_t engine_heap::purge_run_blocks(thread_heap* h, std::uint32_t now,
             h->shrunk_seen |= bit;
             h->shrunk = class_shrunk(h, c) ? h->shrunk | bit : h->shrunk & ~bit;
         }
-        wait = (h->shrunk & bit) != 0 ? options_.decay_ms : std::uint64_t{options_.decay_ms} * 8;
+        wait = std::uint64_t{options_.decay_ms} * ((h->shrunk & bit) != 0 ? 1 : steady_wait);
         bool more = walk_run(h->current[c] == &h->stash[c] ? h->parked[c] : h->current[c]);
         for (run* r = h->partial[c]; more && r != nullptr; r = r->next)
             more = walk_run(r);

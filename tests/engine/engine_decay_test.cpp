@@ -939,6 +939,9 @@ TEST(EngineDecay, ScatteredFreeRunsAllDecay) {
 // Free blocks inside runs that still hold live ones (size classes of 8 KiB and more)
 // -------------------------------------------------------------------------------------------------
 
+/// How long free blocks inside the runs of a class that has not shrunk wait at decay_options(100).
+constexpr std::uint64_t steady_wait_ms = 32 * 100;
+
 /// The whole pages of block [p, p + n) that an in-run purge gives back: past the page of its mark.
 std::size_t purgeable_resident(const char* p, std::size_t n) {
     const auto at = reinterpret_cast<std::uintptr_t>(p);
@@ -976,7 +979,7 @@ TEST(EngineDecay, FreeBlocksInsideUsedRunsDecay) {
     for (char* p : freed)
         ASSERT_GT(purgeable_resident(p, bs), 0u);
     EXPECT_EQ(h.end_frame(std::chrono::seconds{1}), 0u); // a walk sees them free
-    advance(799);                                        // blocks inside runs wait 8 * decay_ms
+    advance(steady_wait_ms - 1); // blocks inside runs of a steady class wait 32 * decay_ms
     EXPECT_EQ(h.end_frame(std::chrono::seconds{1}), 0u);
     for (char* p : freed)
         EXPECT_GT(purgeable_resident(p, bs), 0u) << "purged before it decayed";
@@ -1037,9 +1040,9 @@ TEST(EngineDecay, FreeBlocksOfAShrunkClassDecayAfterTheDecayTime) {
 }
 
 // Fewer than twice as many free blocks as live ones is a swing of a steady class: they wait
-// 8 * decay_ms.
+// 32 * decay_ms.
 TEST(EngineDecay, FreeBlocksOfAClassThatHasNotShrunkWaitLonger) {
-    in_run_blocks_wait([](std::size_t i) { return i % 8 < 5; }, 800); // 40 free, 24 live
+    in_run_blocks_wait([](std::size_t i) { return i % 8 < 5; }, steady_wait_ms); // 40 free, 24 live
 }
 
 // A step with a tiny budget walks few runs. A run whose blocks are not due yet is not walked again
@@ -1055,7 +1058,7 @@ TEST(EngineDecay, RunsWithBlocksNotYetDueDoNotHoldTheWalkBack) {
     for (std::size_t i = 0; i < blocks.size(); i += 2)
         h.deallocate(blocks[i]);
     (void)h.end_frame(std::chrono::seconds{1}); // a walk sees them free
-    advance(800);                               // and now they are due
+    advance(steady_wait_ms);                    // and now they are due
     for (std::size_t i = 1; i < blocks.size(); i += 4)
         h.deallocate(blocks[i]);                 // new free blocks, not due, in every run
     for (int step = 0; step < count / 4; ++step) // at least one run a step
@@ -1106,8 +1109,8 @@ void run_blocks_decay_when_steps_free(std::size_t other) {
     const auto other_call = [&] { h.deallocate(written(h, other)); };
     advance(100); // the first step comes decay_ms after the heap was made
     other_call(); // a step: its walk sees the blocks free
-    advance(800);
-    other_call(); // a step: they decayed (8 * decay_ms)
+    advance(steady_wait_ms);
+    other_call(); // a step: they decayed (32 * decay_ms)
     for (std::size_t i = 0; i < blocks.size(); i += 2)
         EXPECT_EQ(purgeable_resident(blocks[i], n), 0u) << i;
     for (std::size_t i = 1; i < blocks.size(); i += 2) {
@@ -1132,13 +1135,13 @@ TEST(EngineDecay, OnlyTheOwnerThreadPurgesInsideItsRuns) {
     const std::vector<char*> blocks = every_other_freed(h, n, 32);
     std::thread other([&] {
         (void)h.end_frame(std::chrono::seconds{1});
-        advance(1000);
+        advance(steady_wait_ms + 200);
         EXPECT_EQ(h.end_frame(std::chrono::seconds{1}), 0u);
     });
     other.join();
     EXPECT_GT(purgeable_resident(blocks[0], n), 0u);
     (void)h.end_frame(std::chrono::seconds{1}); // the owner's first walk marks them
-    advance(800);
+    advance(steady_wait_ms);
     EXPECT_GT(h.end_frame(std::chrono::seconds{1}), 0u);
     EXPECT_EQ(purgeable_resident(blocks[0], n), 0u);
     for (std::size_t i = 1; i < blocks.size(); i += 2)

@@ -45,7 +45,7 @@ struct engine_options {
     /// bytes. Bounds the heap: requests that do not fit fail with nullptr.
     std::size_t reserve_bytes = std::size_t{64} << 30;
     /// Free memory is purged late: freed spans and big free medium blocks stay resident and reusable
-    /// for decay_ms (free blocks inside runs of a steady class for 8 * decay_ms, see
+    /// for decay_ms (free blocks inside runs of a steady class for 32 * decay_ms, see
     /// purge_run_blocks), then go back to the OS (madvise(MADV_DONTNEED)), oldest first, by the
     /// heap's maintenance: end_frame(), the purge thread, or a step of at most purge_step_us that the slow
     /// paths (medium and large frees, run changes) take every decay_ms / 8, the first decay_ms after
@@ -76,7 +76,7 @@ struct engine_options {
     std::size_t medium_retain_bytes = std::size_t{64} << 20;
     /// Free size-class blocks of 8 KiB or more inside runs that still hold live blocks give their
     /// whole pages back (all but the page holding the block's link) once seen free for
-    /// 8 * decay_ms: such a block is the tail of its class's free list, which a class whose live
+    /// 32 * decay_ms (4 s): such a block is the tail of its class's free list, which a class whose live
     /// count swings reuses at every swing, so it waits longer than a free span. A class whose runs
     /// hold more than twice as many free blocks as live ones has shrunk beyond such swings: its
     /// free blocks wait decay_ms, as spans do. Only the run's
