@@ -45,7 +45,6 @@ constexpr std::size_t purge_keep = purge_mark_offset + mark_words * sizeof(std::
 constexpr std::uint64_t purge_magic = 0x9E3779B97F4A7C14u;
 constexpr std::size_t piece_bytes = purge_batch::max_bytes; // one flush of a budgeted step
 constexpr std::size_t piece_granules = piece_bytes >> granule_shift;
-constexpr std::size_t due_max = 64; // spans a purge pass takes per walk of the bins
 
 std::uint64_t monotonic_ms() noexcept {
     timespec ts{};
@@ -235,6 +234,27 @@ std::size_t engine_heap::oldest_dirty_spans(run** out, std::size_t max) const no
     return k;
 }
 
+/// Returns: the dirty free span freed longest ago, or nullptr. One walk of the bins lists the oldest
+/// 64, and the calls after it take them in turn until the list goes stale (bin_insert, bin_remove):
+/// a shrunk heap holds thousands of dirty spans, whose walk alone would use up a 200 µs step.
+/// Requires: span_lock_ held.
+run* engine_heap::oldest_dirty_span() noexcept {
+    for (;;) {
+        if (!oldest_valid_) {
+            oldest_count_ = static_cast<std::uint32_t>(oldest_dirty_spans(oldest_, oldest_max));
+            oldest_next_ = 0;
+            oldest_newest_ = oldest_count_ != 0 ? oldest_[oldest_count_ - 1]->freed_at : 0;
+            oldest_whole_ = oldest_count_ < oldest_max;
+            oldest_valid_ = true;
+        }
+        while (oldest_next_ < oldest_count_ && !oldest_[oldest_next_]->dirty)
+            ++oldest_next_;
+        if (oldest_next_ < oldest_count_) return oldest_[oldest_next_];
+        if (oldest_whole_) return nullptr;
+        oldest_valid_ = false; // used up: the next 64
+    }
+}
+
 /// Effects: adds the last min(`granules`, its dirty part) granules of the dirty part of free span
 /// `s` to `batch`; they join its clean tail. Returns: granules purged. Requires: span_lock_ held,
 /// and `batch` flushed before it goes.
@@ -267,33 +287,18 @@ std::size_t engine_heap::purge_spans(purge_pass pass, std::uint32_t now, std::ui
         // excess alone cheaper (no stall of many calls in one free).
         const std::size_t cap = span_cap();
         const std::size_t low = batch.range_limit() > 1 ? cap - std::min(cap, piece_granules) : cap;
-        // The oldest 64 at a time: one walk of the bins per 64 spans, not per span.
-        while (dirty_free_ > low) {
-            run* oldest[due_max];
-            const std::size_t k = oldest_dirty_spans(oldest, due_max);
-            if (k == 0) break;
-            for (std::size_t i = 0; i < k && dirty_free_ > low; ++i)
-                while (oldest[i]->dirty && dirty_free_ > low)
-                    purged += purge_span_piece(oldest[i], dirty_free_ - low, batch) << granule_shift;
-        }
+        for (run* r; dirty_free_ > low && (r = oldest_dirty_span()) != nullptr;)
+            purged += purge_span_piece(r, dirty_free_ - low, batch) << granule_shift;
         return purged;
     }
-    // The oldest 64 dirty spans at a time (one walk of the bins' dirty spans per 64, not per span),
-    // oldest first; the first one not due yet ends the pass, every other is newer.
-    for (;;) {
-        run* oldest[due_max];
-        const std::size_t k = oldest_dirty_spans(oldest, due_max);
-        if (k == 0) return purged;
-        for (std::size_t i = 0; i < k; ++i) {
-            run* r = oldest[i];
-            if (pass != purge_pass::all && tick_age(now, r->freed_at) < options_.decay_ms) return purged;
-            while (r->dirty) {
-                purged += purge_span_piece(r, deadline_ns != 0 ? piece_granules : r->granules, batch)
-                          << granule_shift;
-                if (past(deadline_ns)) return purged; // the batch's end flushes what waits
-            }
-        }
+    // Oldest first: the first one not due yet ends the pass, every other is newer.
+    for (run* r; (r = oldest_dirty_span()) != nullptr;) {
+        if (pass != purge_pass::all && tick_age(now, r->freed_at) < options_.decay_ms) return purged;
+        purged += purge_span_piece(r, deadline_ns != 0 ? piece_granules : r->granules, batch)
+                  << granule_shift;
+        if (past(deadline_ns)) return purged; // the batch's end flushes what waits
     }
+    return purged;
 }
 
 // -------------------------------------------------------------------------------------------------

@@ -80,6 +80,11 @@ void engine_heap::bin_insert(run* head) noexcept {
         bin_tails_[b] = head;
     }
     bin_map_ |= std::uint64_t{1} << b;
+    if (oldest_valid_ && head->dirty) { // older than the list's newest: the list is stale
+        if (oldest_count_ == 0 || static_cast<std::int32_t>(head->freed_at - oldest_newest_) < 0)
+            oldest_valid_ = false;
+        oldest_whole_ = false;
+    }
     free_granules_ += head->granules;
     dirty_free_ += dirty_granules(head);
 }
@@ -88,6 +93,9 @@ void engine_heap::bin_insert(run* head) noexcept {
 void engine_heap::bin_remove(run* head) noexcept {
     const unsigned b = bin_of(head->granules);
     if (bin_tails_[b] == head) bin_tails_[b] = head->prev;
+    if (oldest_valid_ &&
+        std::find(oldest_ + oldest_next_, oldest_ + oldest_count_, head) != oldest_ + oldest_count_)
+        oldest_valid_ = false; // one of the listed spans leaves the bins
     unlink(bins_[b], head);
     if (bins_[b] == nullptr) bin_map_ &= ~(std::uint64_t{1} << b);
     free_granules_ -= head->granules;

@@ -51,6 +51,10 @@ engine_options decay_options(std::uint32_t decay_ms = 100) {
 /// Returns: the resident pages of the whole pages of [p, p + n).
 std::size_t resident(const void* p, std::size_t n) { return strata::test::resident_pages(p, n); }
 
+bool filled_with(const char* p, std::size_t n, char v) {
+    return std::all_of(p, p + n, [v](char c) { return c == v; });
+}
+
 char* written(engine_heap& h, std::size_t n, char fill = 1) {
     auto* p = static_cast<char*>(h.allocate(n));
     if (p != nullptr) std::memset(p, fill, n);
@@ -268,6 +272,47 @@ TEST(EngineDecay, TheOldestOfManyDecayedSpansGoesFirst) {
     EXPECT_TRUE(h.check());
     for (void* p : spacers)
         h.deallocate(p);
+}
+
+// Steps between frees and allocations take the oldest dirty spans from a list one walk made. A
+// span of that list that a request takes or a free merges goes stale in it: the next step walks
+// again, and purges neither a live block nor a merged span's interior.
+TEST(EngineDecay, TheOldestSpansListFollowsSpansThatLeaveTheBins) {
+    engine_options o = decay_options(100);
+    o.large_keep_bytes = 0; // freed spans go straight to the bins
+    engine_heap h(o);
+    constexpr std::size_t size = 2 * mib;
+    std::vector<char*> blocks;
+    for (int i = 0; i < 12; ++i)
+        blocks.push_back(written(h, size, static_cast<char>(i + 1)));
+    for (std::size_t i = 0; i < blocks.size(); i += 2) { // six dirty spans, one tick apart
+        h.deallocate(blocks[i]);
+        advance(1);
+    }
+    advance(93);                                         // ages 99 to 94
+    EXPECT_EQ(h.end_frame(std::chrono::seconds{1}), 0u); // none due: the walk lists them
+    char* taken = written(h, size, 99);                  // takes one of them
+    h.deallocate(blocks[5]);                             // merges two of them with it
+    advance(110);
+    EXPECT_GT(h.end_frame(std::chrono::microseconds{0}), 0u); // a piece of the oldest
+    EXPECT_TRUE(h.check());
+    EXPECT_GT(h.end_frame(std::chrono::seconds{1}), 0u); // the rest
+    EXPECT_TRUE(h.check());
+    EXPECT_TRUE(filled_with(taken, size, 99));
+    for (std::size_t i = 1; i < blocks.size(); i += 2) {
+        if (i != 5) {
+            EXPECT_TRUE(filled_with(blocks[i], size, static_cast<char>(i + 1))) << i;
+        }
+    }
+    for (std::size_t i = 0; i < blocks.size(); i += 2) {
+        if (blocks[i] != taken) {
+            EXPECT_EQ(resident(blocks[i] + page, size - 2 * page), 0u) << i;
+        }
+    }
+    h.deallocate(taken);
+    for (std::size_t i = 1; i < blocks.size(); i += 2)
+        if (i != 5) h.deallocate(blocks[i]);
+    EXPECT_TRUE(h.check());
 }
 
 // A forked child has no purge thread (only the forking thread is copied): it may start its own, and
@@ -948,10 +993,6 @@ std::size_t purgeable_resident(const char* p, std::size_t n) {
     const std::uintptr_t lo = (at + 64 + page - 1) & ~(page - 1);
     const std::uintptr_t hi = (at + n) & ~(page - 1);
     return hi > lo ? resident(reinterpret_cast<const void*>(lo), hi - lo) : 0;
-}
-
-bool filled_with(const char* p, std::size_t n, char v) {
-    return std::all_of(p, p + n, [v](char c) { return c == v; });
 }
 
 /// The byte block i of numbered_blocks() is filled with.

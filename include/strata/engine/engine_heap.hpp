@@ -523,6 +523,7 @@ private:
     std::size_t purge_spans(purge_pass pass, std::uint32_t now, std::uint64_t deadline_ns) noexcept;
     std::size_t purge_span_piece(run* s, std::size_t granules, engine_detail::purge_batch& batch) noexcept;
     std::size_t oldest_dirty_spans(run** out, std::size_t max) const noexcept;
+    run* oldest_dirty_span() noexcept;
     void bin_cleaned(run* head) noexcept;
     template <class F>
     void each_looked_at(unsigned b, F&& f) const noexcept;
@@ -636,10 +637,20 @@ private:
     run* bins_[bin_count] = {};      // dirty spans first, then clean ones
     run* bin_tails_[bin_count] = {}; // each bin's last span
     std::uint64_t bin_map_ = 0;
-    std::size_t top_ = 0;           // granules ever handed out (spans tile [0, top_))
-    std::size_t commit_top_ = 0;    // granules committed (data and descriptors)
-    std::size_t dirty_free_ = 0;    // granules of dirty free spans
-    std::size_t free_granules_ = 0; // granules of all free spans
+    // The oldest dirty free spans as of the last walk of the bins, oldest first
+    // (oldest_dirty_span()). They stay the oldest while none of them leaves the bins and no dirty
+    // span older than the newest of them enters: a step then needs no walk.
+    static constexpr std::size_t oldest_max = 64;
+    run* oldest_[oldest_max] = {};
+    std::uint32_t oldest_count_ = 0;  // spans the walk found
+    std::uint32_t oldest_next_ = 0;   // the first of them still dirty, as far as known
+    std::uint32_t oldest_newest_ = 0; // freed_at of the last of them
+    bool oldest_valid_ = false;       // the list is still the oldest
+    bool oldest_whole_ = false;       // ... and holds every dirty span
+    std::size_t top_ = 0;             // granules ever handed out (spans tile [0, top_))
+    std::size_t commit_top_ = 0;      // granules committed (data and descriptors)
+    std::size_t dirty_free_ = 0;      // granules of dirty free spans
+    std::size_t free_granules_ = 0;   // granules of all free spans
     std::size_t retain_granules_ = 0;
     std::size_t span_peak_ = 0;        // most granules in use (top_ - free_granules_) this window
     std::size_t span_peak_before_ = 0; // ... in the window before
