@@ -227,6 +227,15 @@ TEST(EngineHeap, FirstForLifeSlotSeesTheSameCache) {
         h.deallocate<slot_use::first_for_life>(p);
     EXPECT_EQ(h.allocate_cached<slot_use::first_for_life>(64), got.back());
     h.deallocate<slot_use::first_for_life>(got.back());
+    // The static form reads no member: the same block from slot 0, and deallocate_at with the
+    // offset a caller computed (the malloc shim's) frees it the same way.
+    void* again = engine_heap::allocate_cached_slot0(64);
+    EXPECT_EQ(again, got.back());
+    h.deallocate_at<slot_use::first_for_life>(again,
+                                              reinterpret_cast<std::uintptr_t>(again) - h.data_begin());
+    EXPECT_EQ(engine_heap::allocate_cached_slot0(64), again);
+    h.deallocate<slot_use::first_for_life>(again);
+    EXPECT_EQ(engine_heap::allocate_cached_slot0(engine_heap::small_max + 1), nullptr) << "not a small size";
     void* orphan = theirs.back(); // of a run whose owner exited: its tags say no_owner
     theirs.pop_back();
     for (void* p : theirs) // another thread's (exited) runs: the remote way
@@ -236,8 +245,39 @@ TEST(EngineHeap, FirstForLifeSlotSeesTheSameCache) {
         h.deallocate<slot_use::first_for_life>(mine);
         h.deallocate<slot_use::first_for_life>(orphan);
         EXPECT_EQ(h.allocate_cached<slot_use::first_for_life>(64), nullptr) << "its slot 0 is empty";
+        EXPECT_EQ(engine_heap::allocate_cached_slot0(64), nullptr);
     })
         .join();
+    EXPECT_EQ(h.stats().live_allocations, 0u);
+    EXPECT_TRUE(h.check());
+}
+
+// data_begin and data_bytes describe owns() exactly, and deallocate_at frees what deallocate
+// does, in every tier.
+TEST(EngineHeap, DataRangeDescribesOwnershipAndDeallocateAtFreesEveryTier) {
+    engine_heap h(small_options());
+    const std::uintptr_t begin = h.data_begin();
+    const std::size_t bytes = h.data_bytes();
+    EXPECT_GT(bytes, 0u);
+    const auto owned = [&](const void* p) { return reinterpret_cast<std::uintptr_t>(p) - begin < bytes; };
+    int local = 0;
+    EXPECT_FALSE(owned(&local));
+    EXPECT_FALSE(owned(nullptr));
+    EXPECT_FALSE(owned(reinterpret_cast<void*>(begin + bytes)));
+    EXPECT_TRUE(owned(reinterpret_cast<void*>(begin + bytes - 1)));
+    std::vector<void*> blocks;
+    for (std::size_t size : {std::size_t{16}, std::size_t{96}, std::size_t{4000}, std::size_t{40000},
+                             std::size_t{300000}, std::size_t{3} << 20})
+        for (int i = 0; i < 8; ++i) {
+            void* p = h.allocate(size);
+            ASSERT_NE(p, nullptr);
+            EXPECT_TRUE(owned(p));
+            EXPECT_EQ(owned(p), h.owns(p));
+            blocks.push_back(p);
+        }
+    EXPECT_EQ(h.stats().live_allocations, blocks.size());
+    for (void* p : blocks)
+        h.deallocate_at(p, reinterpret_cast<std::uintptr_t>(p) - begin);
     EXPECT_EQ(h.stats().live_allocations, 0u);
     EXPECT_TRUE(h.check());
 }

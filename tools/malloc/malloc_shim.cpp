@@ -53,6 +53,19 @@ constexpr auto resident = engine_heap::slot_use::first_for_life;
 
 alignas(engine_heap) unsigned char heap_storage[sizeof(engine_heap)];
 constinit std::atomic<engine_heap*> global_heap{nullptr};
+// The heap's data range (engine_heap::data_begin, data_bytes), stored once it is built, before
+// global_heap: free tests ownership with these two words (plain, so that the test is two operands
+// of a sub and a cmp), and 0 bytes before then owns nothing. A block is only ever freed after its
+// allocation returned, so a pointer inside the range finds the heap built. The first malloc builds
+// the heap, and every process makes one before its second thread exists (pthread_create allocates
+// the thread's TLS with malloc), so no thread reads the words while they are written.
+constinit std::uintptr_t owned_begin = 0;
+constinit std::size_t owned_bytes = 0;
+
+/// Returns: the heap, at its fixed address in heap_storage. Requires: it is built (owned_bytes set).
+inline engine_heap* built_heap() noexcept {
+    return std::launder(reinterpret_cast<engine_heap*>(heap_storage));
+}
 constinit std::atomic<int> init_state{0}; // 0 not yet, 1 building, 2 ready, 3 failed
 constinit std::atomic<pid_t> init_pid{0}; // the process that builds (see init_heap)
 __thread bool in_init __attribute__((tls_model("initial-exec"))) = false;
@@ -164,7 +177,11 @@ void fork_child() noexcept { engine_heap::after_fork_child(); }
             h->~engine_heap();
             h = nullptr;
         }
-        if (h != nullptr) (void)pthread_atfork(&fork_prepare, &fork_parent, &fork_child);
+        if (h != nullptr) {
+            (void)pthread_atfork(&fork_prepare, &fork_parent, &fork_child);
+            owned_begin = h->data_begin();
+            owned_bytes = h->data_bytes();
+        }
         global_heap.store(h, std::memory_order_release);
         init_state.store(h != nullptr ? 2 : 3, std::memory_order_release);
         in_init = false;
@@ -203,24 +220,26 @@ inline engine_heap* heap() noexcept {
     return __libc_malloc(size);
 }
 
-/// do_malloc when the thread's cache has no block at hand: the heap's slow paths, then glibc.
-[[gnu::noinline]] void* malloc_slow(engine_heap* h, std::size_t size) noexcept {
+/// do_malloc when the thread's cache has no block at hand (or the heap is not built yet): the
+/// heap's slow paths, then glibc.
+[[gnu::noinline]] void* malloc_slow(std::size_t size) noexcept {
+    engine_heap* h = global_heap.load(std::memory_order_acquire);
+    if (STRATA_UNLIKELY(h == nullptr)) return malloc_first(size);
     void* p = h->allocate(size);
     return p != nullptr ? p : engine_refused(size);
 }
 
 inline void* do_malloc(std::size_t size) noexcept {
-    engine_heap* h = global_heap.load(std::memory_order_acquire);
-    if (STRATA_UNLIKELY(h == nullptr)) return malloc_first(size);
-    // The hit path makes no call, so it saves no register; a miss ends in a tail call.
-    if (void* p = h->allocate_cached<resident>(size)) return p;
-    return malloc_slow(h, size);
+    // The thread's cache in slot 0 exists only once the heap does, so the hit path reads neither
+    // the heap nor its pointer; it makes no call and saves no register. A miss ends in a tail call.
+    if (void* p = engine_heap::allocate_cached_slot0(size)) return p;
+    return malloc_slow(size);
 }
 
 STRATA_ALWAYS_INLINE void do_free(void* p) noexcept {
-    engine_heap* h = global_heap.load(std::memory_order_acquire);
-    if (STRATA_LIKELY(h != nullptr && h->owns(p))) {
-        h->deallocate<resident>(p);
+    const std::uintptr_t off = reinterpret_cast<std::uintptr_t>(p) - owned_begin;
+    if (STRATA_LIKELY(off < owned_bytes)) {
+        built_heap()->deallocate_at<resident>(p, off);
         return;
     }
     if (p != nullptr) __libc_free(p);

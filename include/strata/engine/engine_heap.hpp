@@ -226,25 +226,26 @@ public:
     template <slot_use Slot = slot_use::checked>
     [[nodiscard]] STRATA_ALWAYS_INLINE void* allocate_cached(std::size_t size) noexcept {
         using namespace engine_detail;
-        if (STRATA_UNLIKELY(size > small_max)) return nullptr;
-        thread_heap* h = nullptr;
         if constexpr (Slot == slot_use::first_for_life) {
-            h = tls[0].heap;
-            if (STRATA_UNLIKELY(h == nullptr)) return nullptr;
+            return allocate_cached_slot0(size);
         } else {
+            if (STRATA_UNLIKELY(size > small_max)) return nullptr;
             const tls_slot& s = tls[slot_];
             if (STRATA_UNLIKELY(s.epoch != epoch_)) return nullptr;
-            h = s.heap;
+            return pop_cached(s.heap, size);
         }
-        const unsigned c = class_of(size);
-        run* r = h->current[c];
-        free_block* b = r->free;
-        if (STRATA_UNLIKELY(b == nullptr)) return nullptr;
-        r->free = b->next;
-        __builtin_prefetch(r->free);
-        ++r->used;
-        h->allocs[c].add(1);
-        return b;
+    }
+
+    /// Returns: allocate_cached<slot_use::first_for_life>(size) of whichever heap holds slot 0 for
+    /// life; it reads no member of the heap, so a caller that knows such a heap may exist (the
+    /// malloc shim) needs no pointer to it on this path. nullptr when the calling thread has no
+    /// cache in slot 0 (no such heap yet, or none made for this thread).
+    [[nodiscard]] STRATA_ALWAYS_INLINE static void* allocate_cached_slot0(std::size_t size) noexcept {
+        using namespace engine_detail;
+        if (STRATA_UNLIKELY(size > small_max)) return nullptr;
+        thread_heap* h = tls[0].heap;
+        if (STRATA_UNLIKELY(h == nullptr)) return nullptr;
+        return pop_cached(h, size);
     }
 
     /// Effects: returns `p` (from this heap, any thread) to the heap; nullptr and pointers the
@@ -252,9 +253,17 @@ public:
     /// of small blocks (one CAS); the medium and large tiers take a lock.
     template <slot_use Slot = slot_use::checked>
     STRATA_ALWAYS_INLINE void deallocate(void* p) noexcept {
-        using namespace engine_detail;
         const std::uintptr_t off = reinterpret_cast<std::uintptr_t>(p) - data_;
         if (STRATA_UNLIKELY(off >= data_size_)) return;
+        deallocate_at<Slot>(p, off);
+    }
+
+    /// Effects: deallocate(p) for a caller that has tested ownership itself (the malloc shim, with
+    /// copies of data_begin() and data_bytes() it can read before the heap exists).
+    /// Requires: off == p - data_begin() and off < data_bytes().
+    template <slot_use Slot = slot_use::checked>
+    STRATA_ALWAYS_INLINE void deallocate_at(void* p, std::uintptr_t off) noexcept {
+        using namespace engine_detail;
         const std::size_t g = off >> granule_shift;
         // The granule's tag says whose run this is without reading the run's descriptor, which
         // its owner keeps writing: another thread's free reads only the tag (run_tag).
@@ -263,7 +272,7 @@ public:
         // The slot's id matches no tag while the thread's stash is on (stash_flag), so that every
         // free then goes to deallocate_slow, which stashes the thread's own blocks too.
         if (STRATA_LIKELY((Slot == slot_use::first_for_life || s.epoch == epoch_) && tag_owner(tag) == s.id))
-            return free_own(s.heap, p, tag);
+            return free_own(s.heap, p, off, tag);
         deallocate_slow(p, tag);
     }
 
@@ -290,6 +299,11 @@ public:
     [[nodiscard]] bool owns(const void* p) const noexcept {
         return reinterpret_cast<std::uintptr_t>(p) - data_ < data_size_;
     }
+    /// Returns: the address of the reservation's first data byte; owns(p) is
+    /// p - data_begin() < data_bytes(), in unsigned arithmetic.
+    [[nodiscard]] std::uintptr_t data_begin() const noexcept { return data_; }
+    /// Returns: the size of the reservation's data, in bytes.
+    [[nodiscard]] std::size_t data_bytes() const noexcept { return data_size_; }
 
     /// Returns: in_use (small live bytes by class size, medium block bytes, large span bytes),
     /// capacity (committed bytes), live_allocations and total_allocations over every tier.
@@ -387,10 +401,30 @@ private:
     STRATA_NOINLINE void free_without_cache(void* p, std::uint32_t tag) noexcept;
     STRATA_NOINLINE void local_free_slow(thread_heap* h, run* d) noexcept;
 
+    /// Returns: a block of `size`'s class from h's current run; nullptr when its free list is empty.
+    [[nodiscard]] STRATA_ALWAYS_INLINE static void* pop_cached(engine_detail::thread_heap* h,
+                                                               std::size_t size) noexcept {
+        using namespace engine_detail;
+        const std::size_t c = class_of(size); // size_t: the counter's offset folds into its address
+        run* r = h->current[c];
+        free_block* b = r->free;
+        if (STRATA_UNLIKELY(b == nullptr)) return nullptr;
+        r->free = b->next;
+        __builtin_prefetch(r->free);
+        ++r->used;
+        h->allocs[c].add(1);
+        return b;
+    }
+
     /// Effects: the owner's free of the small block `p` (tag `tag`): onto its run's free list.
     STRATA_ALWAYS_INLINE void free_own(thread_heap* h, void* p, std::uint32_t tag) noexcept {
+        free_own(h, p, reinterpret_cast<std::uintptr_t>(p) - data_, tag);
+    }
+    /// Effects: free_own(h, p, tag), `off` being p - data_.
+    STRATA_ALWAYS_INLINE void free_own(thread_heap* h, void* p, std::uintptr_t off,
+                                       std::uint32_t tag) noexcept {
         using namespace engine_detail;
-        run* d = runs_ + ((reinterpret_cast<std::uintptr_t>(p) - data_) >> granule_shift);
+        run* d = runs_ + (off >> granule_shift);
         h->frees[tag_class(tag)].add(1);
         return_to_run(h, d - d->back, static_cast<free_block*>(p));
     }
@@ -402,7 +436,7 @@ private:
         b->next = d->free;
         d->free = b;
         // The first free into a full run marks it (local_free_slow).
-        if (STRATA_UNLIKELY((--d->used == 0) | (d->where == run_list::full))) local_free_slow(h, d);
+        if (STRATA_UNLIKELY(--d->used == 0 || d->where == run_list::full)) local_free_slow(h, d);
     }
 
     /// Effects: the small block `p` goes onto the stash of `h` (the freeing thread's cache) when

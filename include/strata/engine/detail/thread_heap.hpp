@@ -94,8 +94,11 @@ inline constexpr std::uint32_t no_owner = 0xFFFFFF;
 inline constexpr std::uint32_t not_small_tag = no_owner << 8;
 [[nodiscard]] constexpr std::uint32_t tag_owner(std::uint32_t tag) noexcept { return tag >> 8; }
 [[nodiscard]] constexpr bool tag_is_small(std::uint32_t tag) noexcept { return (tag & 0xff) != 0; }
-/// Requires: tag_is_small(tag).
-[[nodiscard]] constexpr unsigned tag_class(std::uint32_t tag) noexcept { return (tag & 0xff) - 1; }
+/// Requires: tag_is_small(tag). (Computed in size_t: as an array index, the - 1 then folds into
+/// the address's displacement.)
+[[nodiscard]] constexpr std::size_t tag_class(std::uint32_t tag) noexcept {
+    return std::size_t{tag & 0xff} - 1;
+}
 
 /// A thread's slot for one engine_heap instance: valid when `epoch` matches the instance's. `id`
 /// is heap->id, here so that a free compares it with a run's tag without a second load, with
