@@ -2,7 +2,8 @@
 // with LD_PRELOAD (bench/mt/peers.sh runs every Debian malloc and libstrata_malloc.so).
 //
 //   strata-mt [--workload NAME,...] [--ops N] [--threads T] [--repeats R] [--rounds K]
-//             [--phase-mib M] [--frames F] [--frame-us U] [--label NAME] [--jsonl FILE] [--seed S]
+//             [--phase-mib M] [--frames F] [--frame-us U] [--no-end-frame] [--label NAME] [--jsonl FILE]
+//             [--seed S]
 //
 // Workloads (block sizes unless said otherwise: 60% 8-128 B, 30% 128 B-1 KiB, 9% 1-8 KiB, 1% 8-64 KiB;
 // every block is written at both ends, so its pages are really touched; the workloads below `big`
@@ -71,7 +72,8 @@
 //             frees a random 90% of it, then idles for --frames frames (default 50) of 20 ms sleep
 //             plus 1,000 free + malloc pairs, reading its RSS (/proc/self/statm) at every frame end.
 //             When the process has strata_malloc_end_frame (libstrata_malloc.so), it is called at
-//             each frame end with a budget of --frame-us microseconds (default 500). Timed: the growth and
+//             each frame end with a budget of --frame-us microseconds (default 500; --no-end-frame:
+//             never, as in a program without a frame loop). Timed: the growth and
 //             the shrink (an operation is one block: its malloc and its free); the RSS after growth, after
 //             the shrink, at every frame and at the end are reported too (JSONL: rss_frames_kib,
 //             final_rss_kib). One repeat unless --repeats says otherwise. Not in the default set, nor in
@@ -119,6 +121,7 @@ struct options {
     std::uint64_t phase_mib = 1024;
     unsigned frames = 50;
     unsigned frame_us = 500; // phase: the budget given to strata_malloc_end_frame each frame
+    bool end_frame = true;   // phase: whether it is called at all (--no-end-frame)
     std::uint64_t seed = 1;
     std::string label = "malloc";
     std::string jsonl;
@@ -962,8 +965,8 @@ end_frame_fn find_end_frame() {
     return fn;
 }
 
-sample run_phase(std::uint64_t mib, unsigned frames, unsigned frame_us, std::uint64_t seed,
-                 phase_report& out) {
+sample run_phase(std::uint64_t mib, unsigned frames, unsigned frame_us, bool call_end_frame,
+                 std::uint64_t seed, phase_report& out) {
     rng r(seed * 131);
     const std::uint64_t target = mib << 20;
     std::vector<void*> blocks;
@@ -985,7 +988,7 @@ sample run_phase(std::uint64_t mib, unsigned frames, unsigned frame_us, std::uin
     out.blocks = blocks.size();
     blocks = {};
     out.shrunk_kib = resident_kib();
-    const end_frame_fn end_frame = find_end_frame();
+    const end_frame_fn end_frame = call_end_frame ? find_end_frame() : nullptr;
     out.end_frame = end_frame != nullptr;
     out.frames_kib.clear();
     for (unsigned f = 0; f < frames; ++f) {
@@ -1015,8 +1018,8 @@ std::vector<std::string> split(const std::string& s) {
 int usage() {
     std::fputs(
         "usage: strata-mt [--workload NAME,...] [--ops N] [--threads T] [--repeats R] [--rounds K]\n"
-        "                 [--phase-mib M] [--frames F] [--frame-us U] [--label NAME] [--jsonl FILE] [--seed "
-        "S]\n"
+        "                 [--phase-mib M] [--frames F] [--frame-us U] [--no-end-frame] [--label NAME]\n"
+        "                 [--jsonl FILE] [--seed S]\n"
         "workloads: local prodcons larson (the default set), handoff relay big tight falseshare threadchurn "
         "bigloop\n"
         "           realloc growbuf leaky trickle xchurn32k tilesim rts phase\n",
@@ -1053,6 +1056,8 @@ int main(int argc, char** argv) {
             o.frames = static_cast<unsigned>(std::stoul(value()));
         else if (a == "--frame-us")
             o.frame_us = static_cast<unsigned>(std::stoul(value()));
+        else if (a == "--no-end-frame")
+            o.end_frame = false;
         else if (a == "--seed")
             o.seed = std::stoull(value());
         else if (a == "--label")
@@ -1144,7 +1149,7 @@ int main(int argc, char** argv) {
         } else if (name == "phase") {
             threads = 1;
             repeats = o.repeats ? o.repeats : 1;
-            body = [&] { return run_phase(o.phase_mib, o.frames, o.frame_us, o.seed, phase); };
+            body = [&] { return run_phase(o.phase_mib, o.frames, o.frame_us, o.end_frame, o.seed, phase); };
         } else {
             std::fprintf(
                 stderr,
@@ -1183,7 +1188,9 @@ int main(int argc, char** argv) {
                         o.label.c_str(), phase.grown_kib / 1024.0, phase.shrunk_kib / 1024.0,
                         lo == phase.frames_kib.end() ? 0.0 : *lo / 1024.0,
                         hi == phase.frames_kib.end() ? 0.0 : *hi / 1024.0, phase.final_kib / 1024.0,
-                        phase.end_frame ? "called" : "absent");
+                        phase.end_frame ? "called"
+                        : o.end_frame   ? "absent"
+                                        : "not called");
             extra = R"(,"phase_mib":)" + std::to_string(o.phase_mib) + R"(,"grown_rss_kib":)" +
                     std::to_string(phase.grown_kib) + R"(,"shrunk_rss_kib":)" +
                     std::to_string(phase.shrunk_kib) + R"(,"rss_frames_kib":[)";

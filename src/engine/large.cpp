@@ -77,7 +77,9 @@ void engine_heap::large_deallocate(void* p, run* head) noexcept {
         else
             span_free(head, true);
     }
-    maybe_decay(existing_thread_cache()); // its step walks this thread's runs too
+    thread_heap* t = existing_thread_cache();
+    maybe_decay(t); // its step walks this thread's runs too
+    if (t != nullptr) walk_runs_if_asked(t);
 }
 
 // -------------------------------------------------------------------------------------------------

@@ -80,7 +80,9 @@ void* engine_heap::medium_handed_out(void* p, std::size_t usable) noexcept {
 /// within it), gives an empty arena (not the first) back, and takes a maintenance step when due.
 void engine_heap::medium_deallocate(void* p, run* head) noexcept {
     medium_release(p, head);
-    maybe_decay(existing_thread_cache()); // its step walks this thread's runs too
+    thread_heap* t = existing_thread_cache();
+    maybe_decay(t); // its step walks this thread's runs too
+    if (t != nullptr) walk_runs_if_asked(t);
 }
 
 /// Effects: medium_deallocate's work under medium_lock_.

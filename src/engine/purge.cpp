@@ -4,8 +4,8 @@
 // decay_ms, oldest first, and whatever exceeds the caps (retain_bytes, medium_retain_bytes).
 //
 // Exports: engine_heap::now_ms, now_tick, purge_medium, purge_free_medium, purge_spans, purge_span_piece,
-// oldest_dirty_spans, purge_run_blocks, decay_step, maybe_decay, end_frame, start_purge_thread,
-// stop_purge_thread, purge_thread_main, purge_stats, trim.
+// oldest_dirty_spans, purge_run_blocks, decay_step, maybe_decay, walk_runs_asked, end_frame,
+// start_purge_thread, stop_purge_thread, purge_thread_main, purge_stats, trim.
 #include <sys/mman.h>
 #include <time.h>
 
@@ -360,6 +360,13 @@ void engine_heap::maybe_decay(thread_heap* own) noexcept {
         next_step_.store(now_tick() + step_interval_ / 4, std::memory_order_relaxed);
 }
 
+/// Effects: a walk of h's runs, bounded by purge_step_us, for the purge thread (which cannot walk
+/// them: each run's free list is its owner's). Requires: the calling thread owns h.
+void engine_heap::walk_runs_asked(thread_heap* h) noexcept {
+    const std::uint64_t deadline = purge_batch::now_ns() + std::uint64_t{options_.purge_step_us} * 1000;
+    (void)purge_run_blocks(h, now_tick(), deadline);
+}
+
 /// Returns: bytes purged by this frame's step.
 std::size_t engine_heap::end_frame(std::chrono::microseconds budget) noexcept {
     frames_.fetch_add(1, std::memory_order_relaxed);
@@ -378,7 +385,8 @@ std::size_t engine_heap::end_frame(std::chrono::microseconds budget) noexcept {
 // game server's 60 KiB class, strata-mt's trickle, reaches into its tail every few hundred ms):
 //   - only the owner thread walks its runs (its free lists are its own; nothing is locked): its
 //     end_frame() steps and the steps of its every 64th small refill and of its medium and large
-//     frees walk them (a run change's step does not: it may come mid-way through a list's change);
+//     frees walk them (a run change's step does not: it may come mid-way through a list's change),
+//     and while a purge thread runs, its first small refill after each of that thread's steps;
 //   - a free block's first bytes keep the free-list link and a mark: word 1 holds a tag (the block's
 //     address xor a constant), word 2 the tick a walk first saw it free and a purged bit;
 //   - a block seen free for 32 * decay_ms is purged: madvise(MADV_DONTNEED) of its whole pages past the
@@ -550,6 +558,9 @@ void* engine_heap::purge_thread_main(void* self) noexcept {
             (void)::nanosleep(&ts, nullptr);
         }
         if (e->thread_stop_.load(std::memory_order_acquire)) break;
+        // The free blocks inside runs are their owners' to walk: each thread walks its own at its
+        // next small refill (walk_runs_asked).
+        e->runs_asked_.fetch_add(1, std::memory_order_release);
         const auto us = static_cast<std::uint64_t>(e->thread_budget_.count());
         (void)e->decay_step(purge_batch::now_ns() + us * 1000);
     }

@@ -109,7 +109,8 @@ bool engine_heap::walk_full(thread_heap* h, unsigned c) noexcept {
 
 /// Returns: a block of class `c` once `h->current[c]` is empty: carves more of the current run,
 /// else takes a partial run, a full run the owner freed into, a full run other threads freed into,
-/// an abandoned run, a new run (in that order).
+/// an abandoned run, a new run (in that order). Every 64th call takes a maintenance step when one
+/// is due, and the first call after a purge thread's step walks h's runs (walk_runs_asked).
 void* engine_heap::small_slow(thread_heap* h, unsigned c) noexcept {
     // Now and then a maintenance step, so that a program of small blocks gives back what decayed,
     // and a note of which big classes allocated since the last one (release_idle_runs).
@@ -117,6 +118,7 @@ void* engine_heap::small_slow(thread_heap* h, unsigned c) noexcept {
         note_busy_classes(h);
         maybe_decay(h);
     }
+    walk_runs_if_asked(h);
     if (h->current[c] == &h->stash[c]) {
         if (free_block* b = refill_stash(h, c)) return b;
         // The stash ran dry and the parked run has no free block: the run is current again.
@@ -457,8 +459,10 @@ engine_heap::run* engine_heap::adopt(thread_heap* h, unsigned c) noexcept {
 /// Effects: the owner's free emptied `d`, or hit a full run: marks a full run and moves it to the
 /// front of the full list (take_freed relists the marked front when the class runs dry, so a run
 /// gathers frees for a while before it is allocated from again); relists an empty one, keeps one
-/// empty run per class as a spare and retires the others.
+/// empty run per class as a spare and retires the others. First, the walk a purge thread asked for
+/// (walk_runs_if_asked): a thread whose allocations seldom refill still walks its runs.
 void engine_heap::local_free_slow(thread_heap* h, run* d) noexcept {
+    walk_runs_if_asked(h);
     const unsigned c = d->cls;
     if (d->where == run_list::full) {
         if (h->resume[c] == d) h->resume[c] = nullptr;

@@ -70,6 +70,7 @@ engine_heap::thread_heap* engine_heap::make_thread_heap() noexcept {
         h->cache = nullptr;
         h->cache_count = 0;
         h->slow_calls = 0;
+        h->runs_asked = runs_asked_.load(std::memory_order_relaxed);
         h->cache_seen = 0;
         h->has_arena = false;
         h->prev_heap = nullptr;

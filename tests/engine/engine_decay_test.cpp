@@ -1190,6 +1190,40 @@ TEST(EngineDecay, OnlyTheOwnerThreadPurgesInsideItsRuns) {
     EXPECT_TRUE(h.check());
 }
 
+// The purge thread cannot walk another thread's runs either: after each of its steps, every thread
+// walks its own at its first small refill, so a program without frame calls gives back the free
+// blocks inside its runs as one with them does.
+TEST(EngineDecay, APurgeThreadHasOwnersWalkTheirRunsAtTheirNextRefill) {
+    engine_heap h(decay_options(100));
+    constexpr std::size_t n = 16 * 1024;
+    const std::vector<char*> blocks = every_other_freed(h, n, 32);
+    // A refill: the first block of a class this thread has not allocated yet (16 B steps to 128 B).
+    std::vector<void*> firsts;
+    const auto refill = [&] { firsts.push_back(h.allocate(16 * (firsts.size() + 1))); };
+    const auto next_thread_step = [&] {
+        const std::size_t before = h.purge_stats().steps;
+        for (int i = 0; i < 5000 && h.purge_stats().steps == before; ++i)
+            std::this_thread::sleep_for(std::chrono::milliseconds{1});
+        ASSERT_GT(h.purge_stats().steps, before) << "the purge thread took no step in 5 s";
+    };
+    ASSERT_TRUE(h.start_purge_thread(std::chrono::milliseconds{1}));
+    next_thread_step();
+    refill(); // a walk sees the blocks free
+    advance(steady_wait_ms);
+    next_thread_step();
+    refill(); // a walk: they decayed (32 * decay_ms)
+    h.stop_purge_thread();
+    for (std::size_t i = 0; i < blocks.size(); i += 2)
+        EXPECT_EQ(purgeable_resident(blocks[i], n), 0u) << i;
+    for (std::size_t i = 1; i < blocks.size(); i += 2) {
+        EXPECT_TRUE(filled_with(blocks[i], n, 1)) << i;
+        h.deallocate(blocks[i]);
+    }
+    for (void* p : firsts)
+        h.deallocate(p);
+    EXPECT_TRUE(h.check());
+}
+
 // Random sizes of 8-64 KiB, random frees and frames: no live byte ever changes.
 TEST(EngineDecay, RunBlockPurgeKeepsEveryLiveByte) {
     engine_heap h(decay_options(20));

@@ -562,6 +562,15 @@ private:
     template <class F>
     void each_looked_at(unsigned b, F&& f) const noexcept;
     std::size_t purge_run_blocks(thread_heap* h, std::uint32_t now, std::uint64_t deadline_ns) noexcept;
+    STRATA_NOINLINE void walk_runs_asked(thread_heap* h) noexcept;
+    /// Effects: walk_runs_asked(h) when a purge thread stepped since h's last such walk.
+    void walk_runs_if_asked(thread_heap* h) noexcept {
+        if (const std::uint32_t asked = runs_asked_.load(std::memory_order_acquire);
+            STRATA_UNLIKELY(asked != h->runs_asked)) {
+            h->runs_asked = asked;
+            walk_runs_asked(h);
+        }
+    }
     /// Effects: a maintenance step; `own` (the calling thread's cache, or nullptr) also purges the
     /// decayed free blocks inside its runs.
     std::size_t decay_step(std::uint64_t deadline_ns, thread_heap* own = nullptr) noexcept;
@@ -708,7 +717,11 @@ private:
     pthread_t thread_{};                          //
     std::chrono::milliseconds thread_period_{};   //
     std::chrono::microseconds thread_budget_{};   //
-    std::atomic<std::size_t> large_bytes_{0};
+    // Bumped by each purge thread step: a thread whose runs_asked differs walks its own runs at its
+    // next small refill or slow free (the purge thread cannot walk them: they are the owner's). On
+    // a line of its own: every slow path reads it, and the counters around it change often.
+    alignas(64) std::atomic<std::uint32_t> runs_asked_{0};
+    alignas(64) std::atomic<std::size_t> large_bytes_{0};
     std::atomic<std::size_t> large_live_{0};
     std::atomic<std::size_t> large_total_{0};
     // The medium_ counters are written under medium_lock_ only (add_under_lock).

@@ -177,6 +177,7 @@ struct thread_heap {
     run* cache = nullptr;                   // empty runs kept for reuse
     std::size_t cache_count = 0;            //
     std::uint32_t slow_calls = 0;           // small_slow calls (a step every 64)
+    std::uint32_t runs_asked = 0;           // engine's runs_asked_ when this heap last walked its runs for it
     std::uint32_t class_seen[class_count];  // slow_calls when class c was last seen allocating
     std::uint32_t allocs_seen[class_count]; // allocs[c] then (low 32 bits)
     std::uint32_t cache_seen = 0;           // slow_calls when a run last left `cache`
