@@ -245,6 +245,15 @@ STRATA_ALWAYS_INLINE void do_free(void* p) noexcept {
     if (p != nullptr) __libc_free(p);
 }
 
+/// calloc when the thread's cache has no block at hand: the heap's zeroed allocation (fresh spans
+/// are not written twice), then glibc. total == count * size (no overflow).
+[[gnu::noinline]] void* calloc_slow(std::size_t count, std::size_t size, std::size_t total) noexcept {
+    if (engine_heap* h = heap()) {
+        if (void* p = h->allocate_zeroed(total)) return p;
+    }
+    return __libc_calloc(count, size); // no heap, or it refused (as engine_refused)
+}
+
 /// align: a power of two (callers check). Returns nullptr with errno ENOMEM on failure.
 void* do_aligned(std::size_t align, std::size_t size) noexcept {
     if (engine_heap* h = heap()) {
@@ -364,10 +373,9 @@ STRATA_MALLOC_API void* calloc(std::size_t count, std::size_t size) {
         errno = ENOMEM;
         return nullptr;
     }
-    if (engine_heap* h = heap()) {
-        if (void* p = h->allocate_zeroed(total)) return p;
-    }
-    return __libc_calloc(count, size); // no heap, or it refused (as engine_refused)
+    // A small block at hand is zeroed here (a reused block holds old bytes); the rest, out of line.
+    if (void* p = engine_heap::allocate_cached_slot0(total)) return std::memset(p, 0, total);
+    return calloc_slow(count, size, total);
 }
 
 STRATA_MALLOC_API void* realloc(void* p, std::size_t size) {
