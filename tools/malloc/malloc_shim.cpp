@@ -328,8 +328,19 @@ void* new_attempt(std::size_t size, std::size_t align) noexcept {
     }
 }
 
+/// operator new's miss with malloc's alignment: malloc's slow path, then the retry loop.
+[[gnu::noinline]] void* new_miss(std::size_t size) {
+    if (void* p = malloc_slow(size); STRATA_LIKELY(p != nullptr)) return p;
+    return new_retry(size, 0);
+}
+
 STRATA_ALWAYS_INLINE void* new_impl(std::size_t size, std::size_t align) {
-    if (void* p = new_attempt(size, align); STRATA_LIKELY(p != nullptr)) return p;
+    if (align <= alignof(std::max_align_t)) {
+        // As do_malloc: the hit path keeps nothing across a call; a miss ends in a tail call.
+        if (void* p = engine_heap::allocate_cached_slot0(size)) return p;
+        return new_miss(size);
+    }
+    if (void* p = do_aligned(align, size); STRATA_LIKELY(p != nullptr)) return p;
     return new_retry(size, align);
 }
 
