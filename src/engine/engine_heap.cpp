@@ -85,14 +85,23 @@ engine_heap::engine_heap(engine_options options) : options_(options) {
     if (options.huge_pages) (void)vm_.hint_huge_pages(data_offset_, data_size_);
 
     lock_guard g(registry.lock);
+    // Slot 0 only for the heap that asks for it: the fast paths of slot_use::first_for_life read
+    // it without an epoch, so no other heap's caches may ever be found there.
     unsigned slot = max_instances;
-    for (unsigned i = 0; i < max_instances; ++i) {
-        if (registry.instances[i] == nullptr) {
-            slot = i;
-            break;
+    if (options.first_slot) {
+        if (registry.instances[0] != nullptr)
+            throw std::length_error("strata::engine_heap: another heap holds thread-local slot 0");
+        slot = 0;
+    } else {
+        for (unsigned i = 1; i < max_instances; ++i) {
+            if (registry.instances[i] == nullptr) {
+                slot = i;
+                break;
+            }
         }
+        if (slot == max_instances)
+            throw std::length_error("strata::engine_heap: 15 engine heaps exist already");
     }
-    if (slot == max_instances) throw std::length_error("strata::engine_heap: 16 engine heaps exist already");
     if (!registry.key_made) {
         // pthread_key_create takes no memory from malloc, so this is safe inside the first malloc.
         if (pthread_key_create(&registry.key, &engine_heap::thread_exit) != 0)

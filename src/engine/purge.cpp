@@ -338,8 +338,10 @@ std::size_t engine_heap::decay_step(std::uint64_t deadline_ns, thread_heap* own)
         }
         if (spans) purged += purge_spans(purge_pass::decay, now, deadline_ns);
     }
-    if (own != nullptr && (purged == 0 || !past(deadline_ns)))
+    if (own != nullptr && (purged == 0 || !past(deadline_ns))) {
+        own->runs_asked = runs_asked_.load(std::memory_order_relaxed); // this walk answers an ask
         purged += purge_run_blocks(own, now, deadline_ns);
+    }
     steps_.fetch_add(1, std::memory_order_relaxed);
     return purged;
 }
@@ -559,8 +561,9 @@ void* engine_heap::purge_thread_main(void* self) noexcept {
         }
         if (e->thread_stop_.load(std::memory_order_acquire)) break;
         // The free blocks inside runs are their owners' to walk: each thread walks its own at its
-        // next small refill (walk_runs_asked).
-        e->runs_asked_.fetch_add(1, std::memory_order_release);
+        // next small refill, free that empties a run or lands in a full one, or medium or large
+        // free (walk_runs_if_asked).
+        e->runs_asked_.fetch_add(1, std::memory_order_relaxed);
         const auto us = static_cast<std::uint64_t>(e->thread_budget_.count());
         (void)e->decay_step(purge_batch::now_ns() + us * 1000);
     }

@@ -110,7 +110,7 @@ bool engine_heap::walk_full(thread_heap* h, unsigned c) noexcept {
 /// Returns: a block of class `c` once `h->current[c]` is empty: carves more of the current run,
 /// else takes a partial run, a full run the owner freed into, a full run other threads freed into,
 /// an abandoned run, a new run (in that order). Every 64th call takes a maintenance step when one
-/// is due, and the first call after a purge thread's step walks h's runs (walk_runs_asked).
+/// is due, and a call after a purge thread's step walks h's runs (walk_runs_if_asked).
 void* engine_heap::small_slow(thread_heap* h, unsigned c) noexcept {
     // Now and then a maintenance step, so that a program of small blocks gives back what decayed,
     // and a note of which big classes allocated since the last one (release_idle_runs).
@@ -534,7 +534,7 @@ void engine_heap::free_without_cache(void* p, std::uint32_t tag) noexcept {
     constexpr std::uint32_t cacheless_free_limit = 16;
     if (++cacheless_frees >= cacheless_free_limit)
         if (thread_heap* h = make_thread_heap()) return free_home(h, p, tag); // its stash starts off
-    const unsigned cls = tag_class(tag);
+    const auto cls = static_cast<unsigned>(tag_class(tag));
     remote_frees_[cls].fetch_add(1, std::memory_order_relaxed);
     push_thread_free(static_cast<free_block*>(p), head_of(p), cls);
 }
@@ -552,7 +552,7 @@ void engine_heap::free_home(thread_heap* h, void* p, std::uint32_t tag) noexcept
         ++h->window_frees[0];
         return free_own(h, p, tag);
     }
-    const unsigned cls = tag_class(tag);
+    const auto cls = static_cast<unsigned>(tag_class(tag));
     h->frees[cls].add(1);
     ++h->window_frees[1];
     push_thread_free(static_cast<free_block*>(p), head_of(p), cls);

@@ -93,6 +93,7 @@ engine_heap::thread_heap* engine_heap::make_thread_heap() noexcept {
 /// and its kept large span,
 /// destroys its frame arena, folds its counters into the heap's and recycles the record.
 void engine_heap::abandon(thread_heap* h) noexcept {
+    h->runs_asked = runs_asked_.load(std::memory_order_relaxed); // no walk of runs it gives up
     if (h->has_arena) {
         std::launder(reinterpret_cast<arena*>(h->arena_storage))->~arena();
         h->has_arena = false;

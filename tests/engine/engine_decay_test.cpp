@@ -1200,17 +1200,17 @@ TEST(EngineDecay, APurgeThreadHasOwnersWalkTheirRunsAtTheirNextRefill) {
     // A refill: the first block of a class this thread has not allocated yet (16 B steps to 128 B).
     std::vector<void*> firsts;
     const auto refill = [&] { firsts.push_back(h.allocate(16 * (firsts.size() + 1))); };
-    const auto next_thread_step = [&] {
+    const auto next_thread_step = [&] { // false when the purge thread took no step in 5 s
         const std::size_t before = h.purge_stats().steps;
         for (int i = 0; i < 5000 && h.purge_stats().steps == before; ++i)
             std::this_thread::sleep_for(std::chrono::milliseconds{1});
-        ASSERT_GT(h.purge_stats().steps, before) << "the purge thread took no step in 5 s";
+        return h.purge_stats().steps > before;
     };
     ASSERT_TRUE(h.start_purge_thread(std::chrono::milliseconds{1}));
-    next_thread_step();
+    ASSERT_TRUE(next_thread_step());
     refill(); // a walk sees the blocks free
     advance(steady_wait_ms);
-    next_thread_step();
+    ASSERT_TRUE(next_thread_step());
     refill(); // a walk: they decayed (32 * decay_ms)
     h.stop_purge_thread();
     for (std::size_t i = 0; i < blocks.size(); i += 2)

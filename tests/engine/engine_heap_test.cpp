@@ -207,8 +207,10 @@ TEST(EngineHeap, AFreedIntoRunBehindManyFullRunsComesBeforeAFreshRun) {
 // thread without a cache) take the remote way: an empty slot's id 0 is in no run tag.
 TEST(EngineHeap, FirstForLifeSlotSeesTheSameCache) {
     using slot_use = engine_heap::slot_use;
-    engine_heap h(small_options());
-    ASSERT_EQ(h.slot_index(), 0u) << "no other heap is alive in this test";
+    engine_options o = small_options();
+    o.first_slot = true;
+    engine_heap h(o);
+    ASSERT_EQ(h.slot_index(), 0u);
     EXPECT_EQ(h.allocate_cached<slot_use::first_for_life>(64), nullptr) << "no cache yet";
     std::vector<void*> theirs;
     std::thread([&] { // a thread without a cache frees nothing of its own
@@ -1186,6 +1188,28 @@ TEST(EngineHeap, FrameArenaAndTrackedView) {
     h.flush_thread_cache(); // destroys the frame arena, hands its blocks back
     EXPECT_EQ(h.stats().live_allocations, 0u);
     EXPECT_TRUE(h.check());
+}
+
+// Slot 0 is only for a heap that asks for it (the fast paths of slot_use::first_for_life read it
+// with no epoch): other heaps take slots 1-15, and a second heap asking for slot 0 is refused.
+TEST(EngineHeap, SlotZeroIsOnlyForAHeapThatAsks) {
+    engine_options o = small_options();
+    engine_heap plain(o);
+    EXPECT_NE(plain.slot_index(), 0u);
+    o.first_slot = true;
+    engine_heap first(o);
+    EXPECT_EQ(first.slot_index(), 0u);
+    EXPECT_THROW(engine_heap second(o), std::length_error);
+    void* p = plain.allocate(64); // this thread's cache of `plain` is not in slot 0
+    EXPECT_EQ(engine_heap::allocate_cached_slot0(64), nullptr);
+    void* q = first.allocate(64);
+    void* r = engine_heap::allocate_cached_slot0(64);
+    EXPECT_TRUE(first.owns(r));
+    plain.deallocate(p);
+    first.deallocate(q);
+    first.deallocate(r);
+    EXPECT_TRUE(plain.check());
+    EXPECT_TRUE(first.check());
 }
 
 TEST(EngineHeap, InstanceSlotsAreLimitedAndReused) {

@@ -48,19 +48,20 @@ void* __libc_memalign(std::size_t, std::size_t) noexcept;
 namespace {
 
 using strata::engine_heap;
-// The heap holds TLS slot 0 for the life of the process (init_heap checks the slot).
+// The heap holds TLS slot 0 for the life of the process (engine_options::first_slot: no other heap
+// can take it, so a cache found there is always this heap's).
 constexpr auto resident = engine_heap::slot_use::first_for_life;
 
 alignas(engine_heap) unsigned char heap_storage[sizeof(engine_heap)];
 constinit std::atomic<engine_heap*> global_heap{nullptr};
 // The heap's data range (engine_heap::data_begin, data_bytes), stored once it is built, before
-// global_heap: free tests ownership with these two words (plain, so that the test is two operands
-// of a sub and a cmp), and 0 bytes before then owns nothing. A block is only ever freed after its
-// allocation returned, so a pointer inside the range finds the heap built. The first malloc builds
-// the heap, and every process makes one before its second thread exists (pthread_create allocates
-// the thread's TLS with malloc), so no thread reads the words while they are written.
+// global_heap: free tests ownership with these two words (read plainly, so that the test is two
+// operands of a sub and a cmp), and 0 bytes before then owns nothing. owned_bytes is stored last,
+// with release order, so a reader that sees it sees owned_begin too. A block is only ever freed
+// after its allocation returned, so a pointer inside the range finds the heap built. (The first
+// malloc builds the heap, nearly always before a second thread exists.)
 constinit std::uintptr_t owned_begin = 0;
-constinit std::size_t owned_bytes = 0;
+alignas(std::atomic_ref<std::size_t>::required_alignment) constinit std::size_t owned_bytes = 0;
 
 /// Returns: the heap, at its fixed address in heap_storage. Requires: it is built (owned_bytes set).
 inline engine_heap* built_heap() noexcept {
@@ -159,6 +160,10 @@ void fork_child() noexcept { engine_heap::after_fork_child(); }
         o.batch_purges = env_size("STRATA_MALLOC_BATCH_PURGES", 1, 0, "0/1") != 0;
         const std::size_t decay = env_size("STRATA_MALLOC_DECAY_MS", o.decay_ms, 0, "milliseconds");
         o.decay_ms = static_cast<std::uint32_t>(std::min<std::size_t>(decay, UINT32_MAX / 2));
+        // The fast paths find threads' caches through slot 0 (slot_use::first_for_life), which
+        // only a heap that asks takes (a program's own heaps get slots 1-15). Were it held, the
+        // constructor would refuse, and glibc would serve.
+        o.first_slot = true;
         engine_heap* h = nullptr;
         // Smaller reservations where address space is limited (ulimit -v, 32-bit-ish containers).
         // Whatever the heap cannot hold, glibc serves (see engine_refused).
@@ -171,16 +176,10 @@ void fork_child() noexcept { engine_heap::after_fork_child(); }
                 h = nullptr;
             }
         }
-        if (h != nullptr && h->slot_index() != 0) {
-            // The fast paths find threads' caches through slot 0 (slot_use::first_for_life); this
-            // library builds no other engine_heap, so the first one holds it.
-            h->~engine_heap();
-            h = nullptr;
-        }
         if (h != nullptr) {
             (void)pthread_atfork(&fork_prepare, &fork_parent, &fork_child);
             owned_begin = h->data_begin();
-            owned_bytes = h->data_bytes();
+            std::atomic_ref<std::size_t>(owned_bytes).store(h->data_bytes(), std::memory_order_release);
         }
         global_heap.store(h, std::memory_order_release);
         init_state.store(h != nullptr ? 2 : 3, std::memory_order_release);

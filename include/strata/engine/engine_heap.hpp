@@ -120,6 +120,11 @@ struct engine_options {
     std::size_t large_keep_bytes = std::size_t{64} << 20;
     /// Ask for transparent huge pages on the heap's memory (MADV_HUGEPAGE; a hint).
     bool huge_pages = false;
+    /// Take thread-local slot 0, which no other heap takes: threads' caches are then found with
+    /// slot_use::first_for_life and allocate_cached_slot0 (no epoch to compare). For the one heap
+    /// of a process that lives as long as the process (the malloc shim's); without it a heap takes
+    /// one of slots 1-15.
+    bool first_slot = false;
 };
 
 /// Counters of one size class, summed over every thread (live and exited).
@@ -160,7 +165,8 @@ struct engine_purge_stats {
 /// reserved, and when address space runs out. deallocate(nullptr) does nothing; deallocating a
 /// pointer this heap does not own is ignored (owns() tells). Double frees are undefined.
 ///
-/// At most 16 engine_heap objects may exist at once (each holds a thread-local slot).
+/// At most 15 engine_heap objects may exist at once (each holds a thread-local slot), and one more
+/// made with engine_options::first_slot.
 class alignas(64) engine_heap { // the fast paths' fields share one cache line
 public:
     static constexpr std::size_t small_max = engine_detail::small_max;  ///< largest size-class block
@@ -171,8 +177,8 @@ public:
 
     /// Effects: reserves `options.reserve_bytes` of address space; commits nothing yet.
     /// Never allocates through malloc (the malloc shim constructs one during the first malloc).
-    /// Throws: std::system_error when the reservation fails; std::length_error when 16 engine
-    /// heaps already exist.
+    /// Throws: std::system_error when the reservation fails; std::length_error when 15 engine
+    /// heaps already exist (with options.first_slot: when another heap holds slot 0).
     explicit engine_heap(engine_options options = {});
     /// Effects: releases the reservation (every block still allocated is gone). Requires: no other
     /// thread uses the heap any more.
@@ -211,8 +217,9 @@ public:
     /// How allocate_cached and deallocate find the calling thread's cache. `checked`: through the
     /// heap's thread-local slot, whose epoch tells it from a destroyed heap's (every heap).
     /// `first_for_life`: through slot 0 with no epoch, which saves two loads and a compare.
-    /// Requires: the heap holds slot 0 (slot_index()) and is never destroyed (the malloc shim's):
-    /// a slot is then either its cache or empty, and an empty slot's id is in no run tag.
+    /// Requires: the heap holds slot 0 (made with engine_options::first_slot) and is never
+    /// destroyed (the malloc shim's): the slot is then either its cache or empty, and an empty
+    /// slot's id is in no run tag.
     enum class slot_use { checked, first_for_life };
 
     /// Returns: the thread-local slot this heap's caches are found through (0 to 15).
@@ -236,10 +243,11 @@ public:
         }
     }
 
-    /// Returns: allocate_cached<slot_use::first_for_life>(size) of whichever heap holds slot 0 for
-    /// life; it reads no member of the heap, so a caller that knows such a heap may exist (the
-    /// malloc shim) needs no pointer to it on this path. nullptr when the calling thread has no
-    /// cache in slot 0 (no such heap yet, or none made for this thread).
+    /// Returns: allocate_cached<slot_use::first_for_life>(size) of the heap that holds slot 0; it
+    /// reads no member of the heap, so a caller that knows such a heap may exist (the malloc shim)
+    /// needs no pointer to it on this path. nullptr when the calling thread has no cache in slot 0
+    /// (no such heap yet, or none made for this thread). Requires: any heap that ever held slot 0
+    /// (engine_options::first_slot) is alive and is the only one that did.
     [[nodiscard]] STRATA_ALWAYS_INLINE static void* allocate_cached_slot0(std::size_t size) noexcept {
         using namespace engine_detail;
         if (STRATA_UNLIKELY(size > small_max)) return nullptr;
@@ -446,7 +454,7 @@ private:
     STRATA_ALWAYS_INLINE bool try_stash(thread_heap* h, void* p, std::uint32_t tag, bool remote) noexcept {
         using namespace engine_detail;
         if (!tag_is_small(tag) || !h->stash_on || stash_choice_due(h)) return false;
-        const unsigned c = tag_class(tag);
+        const auto c = static_cast<unsigned>(tag_class(tag));
         run* st = &h->stash[c];
         // A class the thread does not allocate (no current run) is not stashed: nothing would
         // take the blocks back out, and they would stay pinned (a consumer that only frees).
@@ -565,7 +573,7 @@ private:
     STRATA_NOINLINE void walk_runs_asked(thread_heap* h) noexcept;
     /// Effects: walk_runs_asked(h) when a purge thread stepped since h's last such walk.
     void walk_runs_if_asked(thread_heap* h) noexcept {
-        if (const std::uint32_t asked = runs_asked_.load(std::memory_order_acquire);
+        if (const std::uint32_t asked = runs_asked_.load(std::memory_order_relaxed);
             STRATA_UNLIKELY(asked != h->runs_asked)) {
             h->runs_asked = asked;
             walk_runs_asked(h);
@@ -718,8 +726,9 @@ private:
     std::chrono::milliseconds thread_period_{};   //
     std::chrono::microseconds thread_budget_{};   //
     // Bumped by each purge thread step: a thread whose runs_asked differs walks its own runs at its
-    // next small refill or slow free (the purge thread cannot walk them: they are the owner's). On
-    // a line of its own: every slow path reads it, and the counters around it change often.
+    // next small refill, free of its own that empties a run or lands in a full one, or medium or
+    // large free (the purge thread cannot walk them: they are the owner's). On a line of its own:
+    // those paths read it, and the counters around it change often.
     alignas(64) std::atomic<std::uint32_t> runs_asked_{0};
     alignas(64) std::atomic<std::size_t> large_bytes_{0};
     std::atomic<std::size_t> large_live_{0};
