@@ -259,16 +259,18 @@ arena& engine_heap::frame_arena() {
 // fork
 // -------------------------------------------------------------------------------------------------
 
-/// Effects: takes this heap's four locks in their order.
+/// Effects: takes this heap's five locks in their order.
 void engine_heap::lock_all() noexcept {
     heaps_lock_.lock();
     abandon_lock_.lock();
     medium_lock_.lock();
     span_lock_.lock();
+    handoff_lock_.lock(); // the purge thread holds no block of the hand-off stack
 }
 
-/// Effects: releases this heap's four locks in reverse order.
+/// Effects: releases this heap's five locks in reverse order.
 void engine_heap::unlock_all() noexcept {
+    handoff_lock_.unlock();
     span_lock_.unlock();
     medium_lock_.unlock();
     abandon_lock_.unlock();
@@ -299,8 +301,12 @@ void engine_heap::after_fork_child() noexcept {
         if (e != nullptr) {
             e->thread_running_.store(false, std::memory_order_relaxed);
             e->thread_stop_.store(false, std::memory_order_relaxed);
+            e->handoff_open_.store(false, std::memory_order_relaxed);
         }
     after_fork_parent();
+    // Blocks walks handed the parent's purge thread go home (purged) here: no thread takes them.
+    for (engine_heap* e : registry.instances)
+        if (e != nullptr) (void)e->purge_handed(0);
 }
 
 } // namespace strata

@@ -4,8 +4,8 @@
 // decay_ms, oldest first, and whatever exceeds the caps (retain_bytes, medium_retain_bytes).
 //
 // Exports: engine_heap::now_ms, now_tick, purge_medium, purge_free_medium, purge_spans, purge_span_piece,
-// oldest_dirty_spans, purge_run_blocks, decay_step, maybe_decay, walk_runs_asked, end_frame,
-// start_purge_thread, stop_purge_thread, purge_thread_main, purge_stats, trim.
+// oldest_dirty_spans, purge_run_blocks, hand_off, purge_handed, decay_step, maybe_decay,
+// walk_runs_asked, end_frame, start_purge_thread, stop_purge_thread, purge_thread_main, purge_stats, trim.
 #include <sys/mman.h>
 #include <time.h>
 
@@ -393,6 +393,12 @@ std::size_t engine_heap::end_frame(std::chrono::microseconds budget) noexcept {
 //     address xor a constant), word 2 the tick a walk first saw it free and a purged bit;
 //   - a block seen free for 32 * decay_ms is purged: madvise(MADV_DONTNEED) of its whole pages past the
 //     first cache line's page; an allocation gets zero pages there, as from any fresh memory;
+//   - while a purge thread runs, the walk hands such a block to it instead (hand_off): off the free
+//     list, counted out in its run's `used` (so the run cannot empty or be given up meanwhile), onto
+//     the heap's hand-off stack; the thread purges it and frees it back onto the run's thread_free
+//     list, which the owner collects as other threads' frees. The walk then costs its owner no
+//     system call: a madvise costs 1-2 us a page, and a 200 us step purged about 100 blocks;
+//     blocks of an empty run (the class's spare) are purged at the walk, as without a thread;
 //   - a class whose runs hold more than twice as many free (carved) blocks as live ones has shrunk
 //     beyond the swings of a steady live count (a level unloaded, a phase ended): its blocks wait
 //     decay_ms only, as a free span does;
@@ -416,6 +422,7 @@ constexpr unsigned first_purged_class = [] {
 constexpr std::uint64_t run_mark_tag = 0x5eed'b10c'c0de'd00dULL;
 constexpr std::uint64_t run_mark_purged = std::uint64_t{1} << 32;
 static_assert(class_count - first_purged_class <= 64, "thread_heap::shrunk holds a bit per class");
+constexpr std::uint32_t handoff_max = 4096; // blocks on the hand-off stack (32 MiB or more)
 
 /// Returns: whether h's runs of class c hold more than twice as many free blocks (carved: resident,
 /// or purged by an earlier walk) as live ones: the class shrank, beyond the swings of a steady live
@@ -424,7 +431,8 @@ bool class_shrunk(const thread_heap* h, unsigned c) noexcept {
     std::size_t used = 0, carved = 0;
     const auto add = [&](const run* r) {
         if (r == &empty_run) return;
-        used += r->used;
+        // Blocks other threads freed (a purge thread's too) are free, though not yet collected.
+        used += r->used - remote_count(r->thread_free.load(std::memory_order_relaxed));
         carved += r->carved;
     };
     add(h->current[c] == &h->stash[c] ? h->parked[c] : h->current[c]);
@@ -450,6 +458,14 @@ std::size_t engine_heap::purge_run_blocks(thread_heap* h, std::uint32_t now,
     const std::uintptr_t page = virtual_memory::page_size();
     std::size_t purged = 0;
     purge_batch batch(options_.batch_purges, deadline_ns); // this thread's runs: flushed before it returns
+    // Blocks for the purge thread (hand_off), at most handoff_max on the stack at once.
+    const std::uint32_t queued = handoff_count_.load(std::memory_order_relaxed);
+    std::uint32_t room =
+        handoff_open_.load(std::memory_order_relaxed) && queued < handoff_max ? handoff_max - queued : 0;
+    free_block* handed = nullptr;
+    free_block* handed_tail = nullptr;
+    std::uint32_t handed_count = 0;
+    std::size_t handed_bytes = 0;
     // One run: returns false when the deadline passed (after its blocks were done).
     std::uint64_t wait = 0; // this class's: decay_ms * 8, or decay_ms once it has shrunk
     const auto walk_run = [&](run* r) {
@@ -458,7 +474,8 @@ std::size_t engine_heap::purge_run_blocks(thread_heap* h, std::uint32_t now,
         if (r->free == nullptr || r->purge_sig == purge_sig_of(r)) return true;
         bool waiting = false;
         const std::size_t bs = r->block_size;
-        for (free_block* b = r->free; b != nullptr; b = b->next) {
+        for (free_block** link = &r->free; *link != nullptr;) {
+            free_block* b = *link;
             auto* words = reinterpret_cast<std::uint64_t*>(b);
             const auto at = reinterpret_cast<std::uintptr_t>(b);
             const std::uint64_t tag = run_mark_tag ^ at;
@@ -466,20 +483,30 @@ std::size_t engine_heap::purge_run_blocks(thread_heap* h, std::uint32_t now,
                 words[1] = tag;
                 words[2] = now;
                 waiting = true;
-                continue;
-            }
-            if ((words[2] & run_mark_purged) != 0) continue;
-            if (tick_age(now, static_cast<std::uint32_t>(words[2])) < wait) {
+            } else if ((words[2] & run_mark_purged) != 0) {
+            } else if (tick_age(now, static_cast<std::uint32_t>(words[2])) < wait) {
                 waiting = true;
-                continue;
+            } else {
+                const std::uintptr_t lo = (at + 64 + page - 1) & ~(page - 1);
+                const std::uintptr_t hi = (at + bs) & ~(page - 1);
+                words[2] = run_mark_purged | now;
+                if (hi > lo && room != 0 && r->used != 0) { // to the purge thread
+                    *link = b->next;
+                    ++r->used;
+                    b->next = handed;
+                    handed = b;
+                    if (handed_tail == nullptr) handed_tail = b;
+                    ++handed_count;
+                    handed_bytes += hi - lo;
+                    --room;
+                    continue;
+                }
+                if (hi > lo) {
+                    if (batch.add(lo, hi)) batch.flush();
+                    purged += hi - lo;
+                }
             }
-            const std::uintptr_t lo = (at + 64 + page - 1) & ~(page - 1);
-            const std::uintptr_t hi = (at + bs) & ~(page - 1);
-            if (hi > lo) {
-                if (batch.add(lo, hi)) batch.flush();
-                purged += hi - lo;
-            }
-            words[2] = run_mark_purged | now;
+            link = &b->next;
         }
         r->purge_sig = waiting ? 0 : purge_sig_of(r);
         return !past(deadline_ns);
@@ -517,6 +544,71 @@ std::size_t engine_heap::purge_run_blocks(thread_heap* h, std::uint32_t now,
     }
     batch.flush();
     if (purged != 0) purged_bytes_.fetch_add(purged, std::memory_order_relaxed);
+    if (handed != nullptr) hand_off(handed, handed_tail, handed_count, handed_bytes);
+    return purged;
+}
+
+/// Effects: pushes the chain [head .. tail] of `n` due blocks (linked through `next`, `bytes` to
+/// purge) onto the hand-off stack. Should the purge thread have stopped since the walk looked, the
+/// caller purges the stack itself: stop_purge_thread() drains the stack after it closes it, and
+/// a push after that drain sees it closed (both sides seq_cst).
+void engine_heap::hand_off(free_block* head, free_block* tail, std::uint32_t n, std::size_t bytes) noexcept {
+    handoff_count_.fetch_add(n, std::memory_order_relaxed);
+    handed_bytes_.fetch_add(bytes, std::memory_order_relaxed);
+    free_block* top = handoff_.load(std::memory_order_relaxed);
+    do
+        tail->next = top;
+    while (!handoff_.compare_exchange_weak(top, head, std::memory_order_seq_cst, std::memory_order_relaxed));
+    if (!handoff_open_.load(std::memory_order_seq_cst)) (void)purge_handed(0);
+}
+
+/// Effects: takes the hand-off stack and, in batches, purges each block's whole pages past its
+/// first and frees the block back onto its run's thread_free list, until the deadline (0: none;
+/// at least one batch); what is left goes back on the stack. Returns: bytes purged.
+std::size_t engine_heap::purge_handed(std::uint64_t deadline_ns) noexcept {
+    // seq_cst: after stop_purge_thread() closed the stack, this read or hand_off's read of
+    // handoff_open_ sees the other side (see hand_off).
+    if (handoff_.load(std::memory_order_seq_cst) == nullptr) return 0;
+    spin_guard g(handoff_lock_); // a fork waits for blocks in hand to go home
+    free_block* list = handoff_.exchange(nullptr, std::memory_order_acquire);
+    const std::uintptr_t page = virtual_memory::page_size();
+    std::size_t purged = 0;
+    std::uint32_t taken = 0;
+    while (list != nullptr) {
+        free_block* done[purge_batch::max_ranges];
+        std::size_t k = 0;
+        {
+            purge_batch batch(options_.batch_purges, deadline_ns);
+            while (list != nullptr && k < purge_batch::max_ranges) {
+                free_block* b = list;
+                list = b->next;
+                done[k++] = b;
+                const auto at = reinterpret_cast<std::uintptr_t>(b);
+                const std::uintptr_t lo = (at + 64 + page - 1) & ~(page - 1);
+                const std::uintptr_t hi = (at + head_of(b)->block_size) & ~(page - 1);
+                purged += hi - lo; // walks hand only blocks with pages to purge
+                if (batch.add(lo, hi)) break;
+            }
+        } // flushed: the pages are gone before any block goes home
+        for (std::size_t i = 0; i < k; ++i) {
+            run* d = head_of(done[i]);
+            push_thread_free(done[i], d, d->cls); // out in d until now: d cannot change class
+        }
+        taken += static_cast<std::uint32_t>(k);
+        if (past(deadline_ns)) break;
+    }
+    if (list != nullptr) { // the deadline passed: the rest waits for the next call
+        free_block* tail = list;
+        while (tail->next != nullptr)
+            tail = tail->next;
+        free_block* top = handoff_.load(std::memory_order_relaxed);
+        do
+            tail->next = top;
+        while (
+            !handoff_.compare_exchange_weak(top, list, std::memory_order_release, std::memory_order_relaxed));
+    }
+    handoff_count_.fetch_sub(taken, std::memory_order_relaxed);
+    if (purged != 0) purged_bytes_.fetch_add(purged, std::memory_order_relaxed);
     return purged;
 }
 
@@ -536,14 +628,17 @@ bool engine_heap::start_purge_thread(std::chrono::milliseconds period,
         thread_running_.store(false);
         return false;
     }
+    handoff_open_.store(true, std::memory_order_seq_cst); // walks hand their due blocks to it
     return true;
 }
 
-/// Effects: asks the thread to stop and waits for it.
+/// Effects: asks the thread to stop and waits for it; then purges what walks handed it.
 void engine_heap::stop_purge_thread() noexcept {
     if (!thread_running_.load()) return;
+    handoff_open_.store(false, std::memory_order_seq_cst);
     thread_stop_.store(true, std::memory_order_release);
     (void)pthread_join(thread_, nullptr);
+    (void)purge_handed(0);
     thread_running_.store(false);
 }
 
@@ -565,7 +660,10 @@ void* engine_heap::purge_thread_main(void* self) noexcept {
         // free (walk_runs_if_asked).
         e->runs_asked_.fetch_add(1, std::memory_order_relaxed);
         const auto us = static_cast<std::uint64_t>(e->thread_budget_.count());
-        (void)e->decay_step(purge_batch::now_ns() + us * 1000);
+        const std::uint64_t deadline = purge_batch::now_ns() + us * 1000;
+        // First what walks handed it: those blocks are out of their owners' reach meanwhile.
+        (void)e->purge_handed(deadline);
+        (void)e->decay_step(deadline);
     }
     return nullptr;
 }
@@ -587,6 +685,7 @@ engine_purge_stats engine_heap::purge_stats() const noexcept {
         s.retained_medium_bytes = medium_resident_;
     }
     s.purged_bytes = purged_bytes_.load(std::memory_order_relaxed);
+    s.handed_bytes = handed_bytes_.load(std::memory_order_relaxed);
     s.steps = steps_.load(std::memory_order_relaxed);
     s.frames = frames_.load(std::memory_order_relaxed);
     return s;
@@ -595,6 +694,7 @@ engine_purge_stats engine_heap::purge_stats() const noexcept {
 /// Effects: frees emptied abandoned runs, hands kept spans to the pool, purges every big free medium
 /// block and every dirty free span.
 void engine_heap::trim() noexcept {
+    (void)purge_handed(0); // home before the sweep, which may then free their runs
     if (const tls_slot& s = tls[slot_]; s.epoch == epoch_) flush_stash(s.heap);
     sweep_abandoned();
     const std::uint32_t now = now_tick();

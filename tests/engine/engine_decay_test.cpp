@@ -1224,6 +1224,145 @@ TEST(EngineDecay, APurgeThreadHasOwnersWalkTheirRunsAtTheirNextRefill) {
     EXPECT_TRUE(h.check());
 }
 
+/// Returns: the bytes a purge of the free block [p, p + n) inside a run gives back (its whole pages
+/// past the one holding its first cache line).
+std::size_t purgeable_bytes(const char* p, std::size_t n) {
+    const auto at = reinterpret_cast<std::uintptr_t>(p);
+    const std::uintptr_t lo = (at + 64 + page - 1) & ~(page - 1);
+    const std::uintptr_t hi = (at + n) & ~(page - 1);
+    return hi > lo ? hi - lo : 0;
+}
+
+// While a purge thread runs, a walk costs its owner no system call: it hands the due blocks to the
+// thread, which purges them and frees them back to their runs. A thread that steps once an hour
+// holds them until it stops (stop_purge_thread purges what it was handed).
+TEST(EngineDecay, AWalkHandsDueBlocksToThePurgeThreadWhichFreesThemBack) {
+    engine_heap h(decay_options(100));
+    constexpr std::size_t n = 16 * 1024;
+    const std::vector<char*> blocks = every_other_freed(h, n, 32);
+    std::size_t due = 0;
+    for (std::size_t i = 0; i < blocks.size(); i += 2)
+        due += purgeable_bytes(blocks[i], n);
+    ASSERT_GT(due, 0u);
+    ASSERT_TRUE(h.start_purge_thread(std::chrono::hours{1}));
+    (void)h.end_frame(std::chrono::seconds{1}); // a walk sees the blocks free
+    advance(steady_wait_ms);
+    EXPECT_EQ(h.end_frame(std::chrono::seconds{1}), 0u) << "purged at the walk";
+    EXPECT_EQ(h.purge_stats().handed_bytes, due);
+    EXPECT_EQ(h.purge_stats().purged_bytes, 0u);
+    for (std::size_t i = 0; i < blocks.size(); i += 2)
+        EXPECT_GT(purgeable_resident(blocks[i], n), 0u) << i;
+    EXPECT_TRUE(h.check()); // handed blocks count as out in their runs
+    h.stop_purge_thread();
+    EXPECT_EQ(h.purge_stats().purged_bytes, due);
+    for (std::size_t i = 0; i < blocks.size(); i += 2)
+        EXPECT_EQ(purgeable_resident(blocks[i], n), 0u) << i;
+    for (std::size_t i = 1; i < blocks.size(); i += 2) {
+        EXPECT_TRUE(filled_with(blocks[i], n, 1)) << i;
+        h.deallocate(blocks[i]);
+    }
+    EXPECT_TRUE(h.check());
+    // Every block went home: the runs hand out the same 32 blocks again, and no new run is made.
+    const std::size_t committed = h.class_stats(engine_heap::class_of(n)).committed_bytes;
+    std::vector<char*> again;
+    for (int i = 0; i < 32; ++i)
+        again.push_back(written(h, n, 2));
+    EXPECT_EQ(h.class_stats(engine_heap::class_of(n)).committed_bytes, committed);
+    std::vector<char*> before = blocks;
+    std::sort(before.begin(), before.end());
+    std::sort(again.begin(), again.end());
+    EXPECT_EQ(again, before);
+    for (char* p : again)
+        h.deallocate(p);
+    EXPECT_TRUE(h.check());
+}
+
+// Blocks handed to the purge thread by a thread that has exited since go to its abandoned runs,
+// which trim() frees once their last live block is freed.
+TEST(EngineDecay, BlocksHandedByAThreadThatExitedGoToItsAbandonedRuns) {
+    engine_heap h(decay_options(100));
+    constexpr std::size_t n = 16 * 1024;
+    ASSERT_TRUE(h.start_purge_thread(std::chrono::hours{1}));
+    std::vector<char*> blocks;
+    std::thread worker([&] {
+        blocks = every_other_freed(h, n, 32);
+        (void)h.end_frame(std::chrono::seconds{1});
+        advance(steady_wait_ms);
+        (void)h.end_frame(std::chrono::seconds{1}); // hands them off, and exits
+    });
+    worker.join();
+    EXPECT_GT(h.purge_stats().handed_bytes, 0u);
+    h.stop_purge_thread();
+    EXPECT_EQ(h.purge_stats().purged_bytes, h.purge_stats().handed_bytes);
+    for (std::size_t i = 1; i < blocks.size(); i += 2) {
+        EXPECT_TRUE(filled_with(blocks[i], n, 1)) << i;
+        h.deallocate(blocks[i]);
+    }
+    h.trim();
+    EXPECT_EQ(h.class_stats(engine_heap::class_of(n)).committed_bytes, 0u);
+    EXPECT_TRUE(h.check());
+}
+
+// Threads churn 8-64 KiB blocks and walk their runs while a purge thread purges what they hand it
+// (under TSan too): no live byte changes, and every handed byte is purged once it stops.
+TEST(EngineDecay, HandedBlocksGoHomeWhileTheirOwnersChurn) {
+    engine_heap h(decay_options(20));
+    ASSERT_TRUE(h.start_purge_thread(std::chrono::milliseconds{1}));
+    std::atomic<bool> bad{false};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 3; ++t)
+        threads.emplace_back([&, t] {
+            std::mt19937_64 rng(100 + t);
+            struct block {
+                char* p;
+                std::size_t n;
+                char v;
+            };
+            std::vector<block> live;
+            for (int step = 0; step < 3000; ++step) {
+                if (live.size() < 150 && (live.empty() || rng() % 3 != 0)) {
+                    const std::size_t n = 8192 + rng() % (56 * 1024);
+                    const auto v = static_cast<char>(1 + rng() % 250);
+                    char* p = written(h, n, v);
+                    if (p == nullptr) {
+                        bad = true;
+                        return;
+                    }
+                    live.push_back({p, n, v});
+                } else {
+                    const std::size_t k = rng() % live.size();
+                    if (!filled_with(live[k].p, live[k].n, live[k].v)) bad = true;
+                    h.deallocate(live[k].p);
+                    live[k] = live.back();
+                    live.pop_back();
+                }
+                if (step % 40 == 0) {
+                    advance(rng() % 15);
+                    (void)h.end_frame(std::chrono::microseconds{1 + rng() % 300});
+                }
+                if (step == 2000) // a shrink: most blocks go, and wait for the walks
+                    while (live.size() > 10) {
+                        if (!filled_with(live.back().p, live.back().n, live.back().v)) bad = true;
+                        h.deallocate(live.back().p);
+                        live.pop_back();
+                    }
+            }
+            for (const block& b : live) {
+                if (!filled_with(b.p, b.n, b.v)) bad = true;
+                h.deallocate(b.p);
+            }
+        });
+    for (std::thread& t : threads)
+        t.join();
+    h.stop_purge_thread();
+    EXPECT_FALSE(bad.load());
+    const strata::engine_purge_stats s = h.purge_stats();
+    EXPECT_GT(s.handed_bytes, 0u);
+    EXPECT_GE(s.purged_bytes, s.handed_bytes);
+    h.trim();
+    EXPECT_TRUE(h.check());
+}
+
 // Random sizes of 8-64 KiB, random frees and frames: no live byte ever changes.
 TEST(EngineDecay, RunBlockPurgeKeepsEveryLiveByte) {
     engine_heap h(decay_options(20));

@@ -80,9 +80,11 @@ struct engine_options {
     /// count swings reuses at every swing, so it waits longer than a free span. A class whose runs
     /// hold more than twice as many free blocks as live ones has shrunk beyond such swings: its
     /// free blocks wait decay_ms, as spans do. Only the run's
-    /// owner thread can do it: its end_frame() calls and the steps of its every 64th small refill
-    /// and of its medium and large frees do; the purge thread does not. false: such pages stay
-    /// resident until their run empties.
+    /// owner thread walks its runs: its end_frame() calls and the steps of its every 64th small
+    /// refill and of its medium and large frees do, and while a purge thread runs, its first slow
+    /// call after each of that thread's steps; the owner then hands the due blocks to the purge
+    /// thread, which purges them and frees them back. false: such pages stay resident until their
+    /// run empties.
     bool purge_run_blocks = true;
     /// Milliseconds of a monotonic clock; nullptr: CLOCK_MONOTONIC_COARSE. Tests give a fake one.
     std::uint64_t (*clock_ms)() noexcept = nullptr;
@@ -151,6 +153,7 @@ struct engine_purge_stats {
     std::size_t purged_bytes = 0;          ///< bytes given back to the OS since construction
     std::size_t steps = 0;                 ///< maintenance steps run (end_frame, thread, slow paths)
     std::size_t frames = 0;                ///< end_frame() calls
+    std::size_t handed_bytes = 0;          ///< in-run bytes walks handed to the purge thread to purge
 };
 
 /// A general-purpose heap for a whole engine (or process): thread-cached size classes, TLSF
@@ -353,7 +356,8 @@ public:
     /// (so does a run of frees: deallocate).
     void flush_thread_cache() noexcept;
 
-    /// Effects: hands the calling thread's stash back to the owning runs, frees the runs exited
+    /// Effects: purges the free blocks that walks handed the purge thread (and frees them back to
+    /// their runs), hands the calling thread's stash back to the owning runs, frees the runs exited
     /// threads left behind whose blocks other threads have since freed (otherwise they wait for a
     /// thread that needs their size class), then purges every
     /// free medium block of purge_medium_bytes or more and every free span (the retained memory
@@ -369,10 +373,13 @@ public:
 
     /// Effects: starts a thread that runs a maintenance step (like end_frame(budget)) every
     /// `period`, for programs that have no frame loop and go idle; false when it runs already or
-    /// cannot start. Call it outside any allocation (the thread's creation may allocate).
+    /// cannot start. Each step also purges the free blocks inside runs that their owners' walks
+    /// handed it (purge_run_blocks), and asks every thread to walk its runs at its next slow call.
+    /// Call it outside any allocation (the thread's creation may allocate).
     bool start_purge_thread(std::chrono::milliseconds period = std::chrono::milliseconds{50},
                             std::chrono::microseconds budget = std::chrono::microseconds{2000}) noexcept;
-    /// Effects: stops the purge thread (waits for its step to end); the destructor does it too.
+    /// Effects: stops the purge thread (waits for its step to end) and purges what walks handed
+    /// it since; the destructor does it too.
     void stop_purge_thread() noexcept;
 
     /// Returns: the calling thread's frame arena, created on first use; its blocks come from this
@@ -570,6 +577,9 @@ private:
     template <class F>
     void each_looked_at(unsigned b, F&& f) const noexcept;
     std::size_t purge_run_blocks(thread_heap* h, std::uint32_t now, std::uint64_t deadline_ns) noexcept;
+    void hand_off(engine_detail::free_block* head, engine_detail::free_block* tail, std::uint32_t n,
+                  std::size_t bytes) noexcept;
+    std::size_t purge_handed(std::uint64_t deadline_ns) noexcept;
     STRATA_NOINLINE void walk_runs_asked(thread_heap* h) noexcept;
     /// Effects: walk_runs_asked(h) when a purge thread stepped since h's last such walk.
     void walk_runs_if_asked(thread_heap* h) noexcept {
@@ -730,6 +740,14 @@ private:
     // large free (the purge thread cannot walk them: they are the owner's). On a line of its own:
     // those paths read it, and the counters around it change often.
     alignas(64) std::atomic<std::uint32_t> runs_asked_{0};
+    // Due free blocks that owners' walks took off their runs' free lists for the purge thread to
+    // purge (hand_off, purge_handed): a stack linked through the blocks. The purge thread holds
+    // handoff_lock_ while blocks are in its hands, so a fork finds each one here or home again.
+    alignas(64) std::atomic<engine_detail::free_block*> handoff_{nullptr};
+    std::atomic<std::uint32_t> handoff_count_{0}; // blocks on it (about)
+    std::atomic<bool> handoff_open_{false};       // a purge thread runs and takes them
+    std::atomic<std::size_t> handed_bytes_{0};    //
+    mutable spinlock handoff_lock_;
     alignas(64) std::atomic<std::size_t> large_bytes_{0};
     std::atomic<std::size_t> large_live_{0};
     std::atomic<std::size_t> large_total_{0};
