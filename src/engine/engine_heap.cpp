@@ -306,7 +306,11 @@ void engine_heap::after_fork_child() noexcept {
     after_fork_parent();
     // Blocks walks handed the parent's purge thread go home (purged) here: no thread takes them.
     for (engine_heap* e : registry.instances)
-        if (e != nullptr) (void)e->purge_handed(0);
+        if (e != nullptr) {
+            (void)e->purge_handed(0);
+            // A walk of another thread may have counted blocks it had not pushed yet.
+            e->handoff_count_.store(0, std::memory_order_relaxed);
+        }
 }
 
 } // namespace strata

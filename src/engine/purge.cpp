@@ -397,8 +397,10 @@ std::size_t engine_heap::end_frame(std::chrono::microseconds budget) noexcept {
 //     list, counted out in its run's `used` (so the run cannot empty or be given up meanwhile), onto
 //     the heap's hand-off stack; the thread purges it and frees it back onto the run's thread_free
 //     list, which the owner collects as other threads' frees. The walk then costs its owner no
-//     system call: a madvise costs 1-2 us a page, and a 200 us step purged about 100 blocks;
-//     blocks of an empty run (the class's spare) are purged at the walk, as without a thread;
+//     system call: a madvise of a block costs about 2 us, and a 200 us step purged about 100;
+//     blocks of an empty run (the class's spare) are purged at the walk, as without a thread; the
+//     walk collects each run's thread_free list and relists a run the collect emptied (relist), as
+//     the owner's last free would have had no block been handed;
 //   - a class whose runs hold more than twice as many free (carved) blocks as live ones has shrunk
 //     beyond the swings of a steady live count (a level unloaded, a phase ended): its blocks wait
 //     decay_ms only, as a free span does;
@@ -466,11 +468,23 @@ std::size_t engine_heap::purge_run_blocks(thread_heap* h, std::uint32_t now,
     free_block* handed_tail = nullptr;
     std::uint32_t handed_count = 0;
     std::size_t handed_bytes = 0;
+    // Runs on h's lists that a collect emptied: relisted (spare or retired) after the walk, which
+    // goes on along those lists meanwhile.
+    constexpr std::size_t emptied_max = 256;
+    run* emptied[emptied_max];
+    std::size_t emptied_count = 0;
     // One run: returns false when the deadline passed (after its blocks were done).
     std::uint64_t wait = 0; // this class's: decay_ms * 8, or decay_ms once it has shrunk
     const auto walk_run = [&](run* r) {
         if (r == &empty_run || r->walk_round == h->purge_round) return true;
         r->walk_round = h->purge_round;
+        // Blocks freed back onto thread_free (by the purge thread, or other threads) are collected
+        // here: a run that a walk's hand-off kept from emptying at its owner's last free would
+        // otherwise wait, empty, for its class's next refill.
+        if (r->thread_free.load(std::memory_order_relaxed) != 0) collect(h, r);
+        if (r->used == 0 && r->where != run_list::none && r != h->spare[r->cls] &&
+            emptied_count < emptied_max)
+            emptied[emptied_count++] = r;
         if (r->free == nullptr || r->purge_sig == purge_sig_of(r)) return true;
         bool waiting = false;
         const std::size_t bs = r->block_size;
@@ -545,6 +559,8 @@ std::size_t engine_heap::purge_run_blocks(thread_heap* h, std::uint32_t now,
     batch.flush();
     if (purged != 0) purged_bytes_.fetch_add(purged, std::memory_order_relaxed);
     if (handed != nullptr) hand_off(handed, handed_tail, handed_count, handed_bytes);
+    for (std::size_t i = 0; i < emptied_count; ++i)
+        if (emptied[i]->used == 0) relist(h, emptied[i]); // a later one may have become the spare
     return purged;
 }
 

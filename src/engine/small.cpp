@@ -12,8 +12,8 @@
 // thread keeps for idle classes go back to the span pool when a request would otherwise touch fresh
 // pages (prefer_resident).
 //
-// Exports: engine_heap::small_slow, refill_stash, local_free_slow, deallocate_slow, free_without_cache,
-// push_thread_free, flush_stash, collect, retire, prefer_resident, note_busy_classes,
+// Exports: engine_heap::small_slow, refill_stash, local_free_slow, relist, deallocate_slow,
+// free_without_cache, push_thread_free, flush_stash, collect, retire, prefer_resident, note_busy_classes,
 // release_idle_runs, new_run, adopt, populate, thread_populates, sweep_abandoned.
 #include <sys/mman.h>
 
@@ -459,10 +459,18 @@ engine_heap::run* engine_heap::adopt(thread_heap* h, unsigned c) noexcept {
 /// Effects: the owner's free emptied `d`, or hit a full run: marks a full run and moves it to the
 /// front of the full list (take_freed relists the marked front when the class runs dry, so a run
 /// gathers frees for a while before it is allocated from again); relists an empty one, keeps one
-/// empty run per class as a spare and retires the others. First, the walk a purge thread asked for
+/// empty run per class as a spare and retires the others (relist). Then the walk a purge thread asked for
 /// (walk_runs_if_asked): a thread whose allocations seldom refill still walks its runs.
 void engine_heap::local_free_slow(thread_heap* h, run* d) noexcept {
-    walk_runs_if_asked(h);
+    relist(h, d);
+    walk_runs_if_asked(h); // after: the walk may relist runs it finds empty, `d` among them
+}
+
+/// Effects: local_free_slow's work on h's run `d` once a free marked it full or emptied it, or a
+/// collect emptied it (purge_run_blocks, for blocks it handed the purge thread): a full run goes to
+/// the freed list, an empty one becomes the class's spare or is retired. Requires: the calling
+/// thread owns h.
+void engine_heap::relist(thread_heap* h, run* d) noexcept {
     const unsigned c = d->cls;
     if (d->where == run_list::full) {
         if (h->resume[c] == d) h->resume[c] = nullptr;

@@ -1305,7 +1305,7 @@ TEST(EngineDecay, BlocksHandedByAThreadThatExitedGoToItsAbandonedRuns) {
 
 // Threads churn 8-64 KiB blocks and walk their runs while a purge thread purges what they hand it
 // (under TSan too): no live byte changes, and every handed byte is purged once it stops.
-TEST(EngineDecay, HandedBlocksGoHomeWhileTheirOwnersChurn) {
+TEST(EngineDecay, HandedBlocksGoHomeWhileTheirOwnerThreadsChurn) {
     engine_heap h(decay_options(20));
     ASSERT_TRUE(h.start_purge_thread(std::chrono::milliseconds{1}));
     std::atomic<bool> bad{false};
@@ -1359,8 +1359,36 @@ TEST(EngineDecay, HandedBlocksGoHomeWhileTheirOwnersChurn) {
     const strata::engine_purge_stats s = h.purge_stats();
     EXPECT_GT(s.handed_bytes, 0u);
     EXPECT_GE(s.purged_bytes, s.handed_bytes);
-    h.trim();
+    h.trim(); // the exited threads' runs: every block came home, so every run is empty and goes
+    for (unsigned c = engine_heap::class_of(8192); c <= engine_heap::class_of(64 * 1024); ++c)
+        EXPECT_EQ(h.class_stats(c).committed_bytes, 0u) << c;
     EXPECT_TRUE(h.check());
+}
+
+// A run whose free blocks a walk handed off does not empty at its owner's last free (they count as
+// out); the owner's next walk collects them once the thread freed them back, and the run is then
+// relisted as an emptied run is: the heap commits what it would without a purge thread.
+TEST(EngineDecay, RunsEmptiedByHandedBlocksComingHomeAreGivenUpAsWithoutAPurgeThread) {
+    constexpr std::size_t n = 16 * 1024;
+    const auto committed_after = [&](bool thread) {
+        engine_heap h(decay_options(100));
+        if (thread) {
+            EXPECT_TRUE(h.start_purge_thread(std::chrono::hours{1}));
+        }
+        const std::vector<char*> blocks = every_other_freed(h, n, 1280);
+        (void)h.end_frame(std::chrono::seconds{1}); // a walk sees the blocks free
+        advance(steady_wait_ms);
+        (void)h.end_frame(std::chrono::seconds{1}); // handed off, or purged here
+        for (std::size_t i = 1; i < blocks.size(); i += 2)
+            h.deallocate(blocks[i]);
+        h.stop_purge_thread();                      // the handed blocks go home
+        (void)h.end_frame(std::chrono::seconds{1}); // a walk collects them
+        EXPECT_TRUE(h.check());
+        return h.class_stats(engine_heap::class_of(n)).committed_bytes;
+    };
+    const std::size_t without = committed_after(false);
+    EXPECT_EQ(committed_after(true), without);
+    EXPECT_LT(without, 1280 * n / 4);
 }
 
 // Random sizes of 8-64 KiB, random frees and frames: no live byte ever changes.

@@ -492,6 +492,7 @@ private:
     /// came back whole (thread exit, the sweep of abandoned runs: its blocks are not threaded).
     enum class collect_for { reuse, release };
     void collect(thread_heap* h, run* r, collect_for use = collect_for::reuse) noexcept;
+    void relist(thread_heap* h, run* d) noexcept;
     /// Returns: the head of the list in the thread_free word `w` (nullptr when `w` is 0).
     [[nodiscard]] engine_detail::free_block* remote_head(std::uint64_t w) const noexcept {
         return w == 0 ? nullptr
