@@ -463,7 +463,9 @@ std::size_t engine_heap::purge_run_blocks(thread_heap* h, std::uint32_t now,
     // Blocks for the purge thread (hand_off), at most handoff_max on the stack at once.
     const std::uint32_t queued = handoff_count_.load(std::memory_order_relaxed);
     std::uint32_t room =
-        handoff_open_.load(std::memory_order_relaxed) && queued < handoff_max ? handoff_max - queued : 0;
+        handoff_open_.load(std::memory_order_relaxed) && queued < handoff_max && !h->giving_up
+            ? handoff_max - queued
+            : 0;
     free_block* handed = nullptr;
     free_block* handed_tail = nullptr;
     std::uint32_t handed_count = 0;

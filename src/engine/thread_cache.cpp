@@ -73,6 +73,7 @@ engine_heap::thread_heap* engine_heap::make_thread_heap() noexcept {
         h->runs_asked = runs_asked_.load(std::memory_order_relaxed);
         h->cache_seen = 0;
         h->has_arena = false;
+        h->giving_up = false;
         h->prev_heap = nullptr;
         h->engine = this;
         h->next_heap = heaps_;
@@ -94,6 +95,7 @@ engine_heap::thread_heap* engine_heap::make_thread_heap() noexcept {
 /// destroys its frame arena, folds its counters into the heap's and recycles the record.
 void engine_heap::abandon(thread_heap* h) noexcept {
     h->runs_asked = runs_asked_.load(std::memory_order_relaxed); // no walk of runs it gives up
+    h->giving_up = true; // a walk from its arena's frees hands nothing off: those runs may free now
     if (h->has_arena) {
         std::launder(reinterpret_cast<arena*>(h->arena_storage))->~arena();
         h->has_arena = false;

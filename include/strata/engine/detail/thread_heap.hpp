@@ -195,6 +195,7 @@ struct thread_heap {
     thread_heap* next_heap = nullptr; // engine's list of heaps in use, or of free ones
     thread_heap* prev_heap = nullptr;
     bool has_arena = false;
+    bool giving_up = false; // abandon() runs: its walks hand no block to the purge thread
     alignas(arena) unsigned char arena_storage[sizeof(arena)];
 };
 
