@@ -1126,6 +1126,17 @@ std::vector<char*> every_other_freed(engine_heap& h, std::size_t n, int count) {
     return blocks;
 }
 
+/// Effects: expects the blocks every_other_freed() freed purged and the live ones whole, then
+/// frees the live ones.
+void expect_freed_purged_then_free_live(engine_heap& h, const std::vector<char*>& blocks, std::size_t n) {
+    for (std::size_t i = 0; i < blocks.size(); i += 2)
+        EXPECT_EQ(purgeable_resident(blocks[i], n), 0u) << i;
+    for (std::size_t i = 1; i < blocks.size(); i += 2) {
+        EXPECT_TRUE(filled_with(blocks[i], n, 1)) << i;
+        h.deallocate(blocks[i]);
+    }
+}
+
 TEST(EngineDecay, RunBlockPurgeCanBeTurnedOff) {
     engine_options o = decay_options(100);
     o.purge_run_blocks = false;
@@ -1152,12 +1163,7 @@ void run_blocks_decay_when_steps_free(std::size_t other) {
     other_call(); // a step: its walk sees the blocks free
     advance(steady_wait_ms);
     other_call(); // a step: they decayed (32 * decay_ms)
-    for (std::size_t i = 0; i < blocks.size(); i += 2)
-        EXPECT_EQ(purgeable_resident(blocks[i], n), 0u) << i;
-    for (std::size_t i = 1; i < blocks.size(); i += 2) {
-        EXPECT_TRUE(filled_with(blocks[i], n, 1)) << i;
-        h.deallocate(blocks[i]);
-    }
+    expect_freed_purged_then_free_live(h, blocks, n);
     EXPECT_TRUE(h.check());
 }
 
@@ -1213,12 +1219,7 @@ TEST(EngineDecay, APurgeThreadHasOwnersWalkTheirRunsAtTheirNextRefill) {
     ASSERT_TRUE(next_thread_step());
     refill(); // a walk: they decayed (32 * decay_ms)
     h.stop_purge_thread();
-    for (std::size_t i = 0; i < blocks.size(); i += 2)
-        EXPECT_EQ(purgeable_resident(blocks[i], n), 0u) << i;
-    for (std::size_t i = 1; i < blocks.size(); i += 2) {
-        EXPECT_TRUE(filled_with(blocks[i], n, 1)) << i;
-        h.deallocate(blocks[i]);
-    }
+    expect_freed_purged_then_free_live(h, blocks, n);
     for (void* p : firsts)
         h.deallocate(p);
     EXPECT_TRUE(h.check());
@@ -1231,6 +1232,51 @@ std::size_t purgeable_bytes(const char* p, std::size_t n) {
     const std::uintptr_t lo = (at + 64 + page - 1) & ~(page - 1);
     const std::uintptr_t hi = (at + n) & ~(page - 1);
     return hi > lo ? hi - lo : 0;
+}
+
+/// A live block of 8-64 KiB and the byte it is filled with.
+struct filled_block {
+    char* p;
+    std::size_t n;
+    char v;
+};
+
+/// Effects: one random step of a churn of 8-64 KiB blocks: a new filled block while fewer than
+/// `cap` live (two steps in three), else a random one checked and freed; every `frame`-th step
+/// advances the clock and calls end_frame with a random budget under `budget_us`.
+/// Returns: false when an allocation failed or a freed block had lost its fill.
+bool churn_step(engine_heap& h, std::mt19937_64& rng, std::vector<filled_block>& live, int step,
+                std::size_t cap, int frame, unsigned budget_us) {
+    bool ok = true;
+    if (live.size() < cap && (live.empty() || rng() % 3 != 0)) {
+        const std::size_t n = 8192 + rng() % (56 * 1024);
+        const auto v = static_cast<char>(1 + rng() % 250);
+        char* p = written(h, n, v);
+        if (p == nullptr) return false;
+        live.push_back({p, n, v});
+    } else {
+        const std::size_t k = rng() % live.size();
+        ok = filled_with(live[k].p, live[k].n, live[k].v);
+        h.deallocate(live[k].p);
+        live[k] = live.back();
+        live.pop_back();
+    }
+    if (step % frame == 0) {
+        advance(rng() % 15);
+        (void)h.end_frame(std::chrono::microseconds{1 + rng() % budget_us});
+    }
+    return ok;
+}
+
+/// Effects: checks and frees the blocks of `live` from the back until `keep` are left.
+/// Returns: whether each had kept its fill.
+bool free_checked(engine_heap& h, std::vector<filled_block>& live, std::size_t keep = 0) {
+    bool ok = true;
+    for (; live.size() > keep; live.pop_back()) {
+        ok = filled_with(live.back().p, live.back().n, live.back().v) && ok;
+        h.deallocate(live.back().p);
+    }
+    return ok;
 }
 
 // While a purge thread runs, a walk costs its owner no system call: it hands the due blocks to the
@@ -1255,12 +1301,7 @@ TEST(EngineDecay, AWalkHandsDueBlocksToThePurgeThreadWhichFreesThemBack) {
     EXPECT_TRUE(h.check()); // handed blocks count as out in their runs
     h.stop_purge_thread();
     EXPECT_EQ(h.purge_stats().purged_bytes, due);
-    for (std::size_t i = 0; i < blocks.size(); i += 2)
-        EXPECT_EQ(purgeable_resident(blocks[i], n), 0u) << i;
-    for (std::size_t i = 1; i < blocks.size(); i += 2) {
-        EXPECT_TRUE(filled_with(blocks[i], n, 1)) << i;
-        h.deallocate(blocks[i]);
-    }
+    expect_freed_purged_then_free_live(h, blocks, n);
     EXPECT_TRUE(h.check());
     // Every block went home: the runs hand out the same 32 blocks again, and no new run is made.
     const std::size_t committed = h.class_stats(engine_heap::class_of(n)).committed_bytes;
@@ -1313,44 +1354,12 @@ TEST(EngineDecay, HandedBlocksGoHomeWhileTheirOwnerThreadsChurn) {
     for (int t = 0; t < 3; ++t)
         threads.emplace_back([&, t] {
             std::mt19937_64 rng(100 + t);
-            struct block {
-                char* p;
-                std::size_t n;
-                char v;
-            };
-            std::vector<block> live;
+            std::vector<filled_block> live;
             for (int step = 0; step < 3000; ++step) {
-                if (live.size() < 150 && (live.empty() || rng() % 3 != 0)) {
-                    const std::size_t n = 8192 + rng() % (56 * 1024);
-                    const auto v = static_cast<char>(1 + rng() % 250);
-                    char* p = written(h, n, v);
-                    if (p == nullptr) {
-                        bad = true;
-                        return;
-                    }
-                    live.push_back({p, n, v});
-                } else {
-                    const std::size_t k = rng() % live.size();
-                    if (!filled_with(live[k].p, live[k].n, live[k].v)) bad = true;
-                    h.deallocate(live[k].p);
-                    live[k] = live.back();
-                    live.pop_back();
-                }
-                if (step % 40 == 0) {
-                    advance(rng() % 15);
-                    (void)h.end_frame(std::chrono::microseconds{1 + rng() % 300});
-                }
-                if (step == 2000) // a shrink: most blocks go, and wait for the walks
-                    while (live.size() > 10) {
-                        if (!filled_with(live.back().p, live.back().n, live.back().v)) bad = true;
-                        h.deallocate(live.back().p);
-                        live.pop_back();
-                    }
+                if (!churn_step(h, rng, live, step, 150, 40, 300)) bad = true;
+                if (step == 2000 && !free_checked(h, live, 10)) bad = true; // a shrink
             }
-            for (const block& b : live) {
-                if (!filled_with(b.p, b.n, b.v)) bad = true;
-                h.deallocate(b.p);
-            }
+            if (!free_checked(h, live)) bad = true;
         });
     for (std::thread& t : threads)
         t.join();
@@ -1395,34 +1404,10 @@ TEST(EngineDecay, RunsEmptiedByHandedBlocksComingHomeAreGivenUpAsWithoutAPurgeTh
 TEST(EngineDecay, RunBlockPurgeKeepsEveryLiveByte) {
     engine_heap h(decay_options(20));
     std::mt19937_64 rng(11);
-    struct block {
-        char* p;
-        std::size_t n;
-        char v;
-    };
-    std::vector<block> live;
-    for (int step = 0; step < 4000; ++step) {
-        if (live.size() < 200 && (live.empty() || rng() % 3 != 0)) {
-            const std::size_t n = 8192 + rng() % (56 * 1024);
-            const auto v = static_cast<char>(1 + rng() % 250);
-            live.push_back({written(h, n, v), n, v});
-            ASSERT_NE(live.back().p, nullptr);
-        } else {
-            const std::size_t k = rng() % live.size();
-            ASSERT_TRUE(filled_with(live[k].p, live[k].n, live[k].v)) << "step " << step;
-            h.deallocate(live[k].p);
-            live[k] = live.back();
-            live.pop_back();
-        }
-        if (step % 50 == 0) {
-            advance(rng() % 15);
-            (void)h.end_frame(std::chrono::microseconds{1 + rng() % 500});
-        }
-    }
-    for (const block& b : live) {
-        EXPECT_TRUE(filled_with(b.p, b.n, b.v));
-        h.deallocate(b.p);
-    }
+    std::vector<filled_block> live;
+    for (int step = 0; step < 4000; ++step)
+        ASSERT_TRUE(churn_step(h, rng, live, step, 200, 50, 500)) << "step " << step;
+    EXPECT_TRUE(free_checked(h, live));
     EXPECT_GT(h.purge_stats().purged_bytes, 0u);
     EXPECT_TRUE(h.check());
 }
