@@ -397,7 +397,7 @@ std::size_t engine_heap::end_frame(std::chrono::microseconds budget) noexcept {
 //     list, counted out in its run's `used` (so the run cannot empty or be given up meanwhile), onto
 //     the heap's hand-off stack; the thread purges it and frees it back onto the run's thread_free
 //     list, which the owner collects as other threads' frees. The walk then costs its owner no
-//     system call: a madvise of a block costs about 2 us, and a 200 us step purged about 100;
+//     system call: a madvise of a block costs about 2 us, so a 200 us step gives back about 100;
 //     blocks of an empty run (the class's spare) are purged at the walk, as without a thread; the
 //     walk collects each run's thread_free list and relists a run the collect emptied (relist), as
 //     the owner's last free would have had no block been handed;
