@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <utility>
 
 #include "strata/core/poison.hpp"
 #include "strata/engine/detail/purge_batch.hpp"
@@ -426,6 +427,22 @@ constexpr std::uint64_t run_mark_purged = std::uint64_t{1} << 32;
 static_assert(class_count - first_purged_class <= 64, "thread_heap::shrunk holds a bit per class");
 constexpr std::uint32_t handoff_max = 4096; // blocks on the hand-off stack (32 MiB or more)
 
+/// Returns: the pages a purge of the free block at `at` (`bs` bytes) inside a run gives back: its
+/// whole pages past the one holding its first cache line (link and mark); empty when hi <= lo.
+std::pair<std::uintptr_t, std::uintptr_t> in_run_pages(std::uintptr_t at, std::size_t bs,
+                                                       std::uintptr_t page) noexcept {
+    return {(at + 64 + page - 1) & ~(page - 1), (at + bs) & ~(page - 1)};
+}
+
+/// Effects: pushes the chain [head .. tail] (linked through `next`) onto the stack `top_of`.
+void push_chain(std::atomic<free_block*>& top_of, free_block* head, free_block* tail,
+                std::memory_order order) noexcept {
+    free_block* top = top_of.load(std::memory_order_relaxed);
+    do
+        tail->next = top;
+    while (!top_of.compare_exchange_weak(top, head, order, std::memory_order_relaxed));
+}
+
 /// Returns: whether h's runs of class c hold more than twice as many free blocks (carved: resident,
 /// or purged by an earlier walk) as live ones: the class shrank, beyond the swings of a steady live
 /// count.
@@ -503,8 +520,7 @@ std::size_t engine_heap::purge_run_blocks(thread_heap* h, std::uint32_t now,
             } else if (tick_age(now, static_cast<std::uint32_t>(words[2])) < wait) {
                 waiting = true;
             } else {
-                const std::uintptr_t lo = (at + 64 + page - 1) & ~(page - 1);
-                const std::uintptr_t hi = (at + bs) & ~(page - 1);
+                const auto [lo, hi] = in_run_pages(at, bs, page);
                 words[2] = run_mark_purged | now;
                 if (hi > lo && room != 0 && r->used != 0) { // to the purge thread
                     *link = b->next;
@@ -573,10 +589,7 @@ std::size_t engine_heap::purge_run_blocks(thread_heap* h, std::uint32_t now,
 void engine_heap::hand_off(free_block* head, free_block* tail, std::uint32_t n, std::size_t bytes) noexcept {
     handoff_count_.fetch_add(n, std::memory_order_relaxed);
     handed_bytes_.fetch_add(bytes, std::memory_order_relaxed);
-    free_block* top = handoff_.load(std::memory_order_relaxed);
-    do
-        tail->next = top;
-    while (!handoff_.compare_exchange_weak(top, head, std::memory_order_seq_cst, std::memory_order_relaxed));
+    push_chain(handoff_, head, tail, std::memory_order_seq_cst);
     if (!handoff_open_.load(std::memory_order_seq_cst)) (void)purge_handed(0);
 }
 
@@ -601,9 +614,8 @@ std::size_t engine_heap::purge_handed(std::uint64_t deadline_ns) noexcept {
                 free_block* b = list;
                 list = b->next;
                 done[k++] = b;
-                const auto at = reinterpret_cast<std::uintptr_t>(b);
-                const std::uintptr_t lo = (at + 64 + page - 1) & ~(page - 1);
-                const std::uintptr_t hi = (at + head_of(b)->block_size) & ~(page - 1);
+                const auto [lo, hi] =
+                    in_run_pages(reinterpret_cast<std::uintptr_t>(b), head_of(b)->block_size, page);
                 purged += hi - lo; // walks hand only blocks with pages to purge
                 if (batch.add(lo, hi)) break;
             }
@@ -619,11 +631,7 @@ std::size_t engine_heap::purge_handed(std::uint64_t deadline_ns) noexcept {
         free_block* tail = list;
         while (tail->next != nullptr)
             tail = tail->next;
-        free_block* top = handoff_.load(std::memory_order_relaxed);
-        do
-            tail->next = top;
-        while (
-            !handoff_.compare_exchange_weak(top, list, std::memory_order_release, std::memory_order_relaxed));
+        push_chain(handoff_, list, tail, std::memory_order_release);
     }
     handoff_count_.fetch_sub(taken, std::memory_order_relaxed);
     if (purged != 0) purged_bytes_.fetch_add(purged, std::memory_order_relaxed);
