@@ -21,8 +21,9 @@ using namespace engine_detail;
 // Allocate
 // -------------------------------------------------------------------------------------------------
 
-/// Returns: a block from the first arena (from the last one used) that can serve it, else from a new
-/// arena; nullptr when no arena can be made.
+/// Returns: a block from the first arena that can serve it, from the hint on (the last arena that
+/// served, or an older one freed into since), else from a new arena; nullptr when no arena can be
+/// made.
 void* engine_heap::medium_allocate(std::size_t size, std::size_t align) noexcept {
     lock_guard g(medium_lock_);
     for (unsigned i = 0; i < arena_count_; ++i) {
@@ -119,6 +120,17 @@ void engine_heap::medium_release(void* p, run* head) noexcept {
         head->freed_at = now_tick();
     }
     if (medium_count_.load(std::memory_order_relaxed) == 0) arena_hint_ = 0;
+    // A free into an arena older than the hint's moves the hint back to it: the older arena's pages
+    // were touched first, so requests go there before they fill the newer one further. A program
+    // whose medium blocks swing between a few MiB and tens of MiB would otherwise fill its newest
+    // arena while an older one, emptied and still resident, waited to decay (a replayed Ruby run
+    // peaked with its 32 MiB arena empty beside a full 64 MiB one).
+    else if (head != arenas_[arena_hint_])
+        for (unsigned a = 0; a < arena_hint_; ++a)
+            if (arenas_[a] == head) {
+                arena_hint_ = a;
+                break;
+            }
 }
 
 /// Effects: hands the arenas other than the first that have been empty for decay_ms (`all`: every

@@ -582,6 +582,38 @@ TEST(EngineDecay, AnEmptyMediumArenaStaysUntilItDecays) {
     EXPECT_TRUE(h.check());
 }
 
+// A free into an arena older than the one the last request came from sends the next requests
+// there, whose pages were touched first, rather than further into the newest arena.
+TEST(EngineDecay, AFreeIntoAnOlderArenaSendsTheNextRequestsThere) {
+    engine_heap h(small_arena_options(100));
+    const std::vector<void*> v = fill_small_arenas(h);
+    ASSERT_FALSE(v.empty());
+    // The blocks by arena: inside one, each starts right after the last.
+    const auto at = [](void* p) { return reinterpret_cast<std::uintptr_t>(p); };
+    const std::uintptr_t stride = at(v[1]) - at(v[0]);
+    std::vector<std::vector<void*>> arenas{{v[0]}};
+    for (std::size_t i = 1; i < v.size(); ++i) {
+        if (at(v[i]) - at(v[i - 1]) != stride) arenas.emplace_back();
+        arenas.back().push_back(v[i]);
+    }
+    ASSERT_EQ(arenas.size(), 3u); // 1, 2 and 4 MiB; the last has room left
+    for (void* p : arenas[1])
+        h.deallocate(p);
+    std::vector<void*> again;
+    for (std::size_t i = 0; i < arenas[1].size(); ++i)
+        again.push_back(h.allocate(std::size_t{256} << 10));
+    std::sort(again.begin(), again.end());
+    EXPECT_EQ(again, arenas[1]) << "the middle arena's places, not the newest arena's room";
+    EXPECT_TRUE(h.check());
+    for (void* p : again)
+        h.deallocate(p);
+    for (const auto& blocks : {arenas[0], arenas[2]})
+        for (void* p : blocks)
+            h.deallocate(p);
+    EXPECT_TRUE(h.check());
+    EXPECT_EQ(h.stats().in_use, 0u);
+}
+
 // A step reads its clock before it takes the heap's locks; a block freed meanwhile by another
 // thread is stamped with a later tick. It is new, not 49 days old: its arena stays. The clock itself
 // stands in for the other thread (it frees the block while the step reads the time).
