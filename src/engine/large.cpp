@@ -39,6 +39,8 @@ void* engine_heap::large_allocate(std::size_t size, std::size_t align, bool* cle
     bool was_clean = false;
     run* head = span_alloc(n + extra, span_kind::large, &was_clean);
     if (head == nullptr) return nullptr;
+    // Fresh pages: first give back as many decayed ones (purge_for_big_call).
+    if (was_clean) purge_for_big_call(n + extra);
     if (extra != 0) {
         const auto addr = reinterpret_cast<std::uintptr_t>(address_of(head));
         const std::size_t front = ((((addr + align - 1) & ~(align - 1)) - addr) >> granule_shift);
@@ -70,12 +72,14 @@ void engine_heap::large_deallocate(void* p, run* head) noexcept {
     thread_heap* own = head->granules <= keep_granules_ ? thread_cache() : nullptr;
     {
         lock_guard g(span_lock_);
-        large_bytes_.fetch_sub(std::size_t{head->granules} << granule_shift, std::memory_order_relaxed);
+        const std::size_t n = head->granules;
+        large_bytes_.fetch_sub(n << granule_shift, std::memory_order_relaxed);
         large_live_.fetch_sub(1, std::memory_order_relaxed);
         if (own != nullptr)
             keep(own, head);
         else
             span_free(head, true);
+        purge_for_big_call(n);
     }
     thread_heap* t = existing_thread_cache();
     maybe_decay(t); // its step walks this thread's runs too

@@ -191,6 +191,65 @@ TEST(EngineDecay, RetainZeroPurgesEverySpanAtItsFree) {
     EXPECT_TRUE(h.check());
 }
 
+// decay_options for the purges of big calls: a slow path's step purges one 1 MiB piece, and freed
+// large blocks go to the span pool (no thread keeps one).
+engine_options big_call_options() {
+    engine_options o = decay_options(100);
+    o.purge_step_us = 1;
+    o.large_keep_bytes = 0;
+    return o;
+}
+
+// A large request that takes fresh pages first gives back as many pages of decayed spans, in a
+// program that does not call end_frame(): one that calls malloc seldom would otherwise keep them
+// until enough slow paths took their steps.
+TEST(EngineDecay, ALargeRequestForFreshPagesPurgesAsManyDecayedOnes) {
+    engine_heap h(big_call_options());
+    char* a = written(h, 4 * mib);
+    char* spacer = written(h, 2 * mib); // a's span cannot merge with the top
+    ASSERT_NE(spacer, nullptr);
+    h.deallocate(a); // its step had nothing to purge
+    advance(100);    // a's span decayed
+    const std::size_t before = h.purge_stats().purged_bytes;
+    char* b = written(h, 8 * mib); // fits no free span: fresh pages
+    ASSERT_NE(b, nullptr);
+    EXPECT_EQ(resident(a, 4 * mib), 0u);
+    EXPECT_EQ(h.purge_stats().purged_bytes - before, 4 * mib);
+    EXPECT_EQ(h.purge_stats().retained_span_bytes, 0u);
+    EXPECT_TRUE(h.check());
+    h.deallocate(spacer);
+    h.deallocate(b);
+    EXPECT_TRUE(h.check());
+}
+
+// A large free gives back as many pages of decayed spans as it frees; the freed span itself is
+// young and stays. With end_frame() calls the purges are the frames' (and the slow paths' steps).
+TEST(EngineDecay, ALargeFreePurgesAsManyDecayedPagesUnlessFramesPaceThePurges) {
+    for (const bool frames : {false, true}) {
+        engine_heap h(big_call_options());
+        if (frames) (void)h.end_frame(std::chrono::microseconds{1});
+        char* d = written(h, 4 * mib);
+        char* s1 = written(h, 2 * mib);
+        char* e = written(h, 4 * mib);
+        char* s2 = written(h, 2 * mib);
+        ASSERT_NE(s2, nullptr);
+        h.deallocate(d);
+        advance(100);
+        h.deallocate(e); // its step (one piece) and, without frames, the purge of d's span
+        EXPECT_EQ(resident(e, 4 * mib), 4 * mib / 4096) << "freed just now";
+        if (!frames) {
+            EXPECT_EQ(resident(d, 4 * mib), 0u);
+            EXPECT_EQ(h.purge_stats().retained_span_bytes, 4 * mib);
+        } else {
+            EXPECT_EQ(h.purge_stats().retained_span_bytes, 7 * mib) << "the step's piece only";
+        }
+        EXPECT_TRUE(h.check());
+        h.deallocate(s1);
+        h.deallocate(s2);
+        EXPECT_TRUE(h.check());
+    }
+}
+
 TEST(EngineDecay, EndFrameStopsAtItsBudget) {
     engine_heap h(decay_options(100));
     std::vector<char*> blocks, spacers;
