@@ -278,8 +278,10 @@ std::size_t engine_heap::purge_span_piece(run* s, std::size_t granules, purge_ba
 
 // Requires: span_lock_ held. Purges dirty free spans, oldest first: `decay`: those freed decay_ms
 // ago or more; `cap`: until the dirty ones are a batch below span_cap(); `all`: every one. With a
-// deadline, in 1 MiB pieces, batched, until it passes. Returns: bytes purged.
-std::size_t engine_heap::purge_spans(purge_pass pass, std::uint32_t now, std::uint64_t deadline_ns) noexcept {
+// deadline, in 1 MiB pieces, batched, until it passes; `decay` and `all` stop after `max_granules`.
+// Returns: bytes purged.
+std::size_t engine_heap::purge_spans(purge_pass pass, std::uint32_t now, std::uint64_t deadline_ns,
+                                     std::size_t max_granules) noexcept {
     std::size_t purged = 0;
     purge_batch batch(options_.batch_purges, deadline_ns); // flushed by its destructor at the latest
     if (pass == purge_pass::cap) {
@@ -293,10 +295,12 @@ std::size_t engine_heap::purge_spans(purge_pass pass, std::uint32_t now, std::ui
         return purged;
     }
     // Oldest first: the first one not due yet ends the pass, every other is newer.
-    for (run* r; (r = oldest_dirty_span()) != nullptr;) {
+    for (run* r; max_granules != 0 && (r = oldest_dirty_span()) != nullptr;) {
         if (pass != purge_pass::all && tick_age(now, r->freed_at) < options_.decay_ms) return purged;
-        purged += purge_span_piece(r, deadline_ns != 0 ? piece_granules : r->granules, batch)
-                  << granule_shift;
+        const std::size_t c = purge_span_piece(
+            r, std::min(max_granules, deadline_ns != 0 ? piece_granules : r->granules), batch);
+        purged += c << granule_shift;
+        max_granules -= c;
         if (past(deadline_ns)) return purged; // the batch's end flushes what waits
     }
     return purged;
@@ -312,13 +316,7 @@ std::size_t engine_heap::purge_spans(purge_pass pass, std::uint32_t now, std::ui
 /// spans before they decay, so it purges nothing here. Requires: span_lock_ held.
 void engine_heap::purge_for_big_call(std::size_t granules) noexcept {
     if (frames_.load(std::memory_order_relaxed) != 0) return; // purges go to end_frame()
-    const std::uint32_t now = now_tick();
-    std::size_t purged = 0;
-    purge_batch batch(options_.batch_purges, 0); // flushed by its destructor
-    for (run* r; purged < granules && (r = oldest_dirty_span()) != nullptr;) {
-        if (tick_age(now, r->freed_at) < options_.decay_ms) return;
-        purged += purge_span_piece(r, granules - purged, batch);
-    }
+    (void)purge_spans(purge_pass::decay, now_tick(), 0, granules);
 }
 
 // -------------------------------------------------------------------------------------------------

@@ -570,7 +570,8 @@ private:
     [[nodiscard]] std::uint64_t now_ms() const noexcept;
     [[nodiscard]] std::uint32_t now_tick() const noexcept; // ms since construction
     std::size_t purge_free_medium(purge_pass pass, std::uint32_t now, std::uint64_t deadline_ns) noexcept;
-    std::size_t purge_spans(purge_pass pass, std::uint32_t now, std::uint64_t deadline_ns) noexcept;
+    std::size_t purge_spans(purge_pass pass, std::uint32_t now, std::uint64_t deadline_ns,
+                            std::size_t max_granules = SIZE_MAX) noexcept;
     std::size_t purge_span_piece(run* s, std::size_t granules, engine_detail::purge_batch& batch) noexcept;
     void purge_for_big_call(std::size_t granules) noexcept;
     std::size_t oldest_dirty_spans(run** out, std::size_t max) const noexcept;
