@@ -420,6 +420,45 @@ TEST(Tlsf, ForEachFreeBlockVisitsTheFreeBlocksAtLeastThatBig) {
     EXPECT_TRUE(h.check());
 }
 
+// A free block taken out (take_out) is out of reach: no request gets it, no free merges with it, and
+// it counts as live; put back, it merges with what was freed beside it meanwhile and serves again.
+TEST(Tlsf, AFreeBlockTakenOutIsOutOfReachUntilPutBack) {
+    heap_buffer buf(1 << 20);
+    strata::tlsf h(buf.span());
+    void* a = h.allocate(64 * 1024);
+    void* b = h.allocate(256 * 1024);
+    void* c = h.allocate(64 * 1024);
+    void* rest = h.allocate(h.largest_free_block()); // the pool's tail: nothing else is free
+    ASSERT_NE(rest, nullptr);
+    h.deallocate(b);
+    h.flush();
+    void* taken = nullptr;
+    h.for_each_free_block(0, [&](void* p, std::size_t bytes) {
+        EXPECT_EQ(bytes, h.usable_size(b));
+        taken = p;
+    });
+    ASSERT_EQ(taken, b);
+    h.take_out(taken);
+    EXPECT_EQ(h.live_allocations(), 4u);
+    EXPECT_EQ(h.stats().live_allocations, 3u);
+    EXPECT_EQ(h.allocate(1024), nullptr) << "the only free block is out";
+    h.deallocate(a); // beside it: no merge
+    h.deallocate(c);
+    h.flush();
+    EXPECT_TRUE(h.check());
+    std::size_t free_blocks = 0;
+    h.for_each_free_block(0, [&](void*, std::size_t) { ++free_blocks; });
+    EXPECT_EQ(free_blocks, 2u);
+    h.put_back(taken);
+    EXPECT_TRUE(h.check());
+    EXPECT_EQ(h.live_allocations(), 1u);
+    free_blocks = 0;
+    h.for_each_free_block(0, [&](void*, std::size_t) { ++free_blocks; });
+    EXPECT_EQ(free_blocks, 1u) << "a, b and c merged into one";
+    EXPECT_EQ(h.allocate(380 * 1024), a);
+    EXPECT_TRUE(h.check());
+}
+
 // deallocate(p) completes the previous call's free and leaves p's in flight. Every query completes
 // it first, so what they report is exactly what immediate frees give.
 TEST(Tlsf, QueriesSeeAFreeInFlightAsDone) {

@@ -208,10 +208,11 @@ public:
     }
 
     /// Returns: how many blocks are live: allocated and not passed to deallocate (a free in flight
-    /// is not live). Complexity: O(1); unlike stats() it leaves the free in flight where it is, so
-    /// a caller may ask after every free (the engine heap does, to return empty arenas).
+    /// is not live), or taken out (take_out). Complexity: O(1); unlike stats() it leaves the free in
+    /// flight where it is, so a caller may ask after every free (the engine heap does, to return
+    /// empty arenas).
     [[nodiscard]] std::size_t live_allocations() const noexcept {
-        return total_ - freed_ - (pending_ != nullptr ? 1u : 0u);
+        return total_ - freed_ - (pending_ != nullptr ? 1u : 0u) + taken_;
     }
 
     /// Returns: the shared heap figures, by walking every block. Complexity: O(blocks).
@@ -247,6 +248,32 @@ public:
                     if (b->size() >= min_bytes) visit(static_cast<void*>(b->payload()), b->size());
             }
         }
+    }
+
+    /// Effects: takes the free block of payload `p` (as for_each_free_block reports it) off its list
+    /// and marks it used, so that no request reaches it and no free merges with it until
+    /// put_back(p): its owner may then work on its bytes without this heap's lock (the engine heap
+    /// gives its pages back to the OS). Nothing is written to its payload, and it is not counted as
+    /// an allocation: stats() leave it out, live_allocations() counts it, walks see it used.
+    /// Requires: `p` is the payload of a free block of this heap. Complexity: O(1).
+    void take_out(void* p) noexcept {
+        block* b = header_of(p);
+        remove(b);
+        b->size_ = b->size(); // used, no slack
+        b->next_phys()->prev_ = reinterpret_cast<std::uintptr_t>(b);
+        ++taken_;
+        taken_bytes_ += b->size();
+    }
+
+    /// Effects: lists the block of payload `p` again, merged with its free neighbours, as a free
+    /// would but without its fill or accounting. Requires: take_out(p) took it, and no put_back
+    /// since. Complexity: O(1).
+    void put_back(void* p) noexcept {
+        block* b = header_of(p);
+        --taken_;
+        taken_bytes_ -= b->size();
+        unpoison(b->payload(), min_payload); // the free-list links live here
+        free_block(b, b->size());
     }
 
     /// Returns: true when every invariant holds: the bitmaps match the lists, every listed block is
@@ -541,11 +568,13 @@ private:
     std::size_t peak_ = 0;    // of used_ less the block in flight, up to the last fall (complete_free)
     std::size_t total_ = 0;   // allocations ever made
     std::size_t freed_ = 0;   // of them freed (live = total_ - freed_: one counter per call)
+    std::size_t taken_ = 0;   // free blocks taken out (take_out): used blocks, not allocations
     nil_node nil_ = {};
     std::uint32_t sl_bitmap_[fl_count] = {};
     block* heads_[fl_count * sl_count]; // by class_index; nil() when empty
     pool_list pools_;
     std::size_t capacity_ = 0;
+    std::size_t taken_bytes_ = 0; // payload bytes of the blocks taken out
 };
 
 /// The default TLSF: SLI 5 (32 second-level classes).

@@ -298,7 +298,8 @@ bool basic_tlsf<SLI>::check() const noexcept {
         }
     }
     if (listed != free_blocks) return corrupt(nullptr, "a free block is missing from the free lists");
-    if (used_blocks != total_ - freed_ || used_bytes != used_ || capacity != capacity_)
+    if (used_blocks != total_ - freed_ + taken_ || used_bytes != used_ + taken_bytes_ ||
+        capacity != capacity_)
         return corrupt(nullptr, "counters disagree with the blocks");
     return true;
 }
