@@ -2,7 +2,8 @@
 // with LD_PRELOAD (bench/mt/peers.sh runs every Debian malloc and libstrata_malloc.so).
 //
 //   strata-mt [--workload NAME,...] [--ops N] [--threads T] [--repeats R] [--rounds K]
-//             [--phase-mib M] [--frames F] [--frame-us U] [--no-end-frame] [--label NAME] [--jsonl FILE]
+//             [--phase-mib M] [--frames F] [--frame-us U] [--no-end-frame] [--side-calls] [--label NAME]
+//             [--jsonl FILE]
 //             [--seed S]
 //
 // Workloads (block sizes unless said otherwise: 60% 8-128 B, 30% 128 B-1 KiB, 9% 1-8 KiB, 1% 8-64 KiB;
@@ -77,7 +78,11 @@
 //             the shrink (an operation is one block: its malloc and its free); the RSS after growth, after
 //             the shrink, at every frame and at the end are reported too (JSONL: rss_frames_kib,
 //             final_rss_kib). One repeat unless --repeats says otherwise. Not in the default set, nor in
-//             peers.sh's suite.
+//             peers.sh's suite. --side-calls: through the frames a second thread mallocs a 2-3 MiB
+//             block and a 128-512 KiB one, writes the first byte of each and frees it, over and
+//             over, and the worst and the 99.9th-percentile time of those pairs are reported per
+//             size (JSONL: side_calls, side_big_p999_us, side_big_max_us, side_mid_p999_us,
+//             side_mid_max_us): how long the frames' purges make another thread wait.
 // Each repeat warms up first (slots filled, a quarter of the operations untimed), then times N
 // operations per thread (an operation is one malloc + one free; in prodcons one block passed on, in
 // handoff one block per writer).
@@ -122,6 +127,7 @@ struct options {
     unsigned frames = 50;
     unsigned frame_us = 500; // phase: the budget given to strata_malloc_end_frame each frame
     bool end_frame = true;   // phase: whether it is called at all (--no-end-frame)
+    bool side_calls = false; // phase: a second thread's big malloc + free pairs through the frames
     std::uint64_t seed = 1;
     std::string label = "malloc";
     std::string jsonl;
@@ -948,11 +954,34 @@ long resident_kib() {
     return resident * (sysconf(_SC_PAGESIZE) / 1024);
 }
 
+// Times of calls in 0.1 us steps up to 10 ms, and the worst: a fixed table, so that recording a
+// call allocates nothing (the workload measures the malloc's memory too).
+struct latency_table {
+    static constexpr std::size_t steps = 100000;
+    std::vector<std::uint32_t> count = std::vector<std::uint32_t>(steps + 1);
+    std::uint64_t calls = 0;
+    double worst_us = 0;
+    void add(double us) {
+        ++count[std::min<std::size_t>(steps, static_cast<std::size_t>(us * 10))];
+        ++calls;
+        worst_us = std::max(worst_us, us);
+    }
+    // Returns: the time (us, to the step) under which the share q of the calls took.
+    [[nodiscard]] double quantile(double q) const {
+        const auto want = static_cast<std::uint64_t>(q * static_cast<double>(calls));
+        std::uint64_t seen = 0;
+        for (std::size_t i = 0; i < count.size(); ++i)
+            if ((seen += count[i]) > want) return static_cast<double>(i + 1) / 10;
+        return worst_us;
+    }
+};
+
 struct phase_report {
     std::uint64_t blocks = 0; // allocations in the growth
     long grown_kib = 0, shrunk_kib = 0, final_kib = 0;
     std::vector<long> frames_kib;
     bool end_frame = false;
+    latency_table side_big, side_mid; // the second thread's pairs (--side-calls)
 };
 
 using end_frame_fn = std::size_t (*)(unsigned);
@@ -965,7 +994,7 @@ end_frame_fn find_end_frame() {
     return fn;
 }
 
-sample run_phase(std::uint64_t mib, unsigned frames, unsigned frame_us, bool call_end_frame,
+sample run_phase(std::uint64_t mib, unsigned frames, unsigned frame_us, bool call_end_frame, bool side_calls,
                  std::uint64_t seed, phase_report& out) {
     rng r(seed * 131);
     const std::uint64_t target = mib << 20;
@@ -991,6 +1020,25 @@ sample run_phase(std::uint64_t mib, unsigned frames, unsigned frame_us, bool cal
     const end_frame_fn end_frame = call_end_frame ? find_end_frame() : nullptr;
     out.end_frame = end_frame != nullptr;
     out.frames_kib.clear();
+    out.side_big = {};
+    out.side_mid = {};
+    std::atomic<bool> idle_done{false};
+    std::thread side;
+    if (side_calls)
+        side = std::thread([&] {
+            rng sr(seed * 137);
+            const auto pair = [](std::size_t size) {
+                const auto t0 = clock_type::now();
+                auto* p = static_cast<volatile char*>(std::malloc(size));
+                p[0] = 1;
+                std::free(const_cast<char*>(p));
+                return std::chrono::duration<double, std::micro>(clock_type::now() - t0).count();
+            };
+            while (!idle_done.load(std::memory_order_relaxed)) {
+                out.side_big.add(pair((std::size_t{2} << 20) + sr.below(std::size_t{1} << 20)));
+                out.side_mid.add(pair((std::size_t{128} << 10) + sr.below(std::size_t{384} << 10)));
+            }
+        });
     for (unsigned f = 0; f < frames; ++f) {
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
         for (int i = 0; i < 1000 && !kept.empty(); ++i) {
@@ -1001,6 +1049,8 @@ sample run_phase(std::uint64_t mib, unsigned frames, unsigned frame_us, bool cal
         if (end_frame != nullptr) (void)end_frame(frame_us);
         out.frames_kib.push_back(resident_kib());
     }
+    idle_done.store(true);
+    if (side.joinable()) side.join();
     out.final_kib = resident_kib();
     for (void* p : kept)
         std::free(p);
@@ -1018,7 +1068,8 @@ std::vector<std::string> split(const std::string& s) {
 int usage() {
     std::fputs(
         "usage: strata-mt [--workload NAME,...] [--ops N] [--threads T] [--repeats R] [--rounds K]\n"
-        "                 [--phase-mib M] [--frames F] [--frame-us U] [--no-end-frame] [--label NAME]\n"
+        "                 [--phase-mib M] [--frames F] [--frame-us U] [--no-end-frame] [--side-calls] "
+        "[--label NAME]\n"
         "                 [--jsonl FILE] [--seed S]\n"
         "workloads: local prodcons larson (the default set), handoff relay big tight falseshare threadchurn "
         "bigloop\n"
@@ -1058,6 +1109,8 @@ int main(int argc, char** argv) {
             o.frame_us = static_cast<unsigned>(std::stoul(value()));
         else if (a == "--no-end-frame")
             o.end_frame = false;
+        else if (a == "--side-calls")
+            o.side_calls = true;
         else if (a == "--seed")
             o.seed = std::stoull(value());
         else if (a == "--label")
@@ -1149,7 +1202,9 @@ int main(int argc, char** argv) {
         } else if (name == "phase") {
             threads = 1;
             repeats = o.repeats ? o.repeats : 1;
-            body = [&] { return run_phase(o.phase_mib, o.frames, o.frame_us, o.end_frame, o.seed, phase); };
+            body = [&] {
+                return run_phase(o.phase_mib, o.frames, o.frame_us, o.end_frame, o.side_calls, o.seed, phase);
+            };
         } else {
             std::fprintf(
                 stderr,
@@ -1198,6 +1253,20 @@ int main(int argc, char** argv) {
                 extra += (f ? "," : "") + std::to_string(phase.frames_kib[f]);
             extra += R"(],"final_rss_kib":)" + std::to_string(phase.final_kib) + R"(,"end_frame":)" +
                      (phase.end_frame ? "true" : "false");
+            if (phase.side_big.calls != 0) {
+                const latency_table& big = phase.side_big;
+                const latency_table& mid = phase.side_mid;
+                std::printf(
+                    "%-10s   side calls through the frames: %llu pairs of each size; 2-3 MiB p99.9 %.1f us, "
+                    "worst %.1f us; 128-512 KiB p99.9 %.1f us, worst %.1f us\n",
+                    o.label.c_str(), static_cast<unsigned long long>(big.calls), big.quantile(0.999),
+                    big.worst_us, mid.quantile(0.999), mid.worst_us);
+                extra += R"(,"side_calls":)" + std::to_string(big.calls) + R"(,"side_big_p999_us":)" +
+                         std::to_string(big.quantile(0.999)) + R"(,"side_big_max_us":)" +
+                         std::to_string(big.worst_us) + R"(,"side_mid_p999_us":)" +
+                         std::to_string(mid.quantile(0.999)) + R"(,"side_mid_max_us":)" +
+                         std::to_string(mid.worst_us);
+            }
         }
         if (!o.jsonl.empty()) {
             std::ofstream out(o.jsonl, std::ios::app);
