@@ -259,12 +259,22 @@ arena& engine_heap::frame_arena() {
 // fork
 // -------------------------------------------------------------------------------------------------
 
-/// Effects: takes this heap's five locks in their order.
+/// Effects: takes this heap's five locks in their order, medium_lock_ and span_lock_ once no purge
+/// that let one go holds a block or spans out of reach (such a purge needs only that lock to put
+/// them back).
 void engine_heap::lock_all() noexcept {
     heaps_lock_.lock();
     abandon_lock_.lock();
-    medium_lock_.lock();
-    span_lock_.lock();
+    for (spin_backoff b;; b.wait()) {
+        medium_lock_.lock();
+        if (medium_purges_ == 0) break;
+        medium_lock_.unlock();
+    }
+    for (spin_backoff b;; b.wait()) {
+        span_lock_.lock();
+        if (span_purges_ == 0) break;
+        span_lock_.unlock();
+    }
     handoff_lock_.lock(); // the purge thread holds no block of the hand-off stack
 }
 

@@ -3,7 +3,8 @@
 // bins, a TLSF arena's place in its span, the registry of live heaps, lock guards.
 //
 // Exports (strata::engine_detail): class_granules, add_under_lock, lock_guard, unlock_guard,
-// registry_type / registry, push, unlink, bin_of, tlsf_of, tlsf_room, purge_mark_offset;
+// purge_piece_granules, registry_type / registry, push, unlink, bin_of, tlsf_of, tlsf_room,
+// purge_mark_offset;
 // engine_heap::thread_cache.
 #include <pthread.h>
 
@@ -14,6 +15,7 @@
 #include <cstdint>
 
 #include "strata/core/spinlock.hpp"
+#include "strata/engine/detail/purge_batch.hpp"
 #include "strata/engine/engine_heap.hpp"
 #include "strata/heap/tlsf.hpp"
 
@@ -53,6 +55,9 @@ inline void add_under_lock(std::atomic<std::size_t>& counter, std::size_t delta)
 }
 
 using lock_guard = spin_guard;
+
+/// Granules of one piece of a budgeted span purge: one flush of a purge_batch.
+inline constexpr std::size_t purge_piece_granules = purge_batch::max_bytes >> granule_shift;
 
 /// Releases a held lock for a scope (a lock_guard's scope, which takes it back at its end).
 struct unlock_guard {

@@ -39,8 +39,6 @@ void* engine_heap::large_allocate(std::size_t size, std::size_t align, bool* cle
     bool was_clean = false;
     run* head = span_alloc(n + extra, span_kind::large, &was_clean);
     if (head == nullptr) return nullptr;
-    // Fresh pages: first give back as many decayed ones (purge_for_big_call).
-    if (was_clean) purge_for_big_call(n + extra);
     if (extra != 0) {
         const auto addr = reinterpret_cast<std::uintptr_t>(address_of(head));
         const std::size_t front = ((((addr + align - 1) & ~(align - 1)) - addr) >> granule_shift);
@@ -62,6 +60,8 @@ void* engine_heap::large_allocate(std::size_t size, std::size_t align, bool* cle
     large_live_.fetch_add(1, std::memory_order_relaxed);
     large_total_.fetch_add(1, std::memory_order_relaxed);
     if (clean != nullptr) *clean = was_clean;
+    // Fresh pages: give back as many decayed ones.
+    purge_for_big_call(n + extra, was_clean);
     return address_of(head);
 }
 
@@ -79,7 +79,7 @@ void engine_heap::large_deallocate(void* p, run* head) noexcept {
             keep(own, head);
         else
             span_free(head, true);
-        purge_for_big_call(n);
+        purge_for_big_call(n, true);
     }
     thread_heap* t = existing_thread_cache();
     maybe_decay(t); // its step walks this thread's runs too

@@ -3,7 +3,7 @@
 // stay resident while they may be reused, and decay: maintenance steps purge what has been free for
 // decay_ms, oldest first, and whatever exceeds the caps (retain_bytes, medium_retain_bytes).
 //
-// Exports: engine_heap::now_ms, now_tick, purge_medium, purge_free_medium, purge_spans, purge_span_piece,
+// Exports: engine_heap::now_ms, now_tick, purge_medium, purge_free_medium, purge_spans, span_return,
 // purge_for_big_call, oldest_dirty_spans, purge_run_blocks, hand_off, purge_handed, decay_step, maybe_decay,
 // walk_runs_asked, end_frame, start_purge_thread, stop_purge_thread, purge_thread_main, purge_stats, trim.
 #include <sys/mman.h>
@@ -39,13 +39,18 @@ using namespace engine_detail;
 //     first seen now.
 // The caps are kept at the call that passes them (a free), whatever the age: not in a steady
 // workload's hot path, where memory is reused before it decays. Every pass gathers its ranges in a
-// purge_batch (one system call for many ranges) and flushes it before its lock goes.
+// purge_batch (one system call for many ranges). A medium pass flushes it before its lock goes.
+// A span pass of a step, a large call or trim() lets span_lock_ go while the batch's pages are
+// dropped (madvise of 1 MiB takes about 75 us here; a large call may purge a hundred MiB), with
+// the batch's spans out of the bins: other threads take and free spans meanwhile. Only the cap
+// pass of a span free that its caller made within the lock stays in it, for at most two pieces.
 namespace {
 constexpr std::size_t mark_words = 5; // tag, size, first seen (tick), resident extent, resident bytes
 constexpr std::size_t purge_keep = purge_mark_offset + mark_words * sizeof(std::uint64_t);
 constexpr std::uint64_t purge_magic = 0x9E3779B97F4A7C14u;
 constexpr std::size_t piece_bytes = purge_batch::max_bytes; // one flush of a budgeted step
-constexpr std::size_t piece_granules = piece_bytes >> granule_shift;
+constexpr std::size_t new_marks = 64; // free medium blocks a walk marks (a mincore each), at most
+constexpr std::size_t due_picks = 4;  // blocks one walk picks to purge
 
 std::uint64_t monotonic_ms() noexcept {
     timespec ts{};
@@ -119,14 +124,37 @@ void engine_heap::purge_medium(void* p, std::size_t usable) noexcept {
     purge_batch::purge_now(r.lo, r.hi);
 }
 
-// Requires: medium_lock_ held. Marks every free block of purge_medium_bytes or more, then purges:
-// `all`: every one; `decay`: those seen free for decay_ms, in pieces until the deadline; then, in
-// any pass, blocks until the resident total is within medium_retain_bytes, those seen free before
-// this step first. Returns: bytes purged.
-std::size_t engine_heap::purge_free_medium(purge_pass pass, std::uint32_t now,
-                                           std::uint64_t deadline_ns) noexcept {
-    medium_dirty_ = 0;
-    const auto each = [&](auto&& visit) {
+// Requires: medium_lock_ held, and held again at return; with `let_go`, let go while the OS drops a
+// block's pages, the block taken out of its arena meanwhile (tlsf::take_out: no request takes it,
+// no free merges with it, and its arena counts it live). Marks every free block of
+// purge_medium_bytes or more, then purges up to due_picks blocks a walk, one at a time, the next
+// ones found by a fresh walk (the arenas change while the lock is let go): `all`: every one;
+// `decay`: those seen free for decay_ms, in pieces until the deadline; then, in any pass, blocks
+// until the resident total is within medium_cap(), the one seen free longest first.
+// Returns: bytes purged.
+std::size_t engine_heap::purge_free_medium(purge_pass pass, std::uint32_t now, std::uint64_t deadline_ns,
+                                           bool let_go) noexcept {
+    const std::size_t page = virtual_memory::page_size();
+    std::size_t purged = 0;
+    purge_batch batch(options_.batch_purges, deadline_ns); // flushed before the lock goes
+    // A block to purge: its payload, arena and range, and how long it has been seen free.
+    struct pick {
+        void* p = nullptr;
+        run* arena = nullptr;
+        purge_range r{};
+        std::uint32_t age = 0;
+    };
+    bool decaying = pass != purge_pass::cap;
+    for (;;) {
+        // A walk: each mark brought up to date (a new or merged block gets mincore's count, at
+        // most new_marks of them a walk: a heap that just freed hundreds of big blocks would hold
+        // the lock for a mincore each; the others count whole until a later walk marks them), the
+        // resident total, the first block due and the one seen free longest.
+        medium_dirty_ = 0;
+        std::size_t resident = 0;
+        std::size_t marks_left = pass == purge_pass::all ? SIZE_MAX : new_marks;
+        pick due[due_picks], oldest;
+        std::size_t dues = 0;
         for (unsigned a = 0; a < arena_count_; ++a)
             tlsf_of(arenas_[a], data_, runs_)
                 ->for_each_free_block(options_.purge_medium_bytes, [&](void* q, std::size_t bytes) noexcept {
@@ -135,74 +163,88 @@ std::size_t engine_heap::purge_free_medium(purge_pass pass, std::uint32_t now,
                     auto* mark =
                         reinterpret_cast<std::uint64_t*>(static_cast<std::byte*>(q) + purge_mark_offset);
                     unpoison(mark, mark_words * sizeof(std::uint64_t)); // tlsf poisons free payloads
-                    visit(r, bytes, mark);
+                    if (mark[0] != purge_magic || mark[1] != bytes) {   // new, or merged since
+                        if (marks_left == 0) {
+                            resident += r.hi - r.lo;
+                            poison(mark, mark_words * sizeof(std::uint64_t));
+                            return;
+                        }
+                        --marks_left;
+                        const residency now_in = resident_in(r);
+                        mark[0] = purge_magic;
+                        mark[1] = bytes;
+                        mark[2] = now;
+                        mark[3] = now_in.extent;
+                        mark[4] = now_in.bytes;
+                    }
+                    mark[3] = std::min<std::uint64_t>(mark[3], r.hi - r.lo) & ~std::uint64_t{page - 1};
+                    mark[4] = std::min(mark[4], mark[3]);
+                    resident += mark[4];
+                    const std::uint32_t age = tick_age(now, static_cast<std::uint32_t>(mark[2]));
+                    if (mark[4] != 0) {
+                        const pick here{q, arenas_[a], r, age};
+                        if (decaying && dues < due_picks &&
+                            (pass == purge_pass::all || age >= options_.decay_ms))
+                            due[dues++] = here;
+                        if (oldest.p == nullptr || age > oldest.age) oldest = here;
+                    }
                     poison(mark, mark_words * sizeof(std::uint64_t));
                 });
-    };
-    std::size_t resident = 0;
-    std::size_t purged = 0;
-    purge_batch batch(options_.batch_purges, deadline_ns); // flushed before the lock goes
-    // Purges up to `limit` bytes off the resident end of the block (mincore counts what goes).
-    const auto purge = [&](purge_range r, std::uint64_t* mark, std::size_t limit) {
-        const std::size_t page = virtual_memory::page_size();
-        const std::uintptr_t top = r.lo + mark[3];                      // both on page boundaries
-        const std::size_t take = std::min<std::size_t>(mark[3], limit); // then up to whole pages
-        const std::uintptr_t lo = top - ((take + page - 1) & ~(page - 1));
-        const std::size_t held = std::min<std::size_t>(resident_in({lo, top}).bytes, mark[4]);
-        const bool full = batch.add(lo, top);
-        const std::uint64_t before = mark[4];
-        mark[3] = lo - r.lo;
-        mark[4] = mark[3] == 0 ? 0 : before - held;
-        resident -= before - mark[4];
-        purged += held;
-        if (full) batch.flush();
-    };
-    each([&](purge_range r, std::size_t bytes, std::uint64_t* mark) {
-        if (mark[0] != purge_magic || mark[1] != bytes) { // new, or merged since
-            const residency now_in = resident_in(r);
-            mark[0] = purge_magic;
-            mark[1] = bytes;
-            mark[2] = now;
-            mark[3] = now_in.extent;
-            mark[4] = now_in.bytes;
+        medium_resident_ = resident;
+        const std::size_t cap = medium_cap();
+        const bool over = dues == 0 && resident > cap;
+        if (over) {
+            due[0] = oldest;
+            dues = 1;
         }
-        mark[3] =
-            std::min<std::uint64_t>(mark[3], r.hi - r.lo) & ~std::uint64_t{virtual_memory::page_size() - 1};
-        mark[4] = std::min(mark[4], mark[3]);
-        resident += mark[4];
-    });
-    if (pass != purge_pass::cap) {
-        bool stop = false;
-        each([&](purge_range r, std::size_t, std::uint64_t* mark) {
-            const bool due = pass == purge_pass::all ||
-                             tick_age(now, static_cast<std::uint32_t>(mark[2])) >= options_.decay_ms;
-            while (!stop && due && mark[4] != 0) {
-                purge(r, mark, deadline_ns != 0 ? piece_bytes : SIZE_MAX);
-                stop = past(deadline_ns);
+        if (dues == 0) break;
+        // The picks go out of reach together (one walk for all of them), then one at a time each
+        // loses up to a piece (with a deadline, decaying), else up to the excess, off its resident
+        // end, and goes back; past the deadline the rest go back as they were.
+        if (let_go)
+            for (std::size_t k = 0; k < dues; ++k)
+                tlsf_of(due[k].arena, data_, runs_)->take_out(due[k].p);
+        const std::size_t limit = over ? resident - cap : deadline_ns != 0 ? piece_bytes : SIZE_MAX;
+        for (std::size_t k = 0; k < dues; ++k) {
+            const pick& at = due[k];
+            tlsf* t = tlsf_of(at.arena, data_, runs_);
+            if (decaying || over) {
+                auto* mark =
+                    reinterpret_cast<std::uint64_t*>(static_cast<std::byte*>(at.p) + purge_mark_offset);
+                unpoison(mark, mark_words * sizeof(std::uint64_t));
+                const std::uintptr_t top = at.r.lo + mark[3];                   // both on page boundaries
+                const std::size_t take = std::min<std::size_t>(mark[3], limit); // then up to whole pages
+                const std::uintptr_t lo = top - ((take + page - 1) & ~(page - 1));
+                const std::size_t held = std::min<std::size_t>(resident_in({lo, top}).bytes, mark[4]);
+                const bool full = batch.add(lo, top);
+                const std::uint64_t before = mark[4];
+                mark[3] = lo - at.r.lo;
+                mark[4] = mark[3] == 0 ? 0 : before - held;
+                // Another thread's walk while the lock was let go did not count a block out of reach.
+                medium_resident_ -= std::min<std::size_t>(medium_resident_, before - mark[4]);
+                poison(mark, mark_words * sizeof(std::uint64_t));
+                purged += held;
+                if (let_go) {
+                    ++medium_purges_;
+                    medium_lock_.unlock();
+                    batch.flush();
+                    medium_lock_.lock();
+                    --medium_purges_;
+                } else if (full) {
+                    batch.flush();
+                }
+                if (!over && past(deadline_ns)) decaying = false; // the caps still hold
             }
-        });
-    }
-    // Past the cap: the block seen free longest goes first, as much of it as the excess.
-    const std::size_t cap = medium_cap();
-    while (resident > cap) {
-        std::uint64_t* oldest = nullptr;
-        std::uint32_t oldest_age = 0;
-        purge_range at{};
-        each([&](purge_range r, std::size_t, std::uint64_t* mark) {
-            const std::uint32_t age = tick_age(now, static_cast<std::uint32_t>(mark[2]));
-            if (mark[4] != 0 && (oldest == nullptr || age > oldest_age)) {
-                oldest = mark;
-                oldest_age = age;
-                at = r;
+            if (let_go) {
+                t->put_back(at.p);
+                if (t->live_allocations() == 0) { // its last free came meanwhile: empty from now
+                    t->flush();
+                    at.arena->freed_at = now_tick();
+                }
             }
-        });
-        if (oldest == nullptr) break;
-        unpoison(oldest, mark_words * sizeof(std::uint64_t));
-        purge(at, oldest, resident - cap);
-        poison(oldest, mark_words * sizeof(std::uint64_t));
+        }
     }
     batch.flush();
-    medium_resident_ = resident;
     purged_bytes_.fetch_add(purged, std::memory_order_relaxed);
     return purged;
 }
@@ -256,67 +298,118 @@ run* engine_heap::oldest_dirty_span() noexcept {
     }
 }
 
-/// Effects: adds the last min(`granules`, its dirty part) granules of the dirty part of free span
-/// `s` to `batch`; they join its clean tail. Returns: granules purged. Requires: span_lock_ held,
-/// and `batch` flushed before it goes.
-std::size_t engine_heap::purge_span_piece(run* s, std::size_t granules, purge_batch& batch) noexcept {
-    const std::size_t d = dirty_granules(s);
-    const std::size_t c = std::min(d, granules);
-    const auto lo = reinterpret_cast<std::uintptr_t>(address_of(s + (d - c)));
-    if (batch.add(lo, lo + (c << granule_shift))) batch.flush();
-    s->populated = false;
-    dirty_free_ -= c;
-    s->clean_tail += c;
-    if (s->clean_tail == s->granules) {
-        s->dirty = false;
-        s->clean_tail = 0;
-        bin_cleaned(s); // behind the dirty ones
-    }
-    purged_bytes_.fetch_add(c << granule_shift, std::memory_order_relaxed);
-    return c;
-}
-
-// Requires: span_lock_ held. Purges dirty free spans, oldest first: `decay`: those freed decay_ms
-// ago or more; `cap`: until the dirty ones are a batch below span_cap(); `all`: every one. With a
-// deadline, in 1 MiB pieces, batched, until it passes; `decay` and `all` stop after `max_granules`.
-// Returns: bytes purged.
+// Requires: span_lock_ held, and held again at return; with `let_go`, let go while the OS drops
+// each batch's pages: the spans whose pieces the batch holds are out of the bins meanwhile (kind
+// purging), so no request takes them and no free merges with them, and other threads' span calls
+// wait for no madvise. Purges dirty free spans, oldest first, each from the end of its dirty part:
+// `decay`: those freed decay_ms ago or more; `cap`: until the dirty ones are a batch below
+// span_cap(); `all`: every one. With a deadline, in pieces of one batch, until it passes. At most
+// `max_granules`. Returns: bytes purged.
 std::size_t engine_heap::purge_spans(purge_pass pass, std::uint32_t now, std::uint64_t deadline_ns,
-                                     std::size_t max_granules) noexcept {
+                                     std::size_t max_granules, bool let_go) noexcept {
     std::size_t purged = 0;
-    purge_batch batch(options_.batch_purges, deadline_ns); // flushed by its destructor at the latest
+    purge_batch batch(options_.batch_purges, deadline_ns);
+    run* out[purge_batch::max_ranges]; // the spans whose pieces wait in the batch, last one last
+    std::size_t k = 0;
+    // Drops the batch's pages and files its spans back as free ones, all but the last when
+    // `keep_last` (the next piece comes from it).
+    const auto flush = [&](bool keep_last) {
+        if (k == 0) return;
+        const bool go = let_go && !batch.empty();
+        if (go) {
+            ++span_purges_;
+            span_lock_.unlock();
+        }
+        batch.flush();
+        if (go) {
+            span_lock_.lock();
+            --span_purges_;
+        }
+        run* const last = out[k - 1];
+        for (std::size_t i = 0; i + 1 < k; ++i)
+            span_return(out[i]);
+        k = 0;
+        if (keep_last)
+            out[k++] = last;
+        else
+            span_return(last);
+    };
+    // Adds the last min(c, its dirty part) granules of the dirty part of `r` (a binned free span,
+    // or the last one out) to the batch; they join its clean tail. Returns: granules added; 0 when
+    // it flushed first (a flush that add() would make is made here, where the lock can go) and `r`
+    // was binned: other threads may have taken it meanwhile, so the caller looks again.
+    const auto take = [&](run* r, std::size_t c) -> std::size_t {
+        const bool taken = k != 0 && out[k - 1] == r;
+        const std::size_t d = dirty_granules(r);
+        c = std::min(c, d);
+        if ((!taken && k == purge_batch::max_ranges) ||
+            (!batch.empty() && batch.bytes() + (c << granule_shift) > purge_batch::max_bytes)) {
+            flush(taken);
+            if (!taken && let_go) return 0;
+        }
+        if (!taken) {
+            bin_remove(r);
+            free_granules_ += r->granules; // free still, only out of reach
+            r->kind = span_kind::purging;
+            out[k++] = r;
+        }
+        const auto lo = reinterpret_cast<std::uintptr_t>(address_of(r + (d - c)));
+        const bool full = batch.add(lo, lo + (c << granule_shift));
+        r->populated = false;
+        r->clean_tail += c;
+        if (r->clean_tail == r->granules) {
+            r->dirty = false;
+            r->clean_tail = 0;
+        }
+        purged += c << granule_shift;
+        purged_bytes_.fetch_add(c << granule_shift, std::memory_order_relaxed);
+        if (full) flush(r->dirty);
+        return c;
+    };
+    // The span to purge next: the last one out while it has a dirty part, else the oldest binned.
+    const auto next = [&]() { return k != 0 && out[k - 1]->dirty ? out[k - 1] : oldest_dirty_span(); };
     if (pass == purge_pass::cap) {
         // Down to one batch below the cap, where one call takes a batch: a heap that sits at its
         // cap would otherwise purge a span at nearly every free. One call per range makes the
         // excess alone cheaper (no stall of many calls in one free).
         const std::size_t cap = span_cap();
-        const std::size_t low = batch.range_limit() > 1 ? cap - std::min(cap, piece_granules) : cap;
-        for (run* r; dirty_free_ > low && (r = oldest_dirty_span()) != nullptr;)
-            purged += purge_span_piece(r, dirty_free_ - low, batch) << granule_shift;
-        return purged;
+        const std::size_t low = batch.range_limit() > 1 ? cap - std::min(cap, purge_piece_granules) : cap;
+        std::size_t excess = std::min(max_granules, dirty_free_ > low ? dirty_free_ - low : 0);
+        for (run* r; excess != 0 && (r = next()) != nullptr;)
+            excess -= take(r, excess);
+    } else {
+        // Oldest first: the first one not due yet ends the pass, every other is newer.
+        for (run* r; max_granules != 0 && (r = next()) != nullptr;) {
+            if (pass != purge_pass::all && tick_age(now, r->freed_at) < options_.decay_ms) break;
+            max_granules -=
+                take(r, std::min(max_granules, deadline_ns != 0 ? purge_piece_granules : r->granules));
+            if (past(deadline_ns)) break;
+        }
     }
-    // Oldest first: the first one not due yet ends the pass, every other is newer.
-    for (run* r; max_granules != 0 && (r = oldest_dirty_span()) != nullptr;) {
-        if (pass != purge_pass::all && tick_age(now, r->freed_at) < options_.decay_ms) return purged;
-        const std::size_t c = purge_span_piece(
-            r, std::min(max_granules, deadline_ns != 0 ? piece_granules : r->granules), batch);
-        purged += c << granule_shift;
-        max_granules -= c;
-        if (past(deadline_ns)) return purged; // the batch's end flushes what waits
-    }
+    flush(false);
     return purged;
 }
 
-/// Effects: in a program that does not call end_frame(), purges up to `granules` granules of the
-/// dirty free spans freed decay_ms ago or more, oldest first, for a large request that took as
-/// many fresh granules or a large free of as many. Maintenance steps purge about 2.6 MiB each (200
-/// µs of madvise on this machine) at slow paths; a program that calls malloc seldom (an image
-/// converter: seconds of work between buffers of a hundred MiB) would keep its decayed spans for
-/// seconds, and a replay of one such peaked at 1.19x mimalloc's RSS. The call's own work is of the
-/// same size: it faults in, or was handed, as many pages as this purges. A steady churn reuses its
-/// spans before they decay, so it purges nothing here. Requires: span_lock_ held.
-void engine_heap::purge_for_big_call(std::size_t granules) noexcept {
-    if (frames_.load(std::memory_order_relaxed) != 0) return; // purges go to end_frame()
-    (void)purge_spans(purge_pass::decay, now_tick(), 0, granules);
+/// Effects: files the span `r`, out of the bins for a purge, back as a free span.
+void engine_heap::span_return(run* r) noexcept {
+    free_granules_ -= r->granules;
+    r->kind = span_kind::free;
+    span_file(r);
+}
+
+/// Effects: for a large request or free of `granules` granules, with span_lock_ held (let go while
+/// the OS drops pages): purges the dirty free spans past span_cap() (span_free purges at most two
+/// pieces within the lock) and, when `decayed` and the program does not call end_frame(), up to
+/// `granules` granules of those freed decay_ms ago or more, oldest first. Maintenance steps purge
+/// about 2.6 MiB each (200 µs of madvise on this machine) at slow paths; a program that calls
+/// malloc seldom (an image converter: seconds of work between buffers of a hundred MiB) would keep
+/// its decayed spans for seconds, and a replay of one such peaked at 1.19x mimalloc's RSS. The
+/// call's own work is of the same size: it faults in, or was handed, as many pages as this purges.
+/// A steady churn reuses its spans before they decay, so it purges nothing here.
+void engine_heap::purge_for_big_call(std::size_t granules, bool decayed) noexcept {
+    if (dirty_free_ > span_cap()) (void)purge_spans(purge_pass::cap, now_tick(), 0, SIZE_MAX, true);
+    if (decayed && frames_.load(std::memory_order_relaxed) == 0) // else purges go to end_frame()
+        (void)purge_spans(purge_pass::decay, now_tick(), 0, granules, true);
 }
 
 // -------------------------------------------------------------------------------------------------
@@ -343,7 +436,7 @@ std::size_t engine_heap::decay_step(std::uint64_t deadline_ns, thread_heap* own)
         lock_guard m(medium_lock_);
         release_empty_arenas(false, now);
         if (options_.medium_retain_bytes != 0)
-            purged += purge_free_medium(purge_pass::decay, now, deadline_ns);
+            purged += purge_free_medium(purge_pass::decay, now, deadline_ns, true);
     }
     // The spans get their turn unless the medium blocks gave something back and used the budget
     // up: a step with anything due purges at least one piece.
@@ -354,7 +447,12 @@ std::size_t engine_heap::decay_step(std::uint64_t deadline_ns, thread_heap* own)
             span_peak_before_ = span_peak_;
             span_peak_ = top_ - free_granules_;
         }
-        if (spans) purged += purge_spans(purge_pass::decay, now, deadline_ns);
+        std::size_t over = 0;
+        if (spans && dirty_free_ > span_cap()) // what span_free left of a cap's excess
+            over = purge_spans(purge_pass::cap, now, deadline_ns, SIZE_MAX, true);
+        if (spans && (over == 0 || !past(deadline_ns)))
+            purged += purge_spans(purge_pass::decay, now, deadline_ns, SIZE_MAX, true);
+        purged += over;
     }
     if (own != nullptr && (purged == 0 || !past(deadline_ns))) {
         own->runs_asked = runs_asked_.load(std::memory_order_relaxed); // this walk answers an ask
@@ -745,10 +843,10 @@ void engine_heap::trim() noexcept {
     {
         lock_guard m(medium_lock_);
         release_empty_arenas(true, now);
-        (void)purge_free_medium(purge_pass::all, now, 0);
+        (void)purge_free_medium(purge_pass::all, now, 0, true);
     }
     lock_guard g(span_lock_);
-    (void)purge_spans(purge_pass::all, now, 0);
+    (void)purge_spans(purge_pass::all, now, 0, SIZE_MAX, true);
 }
 
 } // namespace strata

@@ -5,8 +5,8 @@
 // (purge.cpp). Large blocks and TLSF arenas take the best fit among them, a dirty one before a
 // clean one; runs and thread records take the lowest-addressed one, resident first.
 //
-// Exports: engine_heap::grow_commit, mark_span, bin_insert, bin_remove, bin_cleaned, span_fit,
-// span_best_fit, span_low_fit, span_any_fit, span_alloc, append, free_before, span_free (every one
+// Exports: engine_heap::grow_commit, mark_span, bin_insert, bin_remove, span_fit,
+// span_best_fit, span_low_fit, span_any_fit, span_alloc, append, free_before, span_free, span_file (every one
 // with span_lock_ held).
 #include <sys/mman.h>
 
@@ -93,23 +93,16 @@ void engine_heap::bin_insert(run* head) noexcept {
 void engine_heap::bin_remove(run* head) noexcept {
     const unsigned b = bin_of(head->granules);
     if (bin_tails_[b] == head) bin_tails_[b] = head->prev;
-    if (oldest_valid_ &&
-        std::find(oldest_ + oldest_next_, oldest_ + oldest_count_, head) != oldest_ + oldest_count_)
-        oldest_valid_ = false; // one of the listed spans leaves the bins
+    if (oldest_valid_) {
+        if (oldest_next_ < oldest_count_ && oldest_[oldest_next_] == head)
+            ++oldest_next_; // the oldest leaves (a purge takes it): the rest are still the oldest
+        else if (std::find(oldest_ + oldest_next_, oldest_ + oldest_count_, head) != oldest_ + oldest_count_)
+            oldest_valid_ = false; // one of the listed spans leaves the bins
+    }
     unlink(bins_[b], head);
     if (bins_[b] == nullptr) bin_map_ &= ~(std::uint64_t{1} << b);
     free_granules_ -= head->granules;
     dirty_free_ -= dirty_granules(head);
-}
-
-/// Effects: moves the free span `head`, purged whole, behind its bin's dirty spans (to the back).
-void engine_heap::bin_cleaned(run* head) noexcept {
-    const unsigned b = bin_of(head->granules);
-    if (bin_tails_[b] == head) return;
-    unlink(bins_[b], head);
-    head->prev = bin_tails_[b];
-    bin_tails_[b]->next = head;
-    bin_tails_[b] = head;
 }
 
 // -------------------------------------------------------------------------------------------------
@@ -256,8 +249,10 @@ engine_heap::run* engine_heap::free_before(std::size_t g) const noexcept {
 }
 
 /// Effects: frees the span `head` (dirty: it holds written pages, which stay resident until they
-/// decay, aged from tick `freed_at`) and merges it with its free neighbours; past retain_bytes of dirty free
-/// spans, purges the oldest at once.
+/// decay, aged from tick `freed_at`) and merges it with its free neighbours; past retain_bytes of
+/// dirty free spans, purges the oldest at once, at most purge_piece_granules * 2 within the lock
+/// (its holder may be in the middle of a change): the large tier and the maintenance steps purge
+/// the rest with the lock let go (purge_for_big_call, decay_step).
 void engine_heap::span_free(run* head, bool dirty, std::uint32_t freed_at) noexcept {
     // Only a run is known to have every page touched (it was populated when it was made).
     if (head->kind != span_kind::small)
@@ -267,6 +262,13 @@ void engine_heap::span_free(run* head, bool dirty, std::uint32_t freed_at) noexc
     head->dirty = dirty;
     head->clean_tail = 0;
     if (dirty) head->freed_at = freed_at;
+    span_file(head);
+    if (dirty_free_ > span_cap()) (void)purge_spans(purge_pass::cap, now_tick(), 0, 2 * purge_piece_granules);
+}
+
+/// Effects: files the span `head`, its flags (dirty, clean_tail, freed_at, populated) set, as a
+/// free span: merged with its free neighbours, then binned.
+void engine_heap::span_file(run* head) noexcept {
     std::size_t g = index_of(head);
     std::size_t n = head->granules;
     if (g + n < top_ && runs_[g + n].kind == span_kind::free) {
@@ -286,7 +288,6 @@ void engine_heap::span_free(run* head, bool dirty, std::uint32_t freed_at) noexc
     }
     mark_span(head, n, span_kind::free);
     bin_insert(head);
-    if (dirty_free_ > span_cap()) (void)purge_spans(purge_pass::cap, now_tick(), 0);
 }
 
 } // namespace strata

@@ -166,6 +166,7 @@ bool engine_heap::check() const noexcept {
             ++large_blocks;
             break;
         case span_kind::meta: break;
+        case span_kind::purging: ok = false; break; // lock_all() waits for purges to file theirs back
         }
         g += n;
     }

@@ -747,6 +747,77 @@ TEST(EngineDecay, TrimPurgesEverythingWhateverItsAge) {
     EXPECT_TRUE(h.check());
 }
 
+// A span purge lets span_lock_ go while the OS drops each batch's pages, the batch's spans out of
+// the bins: another thread takes and frees large blocks meanwhile (were the lock held for the whole
+// purge, it could finish at most the one it began before), and check(), which takes every lock,
+// waits for the purge to file its spans back. The trim drops 256 MiB of written pages.
+TEST(EngineDecay, OtherThreadsTakeSpansWhileAPurgeDropsPages) {
+    engine_options o = decay_options(1000);
+    o.retain_bytes = std::size_t{1} << 30;
+    o.large_keep_bytes = 0;
+    engine_heap h(o);
+    // One byte a page makes every page resident, and is cheap under the sanitizers.
+    const auto touched = [&](std::size_t n) {
+        auto* p = static_cast<char*>(h.allocate(n));
+        for (std::size_t i = 0; p != nullptr && i < n; i += page)
+            p[i] = 1;
+        return p;
+    };
+    std::vector<char*> freed, spacers;
+    for (int i = 0; i < 64; ++i) {
+        freed.push_back(touched(4 * mib));
+        spacers.push_back(touched(2 * mib)); // no two freed spans merge
+        ASSERT_NE(spacers.back(), nullptr);
+    }
+    for (char* p : freed)
+        h.deallocate(p);
+    std::atomic<int> ready{0};
+    std::atomic<bool> trimming{false}, trimmed{false};
+    int during = 0; // blocks the churning thread allocated and freed within the trim
+    bool intact = true;
+    bool checked = false;
+    std::thread churn([&] {
+        ready.fetch_add(1);
+        while (!trimming.load()) {
+        }
+        for (int i = 0; !trimmed.load(); ++i) { // cheap under the sanitizers: two bytes a block
+            auto* p = static_cast<char*>(h.allocate(3 * mib));
+            if (p == nullptr) {
+                intact = false;
+                break;
+            }
+            p[0] = p[3 * mib - 1] = static_cast<char>(i);
+            if (p[0] != static_cast<char>(i)) intact = false;
+            h.deallocate(p);
+            if (!trimmed.load()) ++during;
+        }
+    });
+    std::thread checker([&] {
+        ready.fetch_add(1);
+        while (!trimming.load()) {
+        }
+        checked = h.check();
+    });
+    while (ready.load() != 2) {
+    }
+    trimming.store(true);
+    h.trim();
+    trimmed.store(true);
+    churn.join();
+    checker.join();
+    EXPECT_TRUE(intact);
+    EXPECT_TRUE(checked);
+    EXPECT_GE(during, 2);
+    for (char* p : spacers) {
+        EXPECT_EQ(resident(p, 2 * mib), 2 * mib / page);
+        EXPECT_EQ(p[2 * mib - page], 1);
+        h.deallocate(p);
+    }
+    h.trim();
+    EXPECT_EQ(h.purge_stats().retained_span_bytes, 0u);
+    EXPECT_TRUE(h.check());
+}
+
 // Pages the program locked (mlock, mlockall) refuse MADV_DONTNEED and keep their contents: once a
 // purge has been refused, a purged span is no longer taken to read as zero, and allocate_zeroed
 // (calloc) writes its zeros. In a child process: the refusal is noted for the whole process.
@@ -1033,6 +1104,144 @@ TEST(EngineDecay, RandomAgesAndBudgetsKeepEveryLiveByte) { random_ages_and_budge
 
 // One madvise per range: the path of kernels without the vectored call.
 TEST(EngineDecay, RandomAgesAndBudgetsKeepEveryLiveByteUnbatched) { random_ages_and_budgets(false, 800); }
+
+// A medium purge lets medium_lock_ go while the OS drops a block's pages, the block taken out of its
+// arena: another thread allocates and frees medium blocks meanwhile (were the lock held through the
+// purge, it could finish at most the one it began before), and check() waits for the purge to put
+// the block back. The trim drops about 200 MiB of free 1 MiB blocks between live ones.
+TEST(EngineDecay, OtherThreadsTakeMediumBlocksWhileAPurgeDropsPages) {
+    engine_heap h(decay_options(1000));
+    const auto touched = [&](std::size_t n) { // one byte a page: cheap under the sanitizers
+        auto* p = static_cast<char*>(h.allocate(n));
+        for (std::size_t i = 0; p != nullptr && i < n; i += page)
+            p[i] = 1;
+        return p;
+    };
+    std::vector<char*> freed, spacers;
+    for (int i = 0; i < 200; ++i) {
+        freed.push_back(touched(mib));
+        spacers.push_back(touched(80 * 1024)); // medium too: no two freed blocks merge
+        ASSERT_NE(spacers.back(), nullptr);
+    }
+    for (char* p : freed)
+        h.deallocate(p);
+    std::atomic<int> ready{0};
+    std::atomic<bool> trimming{false}, trimmed{false};
+    int during = 0;
+    bool intact = true;
+    bool checked = false;
+    std::thread churn([&] {
+        ready.fetch_add(1);
+        while (!trimming.load()) {
+        }
+        for (int i = 0; !trimmed.load(); ++i) {
+            auto* p = static_cast<char*>(h.allocate(200 * 1024));
+            if (p == nullptr) {
+                intact = false;
+                break;
+            }
+            p[0] = p[200 * 1024 - 1] = static_cast<char>(i);
+            if (p[0] != static_cast<char>(i)) intact = false;
+            h.deallocate(p);
+            if (!trimmed.load()) ++during;
+        }
+    });
+    std::thread checker([&] {
+        ready.fetch_add(1);
+        while (!trimming.load()) {
+        }
+        checked = h.check();
+    });
+    while (ready.load() != 2) {
+    }
+    trimming.store(true);
+    h.trim();
+    trimmed.store(true);
+    churn.join();
+    checker.join();
+    EXPECT_TRUE(intact);
+    EXPECT_TRUE(checked);
+    EXPECT_GE(during, 2);
+    EXPECT_EQ(h.purge_stats().retained_medium_bytes, 0u);
+    for (char* p : spacers) {
+        EXPECT_EQ(p[0], 1);
+        h.deallocate(p);
+    }
+    EXPECT_TRUE(h.check());
+}
+
+// Three threads churn small, medium and large blocks while a fourth moves the clock and trims: span
+// purges (caps at frees, big calls, slow paths' steps, trims) let span_lock_ go with spans out of
+// the bins while the others take, free and merge spans. Every live byte stays, and everything
+// ends purged and consistent.
+TEST(EngineDecay, ThreadsChurningBigBlocksRaceTheSpanPurges) {
+    engine_options o = decay_options(20);
+    o.retain_bytes = 8 * mib; // the caps purge at frees too
+    o.purge_step_us = 100;
+    engine_heap h(o);
+    std::atomic<bool> stop{false};
+    std::atomic<int> bad{0};
+    // Every 61st byte and the last: a purged page reads as zero wherever it is.
+    const auto sampled = [](const char* p, std::size_t n, char v) {
+        for (std::size_t i = 0; i < n; i += 61)
+            if (p[i] != v) return false;
+        return p[n - 1] == v;
+    };
+    const auto churn = [&](unsigned seed) {
+        std::mt19937 rng(seed);
+        struct block {
+            char* p;
+            std::size_t n;
+            char fill;
+        };
+        std::vector<block> live;
+        const int ops = strata::test::sanitized ? 400 : 1500;
+        for (int op = 0; op < ops; ++op) {
+            if (live.size() < 12 && (live.empty() || rng() % 2 == 0)) {
+                const unsigned kind = rng() % 8;
+                const std::size_t n = kind < 3   ? 16 + rng() % 4000                // small
+                                      : kind < 6 ? 64 * 1024 + rng() % (960 * 1024) // medium
+                                                 : mib + 1 + rng() % (3 * mib);     // large
+                const auto fill = static_cast<char>(1 + rng() % 250);
+                char* p = written(h, n, fill);
+                if (p == nullptr) {
+                    bad.fetch_add(1);
+                    break;
+                }
+                live.push_back({p, n, fill});
+            } else {
+                const std::size_t i = rng() % live.size();
+                if (!sampled(live[i].p, live[i].n, live[i].fill)) bad.fetch_add(1);
+                h.deallocate(live[i].p);
+                live[i] = live.back();
+                live.pop_back();
+            }
+        }
+        for (const block& b : live) {
+            if (!sampled(b.p, b.n, b.fill)) bad.fetch_add(1);
+            h.deallocate(b.p);
+        }
+    };
+    std::thread trimmer([&] {
+        for (int i = 0; !stop.load(); ++i) {
+            advance(3);
+            if (i % 8 == 0) h.trim();
+            std::this_thread::sleep_for(std::chrono::microseconds{200});
+        }
+    });
+    std::vector<std::thread> threads;
+    for (unsigned t = 0; t < 3; ++t)
+        threads.emplace_back(churn, 17 + t);
+    for (std::thread& t : threads)
+        t.join();
+    stop.store(true);
+    trimmer.join();
+    EXPECT_EQ(bad.load(), 0);
+    EXPECT_TRUE(h.check());
+    h.trim();
+    EXPECT_EQ(h.purge_stats().retained_span_bytes, 0u);
+    EXPECT_TRUE(h.check());
+}
 
 // A shrunk heap of scattered free runs (each between two live ones): decay gives every free run
 // back, batched or one call each, and no live page.

@@ -65,7 +65,9 @@ struct engine_options {
     /// under a seccomp filter (which may kill on a call it does not list).
     bool batch_purges = true;
     /// Cap on free granules kept resident, whatever their age: a free past it purges the oldest
-    /// free spans at once. 0: every free span is purged as it is freed.
+    /// free spans at once (a large block's free all of the excess; a run's, an arena's or a kept
+    /// span's up to 2 MiB, and the next maintenance step or large call the rest). 0: every free
+    /// span is purged as it is freed, within those bounds.
     std::size_t retain_bytes = std::size_t{64} << 20;
     /// Free medium (TLSF) blocks of at least this many bytes give their pages back (all but the
     /// first and last page) when they decay; smaller ones stay resident. 0 purges every free medium
@@ -569,14 +571,14 @@ private:
     enum class purge_pass : std::uint8_t { decay, cap, all };
     [[nodiscard]] std::uint64_t now_ms() const noexcept;
     [[nodiscard]] std::uint32_t now_tick() const noexcept; // ms since construction
-    std::size_t purge_free_medium(purge_pass pass, std::uint32_t now, std::uint64_t deadline_ns) noexcept;
+    std::size_t purge_free_medium(purge_pass pass, std::uint32_t now, std::uint64_t deadline_ns,
+                                  bool let_go = false) noexcept;
     std::size_t purge_spans(purge_pass pass, std::uint32_t now, std::uint64_t deadline_ns,
-                            std::size_t max_granules = SIZE_MAX) noexcept;
-    std::size_t purge_span_piece(run* s, std::size_t granules, engine_detail::purge_batch& batch) noexcept;
-    void purge_for_big_call(std::size_t granules) noexcept;
+                            std::size_t max_granules = SIZE_MAX, bool let_go = false) noexcept;
+    void span_return(run* r) noexcept;
+    void purge_for_big_call(std::size_t granules, bool decayed) noexcept;
     std::size_t oldest_dirty_spans(run** out, std::size_t max) const noexcept;
     run* oldest_dirty_span() noexcept;
-    void bin_cleaned(run* head) noexcept;
     template <class F>
     void each_looked_at(unsigned b, F&& f) const noexcept;
     std::size_t purge_run_blocks(thread_heap* h, std::uint32_t now, std::uint64_t deadline_ns) noexcept;
@@ -624,6 +626,7 @@ private:
     }
     void span_free(run* head, bool dirty) noexcept { span_free(head, dirty, now_tick()); }
     void span_free(run* head, bool dirty, std::uint32_t freed_at) noexcept;
+    void span_file(run* head) noexcept;
     void bin_insert(run* head) noexcept;
     void bin_remove(run* head) noexcept;
     bool grow_commit(std::size_t granules) noexcept;
@@ -695,6 +698,7 @@ private:
     std::size_t medium_dirty_ = 0;    // bytes of medium frees since the last sweep
     std::size_t medium_resident_ = 0; // resident bytes of big free medium blocks at the last sweep
     std::size_t arena_bytes_ = 0;     // bytes of the arenas' spans
+    std::uint32_t medium_purges_ = 0; // purges that let the lock go, a block taken out of an arena
 
     // span_lock_
     static constexpr unsigned bin_count = 64;
@@ -714,7 +718,8 @@ private:
     std::size_t top_ = 0;             // granules ever handed out (spans tile [0, top_))
     std::size_t commit_top_ = 0;      // granules committed (data and descriptors)
     std::size_t dirty_free_ = 0;      // granules of dirty free spans
-    std::size_t free_granules_ = 0;   // granules of all free spans
+    std::size_t free_granules_ = 0;   // granules of all free spans (those out for a purge too)
+    std::uint32_t span_purges_ = 0;   // purges that let the lock go, their spans out of the bins
     std::size_t retain_granules_ = 0;
     std::size_t span_peak_ = 0;        // most granules in use (top_ - free_granules_) this window
     std::size_t span_peak_before_ = 0; // ... in the window before

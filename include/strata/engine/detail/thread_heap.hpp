@@ -27,7 +27,10 @@ struct thread_heap;
 
 /// What a span holds. `kept`: a large block's span that a thread freed and keeps for its own next
 /// large request (thread_heap::kept); to the rest of the heap it is neither free nor a block.
-enum class span_kind : std::uint8_t { free, small, medium, large, meta, kept };
+/// `purging`: a free span that a purge took out of the bins while the OS drops its pages with the
+/// span lock let go (engine_heap::purge_spans): nothing takes or merges with it until it is filed
+/// back.
+enum class span_kind : std::uint8_t { free, small, medium, large, meta, kept, purging };
 /// Which of its owner's lists holds a run. `freed`: a full run the owner freed blocks into since it
 /// filled.
 enum class run_list : std::uint8_t { none, partial, full, freed, cache };
