@@ -958,9 +958,10 @@ long resident_kib() {
 // call allocates nothing (the workload measures the malloc's memory too).
 struct latency_table {
     static constexpr std::size_t steps = 100000;
-    std::vector<std::uint32_t> count = std::vector<std::uint32_t>(steps + 1);
+    std::vector<std::uint32_t> count; // empty until start(): a phase run without side calls pays nothing
     std::uint64_t calls = 0;
     double worst_us = 0;
+    void start() { *this = latency_table{std::vector<std::uint32_t>(steps + 1)}; }
     void add(double us) {
         ++count[std::min<std::size_t>(steps, static_cast<std::size_t>(us * 10))];
         ++calls;
@@ -1020,8 +1021,10 @@ sample run_phase(std::uint64_t mib, unsigned frames, unsigned frame_us, bool cal
     const end_frame_fn end_frame = call_end_frame ? find_end_frame() : nullptr;
     out.end_frame = end_frame != nullptr;
     out.frames_kib.clear();
-    out.side_big = {};
-    out.side_mid = {};
+    if (side_calls) {
+        out.side_big.start();
+        out.side_mid.start();
+    }
     std::atomic<bool> idle_done{false};
     std::thread side;
     if (side_calls)
@@ -1030,7 +1033,7 @@ sample run_phase(std::uint64_t mib, unsigned frames, unsigned frame_us, bool cal
             const auto pair = [](std::size_t size) {
                 const auto t0 = clock_type::now();
                 auto* p = static_cast<volatile char*>(std::malloc(size));
-                p[0] = 1;
+                if (p != nullptr) p[0] = 1;
                 std::free(const_cast<char*>(p));
                 return std::chrono::duration<double, std::micro>(clock_type::now() - t0).count();
             };

@@ -82,17 +82,18 @@ run_result run_once(const tier& t, unsigned budget_us, std::size_t backlog_mib, 
             const std::size_t n = t.call_min + (x >> 20) % t.call_span;
             const auto t0 = clock_type::now();
             auto* p = static_cast<volatile char*>(h.allocate(n));
-            p[0] = 1;
+            if (p != nullptr) p[0] = 1;
             h.deallocate(const_cast<char*>(p));
             us.push_back(std::chrono::duration<double, std::micro>(clock_type::now() - t0).count());
         }
     });
     run_result r;
     const std::size_t left = 16 * mib;
-    for (; r.frames < 5000; ++r.frames) {
+    while (r.frames < 5000) {
         (void)h.end_frame(std::chrono::microseconds(budget_us));
+        ++r.frames;
         const strata::engine_purge_stats s = h.purge_stats();
-        if (r.frames != 0 && s.retained_span_bytes + s.retained_medium_bytes <= left) break;
+        if (r.frames > 1 && s.retained_span_bytes + s.retained_medium_bytes <= left) break;
         std::this_thread::sleep_for(std::chrono::microseconds(500));
     }
     done.store(true);

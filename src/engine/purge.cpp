@@ -143,8 +143,12 @@ std::size_t engine_heap::purge_free_medium(purge_pass pass, std::uint32_t now, s
         run* arena = nullptr;
         purge_range r{};
         std::uint32_t age = 0;
+        bool was_empty = false; // its arena held no live block when the block was taken out
     };
     bool decaying = pass != purge_pass::cap;
+    // `all` purges what was resident at its first walk, not what other threads free while the lock
+    // is let go.
+    std::size_t all_left = SIZE_MAX;
     for (;;) {
         // A walk: each mark brought up to date (a new or merged block gets mincore's count, at
         // most new_marks of them a walk: a heap that just freed hundreds of big blocks would hold
@@ -191,8 +195,9 @@ std::size_t engine_heap::purge_free_medium(purge_pass pass, std::uint32_t now, s
                     poison(mark, mark_words * sizeof(std::uint64_t));
                 });
         medium_resident_ = resident;
+        if (pass == purge_pass::all && all_left == SIZE_MAX) all_left = resident;
         const std::size_t cap = medium_cap();
-        const bool over = dues == 0 && resident > cap;
+        const bool over = dues == 0 && resident > cap && oldest.p != nullptr;
         if (over) {
             due[0] = oldest;
             dues = 1;
@@ -202,8 +207,11 @@ std::size_t engine_heap::purge_free_medium(purge_pass pass, std::uint32_t now, s
         // loses up to a piece (with a deadline, decaying), else up to the excess, off its resident
         // end, and goes back; past the deadline the rest go back as they were.
         if (let_go)
-            for (std::size_t k = 0; k < dues; ++k)
-                tlsf_of(due[k].arena, data_, runs_)->take_out(due[k].p);
+            for (std::size_t k = 0; k < dues; ++k) {
+                tlsf* t = tlsf_of(due[k].arena, data_, runs_);
+                due[k].was_empty = t->live_allocations() == 0;
+                t->take_out(due[k].p);
+            }
         const std::size_t limit = over ? resident - cap : deadline_ns != 0 ? piece_bytes : SIZE_MAX;
         for (std::size_t k = 0; k < dues; ++k) {
             const pick& at = due[k];
@@ -220,9 +228,10 @@ std::size_t engine_heap::purge_free_medium(purge_pass pass, std::uint32_t now, s
                 const std::uint64_t before = mark[4];
                 mark[3] = lo - at.r.lo;
                 mark[4] = mark[3] == 0 ? 0 : before - held;
-                // Another thread's walk while the lock was let go did not count a block out of reach.
-                medium_resident_ -= std::min<std::size_t>(medium_resident_, before - mark[4]);
+                const std::size_t gone = before - mark[4];
                 poison(mark, mark_words * sizeof(std::uint64_t));
+                // Another thread's walk while the lock was let go did not count a block out of reach.
+                medium_resident_ -= std::min(medium_resident_, gone);
                 purged += held;
                 if (let_go) {
                     ++medium_purges_;
@@ -233,11 +242,12 @@ std::size_t engine_heap::purge_free_medium(purge_pass pass, std::uint32_t now, s
                 } else if (full) {
                     batch.flush();
                 }
-                if (!over && past(deadline_ns)) decaying = false; // the caps still hold
+                all_left -= std::min(all_left, gone);
+                if (!over && (past(deadline_ns) || all_left == 0)) decaying = false; // the caps still hold
             }
             if (let_go) {
                 t->put_back(at.p);
-                if (t->live_allocations() == 0) { // its last free came meanwhile: empty from now
+                if (!at.was_empty && t->live_allocations() == 0) { // its last free came meanwhile
                     t->flush();
                     at.arena->freed_at = now_tick();
                 }
@@ -375,12 +385,18 @@ std::size_t engine_heap::purge_spans(purge_pass pass, std::uint32_t now, std::ui
         const std::size_t cap = span_cap();
         const std::size_t low = batch.range_limit() > 1 ? cap - std::min(cap, purge_piece_granules) : cap;
         std::size_t excess = std::min(max_granules, dirty_free_ > low ? dirty_free_ - low : 0);
-        for (run* r; excess != 0 && (r = next()) != nullptr;)
+        for (run* r; excess != 0 && (r = next()) != nullptr;) {
             excess -= take(r, excess);
+            if (past(deadline_ns)) break;
+        }
     } else {
-        // Oldest first: the first one not due yet ends the pass, every other is newer.
+        // Oldest first: the first one not due yet ends the pass, every other is newer. `all` takes
+        // what was dirty when it began, not what other threads free while the lock is let go.
+        if (pass == purge_pass::all) max_granules = std::min(max_granules, dirty_free_);
         for (run* r; max_granules != 0 && (r = next()) != nullptr;) {
-            if (pass != purge_pass::all && tick_age(now, r->freed_at) < options_.decay_ms) break;
+            if (pass != purge_pass::all ? tick_age(now, r->freed_at) < options_.decay_ms
+                                        : static_cast<std::int32_t>(r->freed_at - now) > 0)
+                break;
             max_granules -=
                 take(r, std::min(max_granules, deadline_ns != 0 ? purge_piece_granules : r->granules));
             if (past(deadline_ns)) break;
@@ -390,11 +406,13 @@ std::size_t engine_heap::purge_spans(purge_pass pass, std::uint32_t now, std::ui
     return purged;
 }
 
-/// Effects: files the span `r`, out of the bins for a purge, back as a free span.
+/// Effects: files the span `r`, out of the bins for a purge, back as a free span. One left dirty
+/// (its pass stopped part way) goes back to the front of the oldest list it was taken from, where
+/// it still belongs, rather than make the next pass walk the bins again.
 void engine_heap::span_return(run* r) noexcept {
     free_granules_ -= r->granules;
     r->kind = span_kind::free;
-    span_file(r);
+    span_file(r, true);
 }
 
 /// Effects: for a large request or free of `granules` granules, with span_lock_ held (let go while

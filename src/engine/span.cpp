@@ -68,7 +68,9 @@ void engine_heap::mark_span(run* head, std::size_t n, span_kind kind) noexcept {
 // (a shrunk heap holds thousands of purged free spans).
 
 /// Effects: files the free span `head` in its bin: at the front when dirty, else at the back.
-void engine_heap::bin_insert(run* head) noexcept {
+/// `oldest`: it left the front of the oldest list (bin_remove) and comes back unchanged but for
+/// its clean tail, so it goes back there when nothing older has been listed since.
+void engine_heap::bin_insert(run* head, bool oldest) noexcept {
     const unsigned b = bin_of(head->granules);
     if (bins_[b] == nullptr) bin_tails_[b] = head;
     if (head->dirty || bins_[b] == nullptr) {
@@ -80,10 +82,17 @@ void engine_heap::bin_insert(run* head) noexcept {
         bin_tails_[b] = head;
     }
     bin_map_ |= std::uint64_t{1} << b;
-    if (oldest_valid_ && head->dirty) { // older than the list's newest: the list is stale
-        if (oldest_count_ == 0 || static_cast<std::int32_t>(head->freed_at - oldest_newest_) < 0)
-            oldest_valid_ = false;
-        oldest_whole_ = false;
+    if (oldest_valid_ && head->dirty) {
+        const run* next = oldest_next_ < oldest_count_ ? oldest_[oldest_next_] : nullptr;
+        if (oldest && oldest_next_ != 0 &&
+            static_cast<std::int32_t>((next != nullptr ? next->freed_at : oldest_newest_) - head->freed_at) >=
+                0) {
+            oldest_[--oldest_next_] = head;
+        } else { // older than the list's newest: the list is stale
+            if (oldest_count_ == 0 || static_cast<std::int32_t>(head->freed_at - oldest_newest_) < 0)
+                oldest_valid_ = false;
+            oldest_whole_ = false;
+        }
     }
     free_granules_ += head->granules;
     dirty_free_ += dirty_granules(head);
@@ -267,10 +276,12 @@ void engine_heap::span_free(run* head, bool dirty, std::uint32_t freed_at) noexc
 }
 
 /// Effects: files the span `head`, its flags (dirty, clean_tail, freed_at, populated) set, as a
-/// free span: merged with its free neighbours, then binned.
-void engine_heap::span_file(run* head) noexcept {
+/// free span: merged with its free neighbours, then binned (`oldest`: see bin_insert; not when it
+/// merged).
+void engine_heap::span_file(run* head, bool oldest) noexcept {
     std::size_t g = index_of(head);
     std::size_t n = head->granules;
+    const std::size_t alone = n;
     if (g + n < top_ && runs_[g + n].kind == span_kind::free) {
         run* next = runs_ + g + n;
         bin_remove(next);
@@ -287,7 +298,7 @@ void engine_heap::span_file(run* head) noexcept {
         head = prev;
     }
     mark_span(head, n, span_kind::free);
-    bin_insert(head);
+    bin_insert(head, oldest && n == alone);
 }
 
 } // namespace strata

@@ -626,8 +626,8 @@ private:
     }
     void span_free(run* head, bool dirty) noexcept { span_free(head, dirty, now_tick()); }
     void span_free(run* head, bool dirty, std::uint32_t freed_at) noexcept;
-    void span_file(run* head) noexcept;
-    void bin_insert(run* head) noexcept;
+    void span_file(run* head, bool oldest = false) noexcept;
+    void bin_insert(run* head, bool oldest = false) noexcept;
     void bin_remove(run* head) noexcept;
     bool grow_commit(std::size_t granules) noexcept;
     void mark_span(run* head, std::size_t n, engine_detail::span_kind kind) noexcept;

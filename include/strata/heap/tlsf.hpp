@@ -254,8 +254,9 @@ public:
     /// and marks it used, so that no request reaches it and no free merges with it until
     /// put_back(p): its owner may then work on its bytes without this heap's lock (the engine heap
     /// gives its pages back to the OS). Nothing is written to its payload, and it is not counted as
-    /// an allocation: stats() leave it out, live_allocations() counts it, walks see it used.
-    /// Requires: `p` is the payload of a free block of this heap. Complexity: O(1).
+    /// an allocation: stats() leave it out, live_allocations() counts it, walks see it used (and a
+    /// free of its address meanwhile, a double free, is not detected). Requires: `p` is the
+    /// payload of a free block of this heap. Complexity: O(1).
     void take_out(void* p) noexcept {
         block* b = header_of(p);
         remove(b);
