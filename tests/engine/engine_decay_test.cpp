@@ -441,6 +441,59 @@ TEST(EngineDecay, AForkedChildStartsAPurgerOfItsOwn) {
     EXPECT_EQ(WEXITSTATUS(status), 0) << "1: the child could not start its purge thread; 2: check()";
 } // the destructor stops the parent's thread
 
+// A fork while another thread's purges let their locks go: prepare_fork() waits until no purge
+// holds spans or medium blocks out of reach, so every child finds the heap whole and can allocate
+// and free (a child of a fork made mid-purge would find them out of the bins for good).
+TEST(EngineDecay, AForkWhileAnotherThreadPurgesFindsTheHeapWhole) {
+    engine_options o = decay_options(1000);
+    o.large_keep_bytes = 0;
+    engine_heap h(o);
+    std::vector<char*> spacers;
+    for (int i = 0; i < 16; ++i)
+        spacers.push_back(written(h, 2 * mib)); // the freed blocks land between them
+    std::atomic<bool> stop{false};
+    std::thread purger([&] {
+        std::vector<void*> blocks;
+        while (!stop.load()) {
+            for (int i = 0; i < 8; ++i) {
+                blocks.push_back(written(h, 4 * mib)); // spans
+                blocks.push_back(written(h, 1 * mib)); // medium blocks
+            }
+            for (void* p : blocks)
+                h.deallocate(p);
+            blocks.clear();
+            h.trim(); // purges them with the locks let go
+        }
+    });
+    for (int round = 0; round < 20; ++round) {
+        engine_heap::prepare_fork();
+        const pid_t child = ::fork();
+        if (child == 0) {
+            engine_heap::after_fork_child();
+            int code = h.check() ? 0 : 1;
+            void* p = h.allocate(3 * mib);
+            void* q = h.allocate(300 * 1024);
+            if (p == nullptr || q == nullptr) code = 2;
+            h.deallocate(p);
+            h.deallocate(q);
+            h.trim();
+            if (code == 0 && !h.check()) code = 3;
+            std::_Exit(code);
+        }
+        engine_heap::after_fork_parent();
+        ASSERT_GT(child, 0);
+        int status = 0;
+        ASSERT_EQ(::waitpid(child, &status, 0), child);
+        EXPECT_TRUE(WIFEXITED(status)) << status;
+        EXPECT_EQ(WEXITSTATUS(status), 0) << "round " << round << " (1, 3: check(); 2: a request failed)";
+    }
+    stop.store(true);
+    purger.join();
+    for (char* p : spacers)
+        h.deallocate(p);
+    EXPECT_TRUE(h.check());
+}
+
 TEST(EngineDecay, SlowPathsStepWithoutFrameCalls) {
     engine_heap h(decay_options(100));
     char* p = written(h, 12 * mib);
