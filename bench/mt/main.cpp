@@ -113,6 +113,8 @@
 #include <thread>
 #include <vector>
 
+#include "list_arg.hpp"
+
 namespace {
 
 using clock_type = std::chrono::steady_clock;
@@ -1060,13 +1062,7 @@ sample run_phase(std::uint64_t mib, unsigned frames, unsigned frame_us, bool cal
     return s;
 }
 
-std::vector<std::string> split(const std::string& s) {
-    std::vector<std::string> out;
-    std::stringstream in(s);
-    for (std::string item; std::getline(in, item, ',');)
-        if (!item.empty()) out.push_back(item);
-    return out;
-}
+using strata_bench::split_list;
 
 int usage() {
     std::fputs(
@@ -1095,7 +1091,7 @@ int main(int argc, char** argv) {
             return argv[++i];
         };
         if (a == "--workload")
-            o.workloads = split(value());
+            o.workloads = split_list(value());
         else if (a == "--ops")
             o.ops = std::stoull(value());
         else if (a == "--threads")

@@ -15,12 +15,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "strata/engine/engine_heap.hpp"
+
+#include "list_arg.hpp"
 
 namespace {
 
@@ -109,13 +110,7 @@ run_result run_once(const tier& t, unsigned budget_us, std::size_t backlog_mib, 
     return r;
 }
 
-std::vector<std::string> split(const std::string& s) {
-    std::vector<std::string> out;
-    std::stringstream in(s);
-    for (std::string item; std::getline(in, item, ',');)
-        if (!item.empty()) out.push_back(item);
-    return out;
-}
+using strata_bench::split_list;
 
 int usage() {
     std::fprintf(stderr,
@@ -135,10 +130,10 @@ int main(int argc, char** argv) {
         if (i + 1 >= argc) return usage();
         const std::string v = argv[++i];
         if (a == "--tier") {
-            names = split(v);
+            names = split_list(v);
         } else if (a == "--budget-us") {
             budgets.clear();
-            for (const std::string& b : split(v))
+            for (const std::string& b : split_list(v))
                 budgets.push_back(static_cast<unsigned>(std::stoul(b)));
         } else if (a == "--runs") {
             runs = std::max(1u, static_cast<unsigned>(std::stoul(v)));

@@ -409,6 +409,22 @@ TEST(EngineDecay, TheOldestSpansListFollowsSpansThatLeaveTheBins) {
     EXPECT_TRUE(h.check());
 }
 
+/// Returns: the exit status of a forked child that exits with body()'s value, the heaps' fork
+/// handlers run around the fork as pthread_atfork runs them; -1 when it did not exit.
+template <class F>
+int exit_status_of_child(F body) {
+    engine_heap::prepare_fork();
+    const pid_t child = ::fork();
+    if (child == 0) {
+        engine_heap::after_fork_child();
+        std::_Exit(body());
+    }
+    engine_heap::after_fork_parent();
+    int status = 0;
+    if (child < 0 || ::waitpid(child, &status, 0) != child || !WIFEXITED(status)) return -1;
+    return WEXITSTATUS(status);
+}
+
 // A forked child has no purge thread (only the forking thread is copied): it may start its own, and
 // stopping or destroying the heap there joins nothing that is not its own. (ThreadSanitizer does
 // not let a child of a multi-threaded process start threads.)
@@ -422,23 +438,15 @@ TEST(EngineDecay, AForkedChildStartsAPurgerOfItsOwn) {
 #endif
     engine_heap h(decay_options(100));
     ASSERT_TRUE(h.start_purge_thread(std::chrono::milliseconds{1}));
-    engine_heap::prepare_fork();
-    const pid_t child = ::fork();
-    if (child == 0) {
-        engine_heap::after_fork_child();
+    const int code = exit_status_of_child([&] {
         int code = 0;
         if (!h.start_purge_thread(std::chrono::milliseconds{1})) code = 1;
         h.stop_purge_thread();
         h.deallocate(h.allocate(100));
         if (!h.check()) code = 2;
-        std::_Exit(code);
-    }
-    engine_heap::after_fork_parent();
-    ASSERT_GT(child, 0);
-    int status = 0;
-    ASSERT_EQ(::waitpid(child, &status, 0), child);
-    EXPECT_TRUE(WIFEXITED(status)) << status;
-    EXPECT_EQ(WEXITSTATUS(status), 0) << "1: the child could not start its purge thread; 2: check()";
+        return code;
+    });
+    EXPECT_EQ(code, 0) << "1: the child could not start its purge thread; 2: check()";
 } // the destructor stops the parent's thread
 
 // A fork while another thread's purges let their locks go: prepare_fork() waits until no purge
@@ -466,10 +474,7 @@ TEST(EngineDecay, AForkWhileAnotherThreadPurgesFindsTheHeapWhole) {
         }
     });
     for (int round = 0; round < 20; ++round) {
-        engine_heap::prepare_fork();
-        const pid_t child = ::fork();
-        if (child == 0) {
-            engine_heap::after_fork_child();
+        const int code = exit_status_of_child([&] {
             int code = h.check() ? 0 : 1;
             void* p = h.allocate(3 * mib);
             void* q = h.allocate(300 * 1024);
@@ -478,14 +483,9 @@ TEST(EngineDecay, AForkWhileAnotherThreadPurgesFindsTheHeapWhole) {
             h.deallocate(q);
             h.trim();
             if (code == 0 && !h.check()) code = 3;
-            std::_Exit(code);
-        }
-        engine_heap::after_fork_parent();
-        ASSERT_GT(child, 0);
-        int status = 0;
-        ASSERT_EQ(::waitpid(child, &status, 0), child);
-        EXPECT_TRUE(WIFEXITED(status)) << status;
-        EXPECT_EQ(WEXITSTATUS(status), 0) << "round " << round << " (1, 3: check(); 2: a request failed)";
+            return code;
+        });
+        EXPECT_EQ(code, 0) << "round " << round << " (-1: no exit; 1, 3: check(); 2: a request failed)";
     }
     stop.store(true);
     purger.join();
@@ -835,6 +835,58 @@ TEST(EngineDecay, TrimPurgesEverythingWhateverItsAge) {
     EXPECT_TRUE(h.check());
 }
 
+/// Returns: a block of `n` bytes with one byte a page written: every page resident, and cheap under
+/// the sanitizers.
+char* touched(engine_heap& h, std::size_t n) {
+    auto* p = static_cast<char*>(h.allocate(n));
+    for (std::size_t i = 0; p != nullptr && i < n; i += page)
+        p[i] = 1;
+    return p;
+}
+
+/// What a thread allocating and freeing blocks of `request` bytes, and one calling check(), saw
+/// while the calling thread ran h.trim().
+struct trim_race {
+    int during = 0;       // blocks the churning thread allocated and freed within the trim
+    bool served = true;   // every one of its requests got a block
+    bool checked = false; // the check() during the trim passed
+};
+
+trim_race trim_while_other_threads_call(engine_heap& h, std::size_t request) {
+    trim_race out;
+    std::atomic<int> ready{0};
+    std::atomic<bool> trimming{false}, trimmed{false};
+    std::thread churn([&] {
+        ready.fetch_add(1);
+        while (!trimming.load()) {
+        }
+        for (int i = 0; !trimmed.load(); ++i) { // two bytes a block: cheap under the sanitizers
+            auto* p = static_cast<char*>(h.allocate(request));
+            if (p == nullptr) {
+                out.served = false;
+                break;
+            }
+            p[0] = p[request - 1] = static_cast<char>(i);
+            h.deallocate(p);
+            if (!trimmed.load()) ++out.during;
+        }
+    });
+    std::thread checker([&] {
+        ready.fetch_add(1);
+        while (!trimming.load()) {
+        }
+        out.checked = h.check();
+    });
+    while (ready.load() != 2) {
+    }
+    trimming.store(true);
+    h.trim();
+    trimmed.store(true);
+    churn.join();
+    checker.join();
+    return out;
+}
+
 // A span purge lets span_lock_ go while the OS drops each batch's pages, the batch's spans out of
 // the bins: another thread takes and frees large blocks meanwhile (were the lock held for the whole
 // purge, it could finish at most the one it began before), and a check() during the trim finds the
@@ -845,57 +897,18 @@ TEST(EngineDecay, OtherThreadsTakeSpansWhileAPurgeDropsPages) {
     o.retain_bytes = std::size_t{1} << 30;
     o.large_keep_bytes = 0;
     engine_heap h(o);
-    // One byte a page makes every page resident, and is cheap under the sanitizers.
-    const auto touched = [&](std::size_t n) {
-        auto* p = static_cast<char*>(h.allocate(n));
-        for (std::size_t i = 0; p != nullptr && i < n; i += page)
-            p[i] = 1;
-        return p;
-    };
     std::vector<char*> freed, spacers;
     for (int i = 0; i < 64; ++i) {
-        freed.push_back(touched(4 * mib));
-        spacers.push_back(touched(2 * mib)); // no two freed spans merge
+        freed.push_back(touched(h, 4 * mib));
+        spacers.push_back(touched(h, 2 * mib)); // no two freed spans merge
         ASSERT_NE(spacers.back(), nullptr);
     }
     for (char* p : freed)
         h.deallocate(p);
-    std::atomic<int> ready{0};
-    std::atomic<bool> trimming{false}, trimmed{false};
-    int during = 0;     // blocks the churning thread allocated and freed within the trim
-    bool served = true; // every request of the churning thread got a block
-    bool checked = false;
-    std::thread churn([&] {
-        ready.fetch_add(1);
-        while (!trimming.load()) {
-        }
-        for (int i = 0; !trimmed.load(); ++i) { // cheap under the sanitizers: two bytes a block
-            auto* p = static_cast<char*>(h.allocate(3 * mib));
-            if (p == nullptr) {
-                served = false;
-                break;
-            }
-            p[0] = p[3 * mib - 1] = static_cast<char>(i);
-            h.deallocate(p);
-            if (!trimmed.load()) ++during;
-        }
-    });
-    std::thread checker([&] {
-        ready.fetch_add(1);
-        while (!trimming.load()) {
-        }
-        checked = h.check();
-    });
-    while (ready.load() != 2) {
-    }
-    trimming.store(true);
-    h.trim();
-    trimmed.store(true);
-    churn.join();
-    checker.join();
-    EXPECT_TRUE(served);
-    EXPECT_TRUE(checked);
-    EXPECT_GE(during, 2);
+    const trim_race r = trim_while_other_threads_call(h, 3 * mib);
+    EXPECT_TRUE(r.served);
+    EXPECT_TRUE(r.checked);
+    EXPECT_GE(r.during, 2);
     for (char* p : spacers) {
         EXPECT_EQ(resident(p, 2 * mib), 2 * mib / page);
         EXPECT_EQ(p[2 * mib - page], 1);
@@ -903,6 +916,32 @@ TEST(EngineDecay, OtherThreadsTakeSpansWhileAPurgeDropsPages) {
     }
     h.trim();
     EXPECT_EQ(h.purge_stats().retained_span_bytes, 0u);
+    EXPECT_TRUE(h.check());
+}
+
+// A medium purge lets medium_lock_ go while the OS drops a block's pages, the block taken out of its
+// arena: another thread allocates and frees medium blocks meanwhile (were the lock held through the
+// purge, it could finish at most the one it began before), and a check() during the trim finds the
+// heap whole. The trim drops about 200 MiB of free 1 MiB blocks between live ones.
+TEST(EngineDecay, OtherThreadsTakeMediumBlocksWhileAPurgeDropsPages) {
+    engine_heap h(decay_options(1000));
+    std::vector<char*> freed, spacers;
+    for (int i = 0; i < 200; ++i) {
+        freed.push_back(touched(h, mib));
+        spacers.push_back(touched(h, 80 * 1024)); // medium too: no two freed blocks merge
+        ASSERT_NE(spacers.back(), nullptr);
+    }
+    for (char* p : freed)
+        h.deallocate(p);
+    const trim_race r = trim_while_other_threads_call(h, 200 * 1024);
+    EXPECT_TRUE(r.served);
+    EXPECT_TRUE(r.checked);
+    EXPECT_GE(r.during, 2);
+    EXPECT_EQ(h.purge_stats().retained_medium_bytes, 0u);
+    for (char* p : spacers) {
+        EXPECT_EQ(p[0], 1);
+        h.deallocate(p);
+    }
     EXPECT_TRUE(h.check());
 }
 
@@ -1192,70 +1231,6 @@ TEST(EngineDecay, RandomAgesAndBudgetsKeepEveryLiveByte) { random_ages_and_budge
 
 // One madvise per range: the path of kernels without the vectored call.
 TEST(EngineDecay, RandomAgesAndBudgetsKeepEveryLiveByteUnbatched) { random_ages_and_budgets(false, 800); }
-
-// A medium purge lets medium_lock_ go while the OS drops a block's pages, the block taken out of its
-// arena: another thread allocates and frees medium blocks meanwhile (were the lock held through the
-// purge, it could finish at most the one it began before), and a check() during the trim finds the
-// heap whole. The trim drops about 200 MiB of free 1 MiB blocks between live ones.
-TEST(EngineDecay, OtherThreadsTakeMediumBlocksWhileAPurgeDropsPages) {
-    engine_heap h(decay_options(1000));
-    const auto touched = [&](std::size_t n) { // one byte a page: cheap under the sanitizers
-        auto* p = static_cast<char*>(h.allocate(n));
-        for (std::size_t i = 0; p != nullptr && i < n; i += page)
-            p[i] = 1;
-        return p;
-    };
-    std::vector<char*> freed, spacers;
-    for (int i = 0; i < 200; ++i) {
-        freed.push_back(touched(mib));
-        spacers.push_back(touched(80 * 1024)); // medium too: no two freed blocks merge
-        ASSERT_NE(spacers.back(), nullptr);
-    }
-    for (char* p : freed)
-        h.deallocate(p);
-    std::atomic<int> ready{0};
-    std::atomic<bool> trimming{false}, trimmed{false};
-    int during = 0;
-    bool served = true; // every request of the churning thread got a block
-    bool checked = false;
-    std::thread churn([&] {
-        ready.fetch_add(1);
-        while (!trimming.load()) {
-        }
-        for (int i = 0; !trimmed.load(); ++i) {
-            auto* p = static_cast<char*>(h.allocate(200 * 1024));
-            if (p == nullptr) {
-                served = false;
-                break;
-            }
-            p[0] = p[200 * 1024 - 1] = static_cast<char>(i);
-            h.deallocate(p);
-            if (!trimmed.load()) ++during;
-        }
-    });
-    std::thread checker([&] {
-        ready.fetch_add(1);
-        while (!trimming.load()) {
-        }
-        checked = h.check();
-    });
-    while (ready.load() != 2) {
-    }
-    trimming.store(true);
-    h.trim();
-    trimmed.store(true);
-    churn.join();
-    checker.join();
-    EXPECT_TRUE(served);
-    EXPECT_TRUE(checked);
-    EXPECT_GE(during, 2);
-    EXPECT_EQ(h.purge_stats().retained_medium_bytes, 0u);
-    for (char* p : spacers) {
-        EXPECT_EQ(p[0], 1);
-        h.deallocate(p);
-    }
-    EXPECT_TRUE(h.check());
-}
 
 // Three threads churn small, medium and large blocks while a fourth moves the clock and trims: span
 // purges (caps at frees, big calls, slow paths' steps, trims) let span_lock_ go with spans out of
