@@ -265,16 +265,8 @@ arena& engine_heap::frame_arena() {
 void engine_heap::lock_all() noexcept {
     heaps_lock_.lock();
     abandon_lock_.lock();
-    for (spin_backoff b;; b.wait()) {
-        medium_lock_.lock();
-        if (medium_purges_ == 0) break;
-        medium_lock_.unlock();
-    }
-    for (spin_backoff b;; b.wait()) {
-        span_lock_.lock();
-        if (span_purges_ == 0) break;
-        span_lock_.unlock();
-    }
+    lock_when_idle(medium_lock_, medium_purges_);
+    lock_when_idle(span_lock_, span_purges_);
     handoff_lock_.lock(); // the purge thread holds no block of the hand-off stack
 }
 

@@ -3,9 +3,8 @@
 // bins, a TLSF arena's place in its span, the registry of live heaps, lock guards.
 //
 // Exports (strata::engine_detail): class_granules, add_under_lock, lock_guard, unlock_guard,
-// purge_piece_granules, registry_type / registry, push, unlink, bin_of, tlsf_of, tlsf_room,
-// purge_mark_offset;
-// engine_heap::thread_cache.
+// flush_let_go, lock_when_idle, purge_piece_granules, registry_type / registry, push, unlink, bin_of,
+// tlsf_of, tlsf_room, purge_mark_offset; engine_heap::thread_cache.
 #include <pthread.h>
 
 #include <algorithm>
@@ -55,6 +54,25 @@ inline void add_under_lock(std::atomic<std::size_t>& counter, std::size_t delta)
 }
 
 using lock_guard = spin_guard;
+
+/// Effects: purges what `batch` holds with `lock` (held) let go meanwhile, `in_flight` (guarded by
+/// `lock`) counting this purge until it takes the lock back: lock_when_idle waits for it.
+inline void flush_let_go(purge_batch& batch, spinlock& lock, std::uint32_t& in_flight) noexcept {
+    ++in_flight;
+    lock.unlock();
+    batch.flush();
+    lock.lock();
+    --in_flight;
+}
+
+/// Effects: takes `lock` once no purge counted in `in_flight` has it let go (flush_let_go).
+inline void lock_when_idle(spinlock& lock, const std::uint32_t& in_flight) noexcept {
+    for (spin_backoff b;; b.wait()) {
+        lock.lock();
+        if (in_flight == 0) return;
+        lock.unlock();
+    }
+}
 
 /// Granules of one piece of a budgeted span purge: one flush of a purge_batch.
 inline constexpr std::size_t purge_piece_granules = purge_batch::max_bytes >> granule_shift;

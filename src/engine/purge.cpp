@@ -233,15 +233,10 @@ std::size_t engine_heap::purge_free_medium(purge_pass pass, std::uint32_t now, s
                 // Another thread's walk while the lock was let go did not count a block out of reach.
                 medium_resident_ -= std::min(medium_resident_, gone);
                 purged += held;
-                if (let_go) {
-                    ++medium_purges_;
-                    medium_lock_.unlock();
+                if (let_go)
+                    flush_let_go(batch, medium_lock_, medium_purges_);
+                else if (full)
                     batch.flush();
-                    medium_lock_.lock();
-                    --medium_purges_;
-                } else if (full) {
-                    batch.flush();
-                }
                 all_left -= std::min(all_left, gone);
                 if (!over && (past(deadline_ns) || all_left == 0)) decaying = false; // the caps still hold
             }
@@ -325,16 +320,10 @@ std::size_t engine_heap::purge_spans(purge_pass pass, std::uint32_t now, std::ui
     // `keep_last` (the next piece comes from it).
     const auto flush = [&](bool keep_last) {
         if (k == 0) return;
-        const bool go = let_go && !batch.empty();
-        if (go) {
-            ++span_purges_;
-            span_lock_.unlock();
-        }
-        batch.flush();
-        if (go) {
-            span_lock_.lock();
-            --span_purges_;
-        }
+        if (let_go && !batch.empty())
+            flush_let_go(batch, span_lock_, span_purges_);
+        else
+            batch.flush();
         run* const last = out[k - 1];
         for (std::size_t i = 0; i + 1 < k; ++i)
             span_return(out[i]);

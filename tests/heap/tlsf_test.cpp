@@ -459,6 +459,40 @@ TEST(Tlsf, AFreeBlockTakenOutIsOutOfReachUntilPutBack) {
     EXPECT_TRUE(h.check());
 }
 
+// Bad input at checks >= 1: take_out of a live block, a foreign pointer or a block already out, and
+// put_back of a block that is not out, are reported (invalid_argument) and change nothing.
+TEST(Tlsf, TakeOutAndPutBackOfTheWrongBlockAreReported) {
+    STRATA_REQUIRE_CHECKS(1);
+    heap_buffer buf(1 << 20);
+    strata::tlsf h(buf.span());
+    void* live = h.allocate(64 * 1024);
+    void* freed = h.allocate(64 * 1024);
+    void* tail = h.allocate(1024);
+    h.deallocate(freed);
+    h.flush();
+    alignas(16) std::byte outside[64] = {};
+    strata::test::recording_handler rec;
+    h.take_out(live);
+    h.take_out(outside);
+    h.put_back(freed); // free, not out
+    EXPECT_EQ(rec.count(), 3u);
+    for (std::size_t i = 0; i < rec.count(); ++i)
+        EXPECT_EQ(rec.at(i).kind, strata::violation_kind::invalid_argument);
+    EXPECT_TRUE(h.check());
+    EXPECT_EQ(h.live_allocations(), 2u);
+    h.take_out(freed);
+    h.take_out(freed); // already out
+    EXPECT_EQ(rec.count(), 4u);
+    h.put_back(freed);
+    h.put_back(live); // live, and nothing is out
+    EXPECT_EQ(rec.count(), 5u);
+    EXPECT_TRUE(h.check());
+    EXPECT_EQ(h.live_allocations(), 2u);
+    h.deallocate(live);
+    h.deallocate(tail);
+    EXPECT_TRUE(h.check());
+}
+
 // deallocate(p) completes the previous call's free and leaves p's in flight. Every query completes
 // it first, so what they report is exactly what immediate frees give.
 TEST(Tlsf, QueriesSeeAFreeInFlightAsDone) {

@@ -256,8 +256,12 @@ public:
     /// gives its pages back to the OS). Nothing is written to its payload, and it is not counted as
     /// an allocation: stats() leave it out, live_allocations() counts it, walks see it used (and a
     /// free of its address meanwhile, a double free, is not detected). Requires: `p` is the
-    /// payload of a free block of this heap. Complexity: O(1).
+    /// payload of a free block of this heap; at checks >= 1 anything else is reported
+    /// (invalid_argument) and left alone. Complexity: O(1).
     void take_out(void* p) noexcept {
+#if STRATA_CHECKS >= 1
+        if (!verify_takeable(p, true)) return;
+#endif
         block* b = header_of(p);
         remove(b);
         b->size_ = b->size(); // used, no slack
@@ -268,8 +272,12 @@ public:
 
     /// Effects: lists the block of payload `p` again, merged with its free neighbours, as a free
     /// would but without its fill or accounting. Requires: take_out(p) took it, and no put_back
-    /// since. Complexity: O(1).
+    /// since; at checks >= 1 a block that is not out (free, or none at all) is reported
+    /// (invalid_argument) and left alone. Complexity: O(1).
     void put_back(void* p) noexcept {
+#if STRATA_CHECKS >= 1
+        if (!verify_takeable(p, false)) return;
+#endif
         block* b = header_of(p);
         --taken_;
         taken_bytes_ -= b->size();
@@ -557,6 +565,7 @@ private:
         return b != nullptr ? use(b, tight, asked) : nullptr;
     }
     [[nodiscard]] bool verify_live(const void* p) const noexcept;
+    [[nodiscard]] bool verify_takeable(const void* p, bool free) const noexcept;
     [[nodiscard]] bool corrupt(const void* where, const char* what) const noexcept;
 
     template <class>

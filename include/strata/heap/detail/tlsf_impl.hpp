@@ -217,6 +217,19 @@ bool basic_tlsf<SLI>::verify_live(const void* p) const noexcept {
     return STRATA_VERIFY(1, !header_of(p)->is_free(), double_free, detail::tlsf_name, p, "block freed twice");
 }
 
+// take_out (`free`) wants a listed free block; put_back a used one while some block is out.
+template <unsigned SLI>
+bool basic_tlsf<SLI>::verify_takeable(const void* p, bool free) const noexcept {
+    const pool_record* pool = pools_.find(p);
+    const bool block =
+        pool != nullptr && is_aligned(p, alignment) && p != pending_ && pool_list::is_block_start(*pool, p);
+    if (free)
+        return STRATA_VERIFY(1, block && header_of(p)->is_free(), invalid_argument, detail::tlsf_name, p,
+                             "take_out: not a free block of this heap");
+    return STRATA_VERIFY(1, block && !header_of(p)->is_free() && taken_ != 0, invalid_argument,
+                         detail::tlsf_name, p, "put_back: not a block taken out of this heap");
+}
+
 template <unsigned SLI>
 bool basic_tlsf<SLI>::corrupt(const void* where, const char* what) const noexcept {
     report_violation(violation{violation_kind::corruption, detail::tlsf_name, where, what});
