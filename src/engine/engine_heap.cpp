@@ -1,7 +1,8 @@
 // engine_heap's entry points that are not inline: construction and the registry of live heaps (one
 // thread-local slot each), the allocation slow path's dispatch to the tiers, realloc, calloc,
 // usable size, frame arenas, and the fork hooks. The tiers live in span.cpp, small.cpp, medium.cpp,
-// large.cpp; thread caches in thread_cache.cpp; purging in purge.cpp; statistics in stats.cpp.
+// large.cpp, the depot in depot.cpp; thread caches in thread_cache.cpp; purging in purge.cpp;
+// statistics in stats.cpp.
 //
 // Exports: engine_heap's constructor and destructor, allocate_slow, reallocate, allocate_zeroed,
 // usable_size, frame_arena, lock_all, unlock_all, prepare_fork, after_fork_parent,
@@ -72,6 +73,13 @@ engine_heap::engine_heap(engine_options options) : options_(options) {
         stash_cap_[c] = options.stash_bytes == 0 || class_size(c) >= page_sized_block
                             ? 0
                             : static_cast<std::uint16_t>(std::min<std::size_t>(n, 4096));
+        // A depot batch is half a full stash, at most 32 blocks (a stash holds at least 16).
+        if (stash_cap_[c] != 0 && options.depot_bytes != 0) {
+            depot_batch_[c] = static_cast<std::uint16_t>(std::min<unsigned>(stash_cap_[c] / 2, 32));
+            const std::size_t batch_bytes = std::size_t{depot_batch_[c]} * class_size(c);
+            depot_max_[c] = static_cast<std::uint32_t>(
+                std::clamp<std::size_t>(options.depot_bytes / batch_bytes, 1, std::size_t{1} << 20));
+        }
     }
     clock_origin_ = now_ms();
     // Ticks are 32-bit milliseconds compared by signed difference: ages past 2^31 do not exist, and
@@ -259,19 +267,23 @@ arena& engine_heap::frame_arena() {
 // fork
 // -------------------------------------------------------------------------------------------------
 
-/// Effects: takes this heap's five locks in their order, medium_lock_ and span_lock_ once no purge
-/// that let one go holds a block or spans out of reach (such a purge needs only that lock to put
-/// them back).
+/// Effects: takes this heap's locks in their order (the five of its tiers, then the depots'),
+/// medium_lock_ and span_lock_ once no purge that let one go holds a block or spans out of reach
+/// (such a purge needs only that lock to put them back).
 void engine_heap::lock_all() noexcept {
     heaps_lock_.lock();
     abandon_lock_.lock();
     lock_when_idle(medium_lock_, medium_purges_);
     lock_when_idle(span_lock_, span_purges_);
     handoff_lock_.lock(); // the purge thread holds no block of the hand-off stack
+    for (depot_slot& d : depot_)
+        d.lock.lock();
 }
 
-/// Effects: releases this heap's five locks in reverse order.
+/// Effects: releases this heap's locks in reverse order.
 void engine_heap::unlock_all() noexcept {
+    for (depot_slot& d : depot_)
+        d.lock.unlock();
     handoff_lock_.unlock();
     span_lock_.unlock();
     medium_lock_.unlock();

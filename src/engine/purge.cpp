@@ -438,6 +438,7 @@ std::size_t engine_heap::decay_step(std::uint64_t deadline_ns, thread_heap* own)
         big_peak_.store(big_live(), std::memory_order_relaxed);
     }
     release_kept(false, now); // kept spans decay as free ones do: from when they were kept
+    drain_depots(false);      // blocks no thread took from a depot since the last step go home
     std::size_t purged = 0;
     {
         lock_guard m(medium_lock_);
@@ -844,6 +845,7 @@ engine_purge_stats engine_heap::purge_stats() const noexcept {
 void engine_heap::trim() noexcept {
     (void)purge_handed(0); // home before the sweep, which may then free their runs
     if (const tls_slot& s = tls[slot_]; s.epoch == epoch_) flush_stash(s.heap);
+    drain_depots(true);
     sweep_abandoned();
     const std::uint32_t now = now_tick();
     release_kept(true, now);

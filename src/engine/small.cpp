@@ -2,8 +2,9 @@
 // thread owns. The owner allocates and frees with no lock and no atomic (engine_heap::allocate and
 // deallocate, inline); this file holds what happens when its run is empty (small_slow), when a run
 // empties (local_free_slow), and frees from other threads (deallocate_slow: onto the freeing
-// thread's stash, else onto the run's atomic thread_free list, which the owner collects; while a
-// thread's stash is on, its own frees go there too).
+// thread's stash, a full stash's batch into the depot (depot.cpp), else onto the run's atomic
+// thread_free list, which the owner collects; while a thread's stash is on, its own frees go there
+// too).
 //
 // A run is on at most one of its owner's lists: current (the one allocate pops from), partial (has
 // free blocks), full (found exhausted; frees into it set a flag), cache (empty, kept for reuse).
@@ -107,7 +108,8 @@ bool engine_heap::walk_full(thread_heap* h, unsigned c) noexcept {
     return h->partial[c] != nullptr;
 }
 
-/// Returns: a block of class `c` once `h->current[c]` is empty: carves more of the current run,
+/// Returns: a block of class `c` once `h->current[c]` is empty: a dry stash (while it is on) takes a
+/// batch from the depot, else the parked run's free list; then carves more of the current run,
 /// else takes a partial run, a full run the owner freed into, a full run other threads freed into,
 /// an abandoned run, a new run (in that order). Every 64th call takes a maintenance step when one
 /// is due, and a call after a purge thread's step walks h's runs (walk_runs_if_asked).
@@ -120,6 +122,9 @@ void* engine_heap::small_slow(thread_heap* h, unsigned c) noexcept {
     }
     walk_runs_if_asked(h);
     if (h->current[c] == &h->stash[c]) {
+        // The depot first: its blocks pin other runs, the parked run's are this thread's own.
+        if (h->stash_on)
+            if (free_block* b = depot_take(h, c)) return b;
         if (free_block* b = refill_stash(h, c)) return b;
         // The stash ran dry and the parked run has no free block: the run is current again.
         h->current[c] = h->parked[c];

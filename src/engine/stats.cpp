@@ -28,6 +28,7 @@ engine_class_stats engine_heap::class_stats(unsigned c) const noexcept {
     s.frees = f;
     s.live_bytes = a > f ? (a - f) * s.block_size : 0;
     s.committed_bytes = class_committed_[c].load(std::memory_order_relaxed);
+    s.depot_blocks = std::size_t{depot_[c].batches.load(std::memory_order_relaxed)} * depot_batch_[c];
     return s;
 }
 
@@ -88,7 +89,7 @@ std::size_t engine_heap::retained_bytes() const noexcept {
 // -------------------------------------------------------------------------------------------------
 
 /// Returns: whether every invariant holds: span tiling, free bins, run free lists, TLSF arenas, kept
-/// spans.
+/// spans, the calling thread's stash, the depots.
 bool engine_heap::check() const noexcept {
     auto* self = const_cast<engine_heap*>(this);
     self->lock_all();
@@ -205,6 +206,7 @@ bool engine_heap::check() const noexcept {
     if (ok && (kept != held || kept != kept_granules_.load(std::memory_order_relaxed))) ok = false;
     if (ok) ok = check_run_lists(owned_runs, unowned_runs);
     if (ok && tls[slot_].epoch == epoch_) ok = check_stash(tls[slot_].heap);
+    if (ok) ok = check_depots();
     self->unlock_all();
     return ok;
 }

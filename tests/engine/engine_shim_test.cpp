@@ -118,19 +118,21 @@ TEST(EngineShim, BadSizesInTheEnvironmentKeepTheDefault) {
         EXPECT_EQ(err, "strata malloc: ignoring " + setting +
                            " (not a whole number of GiB that fits); using the default\n");
     }
-    for (const char* bad : {"STRATA_MALLOC_RETAIN_MB=16M", "STRATA_MALLOC_PURGE_KB=1e3",
-                            "STRATA_MALLOC_MEDIUM_RETAIN_MB=17592186044416", "STRATA_MALLOC_DECAY_MS=500ms",
-                            "STRATA_MALLOC_PURGE_THREAD_MS=-1", "STRATA_MALLOC_STASH_KB=16k",
-                            "STRATA_MALLOC_POPULATE_MB=8 ", "STRATA_MALLOC_LARGE_KEEP_MB=0x40"}) {
+    for (const char* bad :
+         {"STRATA_MALLOC_RETAIN_MB=16M", "STRATA_MALLOC_PURGE_KB=1e3",
+          "STRATA_MALLOC_MEDIUM_RETAIN_MB=17592186044416", "STRATA_MALLOC_DECAY_MS=500ms",
+          "STRATA_MALLOC_PURGE_THREAD_MS=-1", "STRATA_MALLOC_STASH_KB=16k", "STRATA_MALLOC_POPULATE_MB=8 ",
+          "STRATA_MALLOC_LARGE_KEEP_MB=0x40", "STRATA_MALLOC_DEPOT_KB=256K"}) {
         EXPECT_EQ(run_capturing("", {bad}, err), 0) << bad << ": " << err;
         EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
         EXPECT_NE(err.find(std::string("ignoring ") + bad), std::string::npos) << err;
     }
     // Valid values and empty ones (unset) say nothing.
     EXPECT_EQ(run_capturing("",
-                            {"STRATA_MALLOC_RETAIN_MB=0", "STRATA_MALLOC_PURGE_KB=",
-                             "STRATA_MALLOC_MEDIUM_RETAIN_MB=64", "STRATA_MALLOC_STASH_KB=0",
-                             "STRATA_MALLOC_POPULATE_MB=0", "STRATA_MALLOC_LARGE_KEEP_MB=0"},
+                            {"STRATA_MALLOC_RETAIN_MB=0",
+                             "STRATA_MALLOC_PURGE_KB=", "STRATA_MALLOC_MEDIUM_RETAIN_MB=64",
+                             "STRATA_MALLOC_STASH_KB=0", "STRATA_MALLOC_POPULATE_MB=0",
+                             "STRATA_MALLOC_LARGE_KEEP_MB=0", "STRATA_MALLOC_DEPOT_KB=0"},
                             err),
               0);
     EXPECT_EQ(err, "");

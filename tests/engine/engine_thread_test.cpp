@@ -135,6 +135,7 @@ private:
 TEST(EngineHeapThreads, RemoteFreesStayWithTheFreeingThread) {
     strata::engine_options o = options();
     o.stash_bytes = 1024; // 16 blocks of 64 bytes
+    o.depot_bytes = 0;    // the stash alone: what a full one does not keep goes home
     engine_heap h(o);
     std::vector<void*> blocks;
     for (int i = 0; i < 100; ++i)
@@ -167,6 +168,7 @@ TEST(EngineHeapThreads, FirstForLifeFreesStashLikeTheCheckedPath) {
     using slot_use = engine_heap::slot_use;
     strata::engine_options o = options();
     o.stash_bytes = 1024; // 16 blocks of 64 bytes
+    o.depot_bytes = 0;    // the stash alone: what a full one does not keep goes home
     o.first_slot = true;
     engine_heap h(o);
     ASSERT_EQ(h.slot_index(), 0u);
@@ -201,6 +203,7 @@ TEST(EngineHeapThreads, FirstForLifeFreesStashLikeTheCheckedPath) {
 TEST(EngineHeapThreads, StashHoldsSixteenBlocksOfBigClassesAndNoneFrom8KiB) {
     strata::engine_options o = options();
     o.stash_bytes = std::size_t{16} << 10; // 4 blocks of 4 KiB, so 16
+    o.depot_bytes = 0;                     // the stash alone: what a full one does not keep goes home
     engine_heap h(o);
     for (const std::size_t size : {std::size_t{4096}, std::size_t{8192}}) {
         std::vector<void*> blocks;
@@ -349,6 +352,7 @@ TEST(EngineHeapThreads, StashFollowsTheShareOfRemoteFrees) {
 TEST(EngineHeapThreads, ParkedRunOutlivesItsEmptying) {
     strata::engine_options o = options();
     o.stash_bytes = 16 * 48; // a cap of 16 blocks
+    o.depot_bytes = 0;       // the stash alone: what a full one does not keep goes home
     engine_heap h(o);
     live_owner other(h, 48, 16);
     // A first run filled and emptied again: it is the class's spare, so the next run to empty
@@ -401,6 +405,7 @@ TEST(EngineHeapThreads, ParkedRunOutlivesItsEmptying) {
 TEST(EngineHeapThreads, DryStashTakesTheParkedRunsWholeList) {
     strata::engine_options o = options();
     o.stash_bytes = 1024; // a cap of 16 blocks of 64 bytes
+    o.depot_bytes = 0;    // the stash alone: what a full one does not keep goes home
     engine_heap h(o);
     live_owner first(h, 64);
     live_owner second(h, 64);
@@ -470,6 +475,7 @@ TEST(EngineHeapThreads, DryStashTakesAShortListWhole) {
 TEST(EngineHeapThreads, OwnFreesShareTheStashWhileItIsOn) {
     strata::engine_options o = options();
     o.stash_bytes = 1024; // a cap of 16 blocks of 64 bytes
+    o.depot_bytes = 0;    // the stash alone: what a full one does not keep goes home
     engine_heap h(o);
     live_owner other(h, 64);
     std::vector<void*> mine;
@@ -567,6 +573,106 @@ TEST(EngineHeapThreads, TrimAndFlushHandTheStashBack) {
         h.trim();
         EXPECT_EQ(h.class_stats(c).committed_bytes, 0u);
         EXPECT_TRUE(h.check());
+    }
+}
+
+// A full stash hands half of itself, its newest blocks with the one just freed on top, to the depot
+// as one batch (stash_bytes 1024: a cap of 16 blocks of 64 bytes, batches of 8). Another thread whose
+// stash runs dry takes the newest batch and hands its blocks out in order; trim() sends the rest to
+// their runs, whose owner gets every block back. (No step runs meanwhile: it would send an idle
+// depot home.)
+TEST(EngineHeapThreads, AFullStashHandsABatchToTheDepotForADryOne) {
+    strata::engine_options o = options();
+    o.stash_bytes = 1024;
+    o.decay_ms = 1u << 20;
+    engine_heap h(o);
+    const unsigned c = strata::engine_detail::class_of(64);
+    std::vector<void*> blocks;
+    for (int i = 0; i < 40; ++i)
+        blocks.push_back(h.allocate(64));
+    // Frees 17, 25 and 33 find the stash full: 3 batches; the stash keeps the first 9 freed and the
+    // last 7. The thread waits before it exits, which would hand its stash back.
+    std::promise<void> freed, done;
+    std::thread freer([&] {
+        void* own = h.allocate(64); // a run of the class: the class is stashed
+        turn_stash_on(h);
+        for (void* p : blocks)
+            h.deallocate(p);
+        EXPECT_TRUE(h.check());
+        freed.set_value();
+        done.get_future().wait();
+        h.deallocate(own);
+    });
+    freed.get_future().wait();
+    EXPECT_EQ(h.class_stats(c).depot_blocks, 24u);
+    EXPECT_TRUE(h.check());
+    std::vector<void*> taken;
+    std::thread([&] {
+        void* own = h.allocate(64);
+        turn_stash_on(h);
+        h.deallocate(own); // stashed: the stash is current, with one block
+        EXPECT_EQ(h.allocate(64), own);
+        for (int i = 0; i < 8; ++i) // the stash is dry: the newest batch
+            taken.push_back(h.allocate(64));
+        EXPECT_TRUE(h.check());
+        for (void* p : taken)
+            h.deallocate(p);
+        h.deallocate(own);
+        h.flush_thread_cache();
+    }).join();
+    EXPECT_TRUE(std::equal(taken.begin(), taken.end(), blocks.rbegin() + 7))
+        << "free 33 first, then frees 32 down to 26";
+    EXPECT_EQ(h.class_stats(c).depot_blocks, 16u);
+    done.set_value();
+    freer.join();
+    h.trim();
+    EXPECT_EQ(h.class_stats(c).depot_blocks, 0u);
+    EXPECT_EQ(h.stats().live_allocations, 0u);
+    EXPECT_TRUE(h.check());
+    expect_all_came_home(h, blocks, 64);
+}
+
+// A maintenance step sends a depot that no thread took a batch from since the step before to the
+// owning runs; one that a thread took from waits for the next step. With the depot off, a full
+// stash sends the free home.
+TEST(EngineHeapThreads, AnIdleDepotGoesHomeAtTheNextStep) {
+    for (const std::size_t depot : {std::size_t{256} << 10, std::size_t{0}}) {
+        strata::engine_options o = options();
+        o.stash_bytes = 1024;
+        o.depot_bytes = depot;
+        o.decay_ms = 1u << 20; // only end_frame steps
+        engine_heap h(o);
+        const unsigned c = strata::engine_detail::class_of(64);
+        std::vector<void*> blocks;
+        for (int i = 0; i < 40; ++i)
+            blocks.push_back(h.allocate(64));
+        std::thread([&] {
+            void* own = h.allocate(64);
+            turn_stash_on(h);
+            for (void* p : blocks)
+                h.deallocate(p);
+            EXPECT_EQ(h.class_stats(c).depot_blocks, depot != 0 ? 24u : 0u);
+            if (depot != 0) {
+                std::vector<void*> got;
+                for (int i = 0; i < 17; ++i) // the stash's 16, then a batch from the depot
+                    got.push_back(h.allocate(64));
+                EXPECT_EQ(h.class_stats(c).depot_blocks, 16u);
+                (void)h.end_frame(); // taken from since the last step: it stays
+                EXPECT_EQ(h.class_stats(c).depot_blocks, 16u);
+                (void)h.end_frame(); // idle since: home
+                EXPECT_EQ(h.class_stats(c).depot_blocks, 0u);
+                EXPECT_TRUE(h.check());
+                for (void* p : got)
+                    h.deallocate(p);
+            }
+            h.deallocate(own);
+            h.flush_thread_cache();
+        }).join();
+        h.trim();
+        EXPECT_EQ(h.class_stats(c).depot_blocks, 0u);
+        EXPECT_EQ(h.stats().live_allocations, 0u);
+        EXPECT_TRUE(h.check());
+        expect_all_came_home(h, blocks, 64);
     }
 }
 
@@ -833,7 +939,9 @@ TEST(EngineHeapThreads, TrimFreesAbandonedRunsOtherThreadsEmptied) {
 // off). Every block carries a serial and its complement, checked at its free: a block handed out
 // twice is freed with a link or the other owner's serial in it.
 TEST(EngineHeapThreads, SharedSlotsStress) {
-    for (const std::size_t stash : {std::size_t{16} << 10, std::size_t{0}}) {
+    // 16 KiB stashes; 1 KiB ones, which fill at every few frees and trade through the depots;
+    // none.
+    for (const std::size_t stash : {std::size_t{16} << 10, std::size_t{1} << 10, std::size_t{0}}) {
         strata::engine_options o = options();
         o.stash_bytes = stash;
         engine_heap h(o);

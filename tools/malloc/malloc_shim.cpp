@@ -155,6 +155,7 @@ void fork_child() noexcept { engine_heap::after_fork_child(); }
         o.purge_medium_bytes = env_size("STRATA_MALLOC_PURGE_KB", o.purge_medium_bytes, 10, "KiB");
         o.medium_retain_bytes = env_size("STRATA_MALLOC_MEDIUM_RETAIN_MB", o.medium_retain_bytes, 20, "MiB");
         o.stash_bytes = env_size("STRATA_MALLOC_STASH_KB", o.stash_bytes, 10, "KiB");
+        o.depot_bytes = env_size("STRATA_MALLOC_DEPOT_KB", o.depot_bytes, 10, "KiB");
         o.populate_after_bytes = env_size("STRATA_MALLOC_POPULATE_MB", o.populate_after_bytes, 20, "MiB");
         o.large_keep_bytes = env_size("STRATA_MALLOC_LARGE_KEEP_MB", o.large_keep_bytes, 20, "MiB");
         o.batch_purges = env_size("STRATA_MALLOC_BATCH_PURGES", 1, 0, "0/1") != 0;

@@ -100,6 +100,15 @@ struct engine_options {
     /// one run a class) until it drains. Handed back at thread exit, flush_thread_cache() and
     /// trim(). 0: off.
     std::size_t stash_bytes = std::size_t{64} << 10;
+    /// Per size class, bytes of blocks that full stashes hand to the heap's depot, in batches of
+    /// half a stash (at most 32 blocks); a thread whose stash runs dry takes a batch from the depot
+    /// before it turns to its own runs. Blocks then move between a thread that frees more of a
+    /// class than it allocates and one that allocates more, at one lock per batch, instead of an
+    /// atomic push per block onto its owner's run and a walk when the owner collects it. A class's
+    /// depot that no thread took a batch from between two maintenance steps hands its blocks to
+    /// their runs (a step's share at a time); trim() empties every depot. A full depot sends the
+    /// free to the owning run. 0: off.
+    std::size_t depot_bytes = std::size_t{256} << 10;
     /// Empty runs a thread keeps for itself before handing them back to the shared span pool. Kept
     /// runs above one granule of a class that allocated nothing in the thread's last 1024 slow
     /// calls go back anyway when a new run or large block would otherwise take fresh pages.
@@ -138,6 +147,7 @@ struct engine_class_stats {
     std::size_t frees = 0;           ///< blocks freed since construction (by any thread)
     std::size_t live_bytes = 0;      ///< (allocations - frees) * block_size
     std::size_t committed_bytes = 0; ///< bytes of the runs of this class
+    std::size_t depot_blocks = 0;    ///< freed blocks waiting in the class's depot (counted in frees)
 };
 
 /// Counters of the calling thread's cache.
@@ -348,8 +358,8 @@ public:
 
     /// Effects: validates every invariant: span tiling, free bins, run free lists (on the block
     /// grid, within the carved part, counts matching `used`), TLSF arenas, the calling thread's
-    /// stash (blocks on the grid of runs of their class, counts). Requires: no other
-    /// thread uses the heap meanwhile. Returns: true when all hold.
+    /// stash and the depots (blocks on the grid of runs of their class, counts). Requires: no
+    /// other thread uses the heap meanwhile. Returns: true when all hold.
     [[nodiscard]] bool check() const noexcept;
 
     /// Effects: hands the calling thread's cache back (as thread exit does): its stash goes to the
@@ -359,11 +369,11 @@ public:
     void flush_thread_cache() noexcept;
 
     /// Effects: purges the free blocks that walks handed the purge thread (and frees them back to
-    /// their runs), hands the calling thread's stash back to the owning runs, frees the runs exited
-    /// threads left behind whose blocks other threads have since freed (otherwise they wait for a
-    /// thread that needs their size class), then purges every
-    /// free medium block of purge_medium_bytes or more and every free span (the retained memory
-    /// goes back to the OS). Complexity: O(abandoned runs + free medium blocks + spans).
+    /// their runs), hands the calling thread's stash and every depot back to the owning runs, frees
+    /// the runs exited threads left behind whose blocks other threads have since freed (otherwise
+    /// they wait for a thread that needs their size class), then purges every free medium block of
+    /// purge_medium_bytes or more and every free span (the retained memory goes back to the OS).
+    /// Complexity: O(abandoned runs + depot blocks + free medium blocks + spans).
     void trim() noexcept;
 
     /// Effects: this frame's maintenance: purges free memory (spans and big medium blocks) that has
@@ -467,7 +477,9 @@ private:
         run* st = &h->stash[c];
         // A class the thread does not allocate (no current run) is not stashed: nothing would
         // take the blocks back out, and they would stay pinned (a consumer that only frees).
-        if (stash_count(st) >= stash_cap_[c] || h->current[c] == &empty_run) return false;
+        if (stash_count(st) >= stash_cap_[c]) // full: half of it to the depot, this block on top
+            return depot_batch_[c] != 0 && depot_put(h, c, static_cast<free_block*>(p), remote);
+        if (h->current[c] == &empty_run) return false;
         ++h->window_frees[remote];
         h->frees[c].add(1);
         auto* b = static_cast<free_block*>(p);
@@ -513,6 +525,13 @@ private:
         return (h->window_frees[1] + 1 == stash_window) | (h->window_frees[0] + 1 == own_window);
     }
     [[nodiscard]] bool check_stash(const thread_heap* h) const noexcept; // stats.cpp
+
+    // Depot (depot.cpp).
+    [[nodiscard]] STRATA_NOINLINE bool depot_put(thread_heap* h, unsigned c, engine_detail::free_block* b,
+                                                 bool remote) noexcept;
+    [[nodiscard]] engine_detail::free_block* depot_take(thread_heap* h, unsigned c) noexcept;
+    void drain_depots(bool all) noexcept;
+    [[nodiscard]] bool check_depots() const noexcept;
     [[nodiscard]] bool check_run_lists(std::size_t owned, std::size_t unowned) const noexcept;
     [[nodiscard]] bool walk_full(thread_heap* h, unsigned c) noexcept;
     void take_freed(thread_heap* h, unsigned c) noexcept;
@@ -727,6 +746,20 @@ private:
     std::size_t keep_granules_ = 0;             // largest span a thread keeps (large_keep_bytes)
     std::atomic<std::size_t> kept_granules_{0}; // every thread's kept span (written under span_lock_)
     std::uint16_t stash_cap_[engine_detail::class_count] = {}; // blocks a thread stashes per class
+
+    // Depot (depot.cpp): per class, a stack of batches of free blocks that full stashes handed
+    // over. A batch is depot_batch_[c] blocks linked through their first word; the first block's
+    // second word links the next batch. Its blocks stay counted in their runs' `used`, as stashed
+    // ones do, so no run can empty or change class under them.
+    struct alignas(64) depot_slot {
+        spinlock lock;
+        bool taken = false;                       // a batch was taken since the last step's look
+        std::atomic<std::uint32_t> batches{0};    // on `top` (read without the lock as a hint)
+        engine_detail::free_block* top = nullptr; // the newest batch's first block
+    };
+    depot_slot depot_[engine_detail::class_count];
+    std::uint16_t depot_batch_[engine_detail::class_count] = {}; // blocks a batch (0: no depot)
+    std::uint32_t depot_max_[engine_detail::class_count] = {};   // batches a depot holds at most
 
     // Decay (purge.cpp).
     std::uint64_t clock_origin_ = 0;              // clock_ms() at construction
