@@ -29,6 +29,7 @@ engine_class_stats engine_heap::class_stats(unsigned c) const noexcept {
     s.live_bytes = a > f ? (a - f) * s.block_size : 0;
     s.committed_bytes = class_committed_[c].load(std::memory_order_relaxed);
     s.depot_blocks = std::size_t{depot_[c].batches.load(std::memory_order_relaxed)} * depot_batch_[c];
+    s.depot_batches = depot_[c].puts.load(std::memory_order_relaxed);
     return s;
 }
 

@@ -494,6 +494,51 @@ TEST(EngineDecay, AForkWhileAnotherThreadPurgesFindsTheHeapWhole) {
     EXPECT_TRUE(h.check());
 }
 
+// prepare_fork takes the depots' locks too: a child forked while a depot holds batches finds them
+// whole, and its trim() sends their blocks home to the forking thread's runs, which hand them out
+// again. (A thread turns its stash on by freeing 512 blocks another thread made, then fills the
+// depot of 64-byte blocks with four batches: frees 17, 25 and 33 of the 40, and its last free.)
+TEST(EngineDecay, AForkedChildFindsTheDepotsWhole) {
+    engine_options o = decay_options(1000);
+    o.stash_bytes = 1024; // a cap of 16 blocks of 64 bytes, batches of 8
+    engine_heap h(o);
+    const unsigned c = engine_heap::class_of(64);
+    std::vector<void*> blocks;
+    for (int i = 0; i < 40; ++i)
+        blocks.push_back(h.allocate(64));
+    std::thread([&] {
+        std::vector<void*> theirs;
+        std::thread([&] {
+            for (int i = 0; i < 512; ++i)
+                theirs.push_back(h.allocate(16));
+        }).join();
+        void* own = h.allocate(64); // a run of the class: the class is stashed
+        for (void* p : theirs)
+            h.deallocate(p);
+        for (void* p : blocks)
+            h.deallocate(p);
+        h.deallocate(own);
+    }).join();
+    ASSERT_EQ(h.class_stats(c).depot_blocks, 32u);
+    const int code = exit_status_of_child([&] {
+        if (!h.check() || h.class_stats(c).depot_blocks != 32) return 1;
+        h.trim();
+        if (!h.check() || h.class_stats(c).depot_blocks != 0) return 2;
+        std::vector<void*> again;
+        for (std::size_t i = 0; i < strata::engine_detail::granule / 64; ++i)
+            again.push_back(h.allocate(64));
+        std::sort(again.begin(), again.end());
+        for (void* p : blocks)
+            if (!std::binary_search(again.begin(), again.end(), p)) return 3;
+        return 0;
+    });
+    EXPECT_EQ(code, 0) << "-1: no exit; 1, 2: check() or the depot's count; 3: a block did not come home";
+    h.trim();
+    EXPECT_EQ(h.class_stats(c).depot_blocks, 0u);
+    EXPECT_EQ(h.stats().live_allocations, 0u);
+    EXPECT_TRUE(h.check());
+}
+
 TEST(EngineDecay, SlowPathsStepWithoutFrameCalls) {
     engine_heap h(decay_options(100));
     char* p = written(h, 12 * mib);

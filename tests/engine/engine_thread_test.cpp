@@ -632,15 +632,61 @@ TEST(EngineHeapThreads, AFullStashHandsABatchToTheDepotForADryOne) {
     expect_all_came_home(h, blocks, 64);
 }
 
-// A maintenance step sends a depot that no thread took a batch from since the step before to the
-// owning runs; one that a thread took from waits for the next step. With the depot off, a full
-// stash sends the free home.
-TEST(EngineHeapThreads, AnIdleDepotGoesHomeAtTheNextStep) {
-    for (const std::size_t depot : {std::size_t{256} << 10, std::size_t{0}}) {
+// A maintenance step sends home, oldest first, the batches a depot held all through the interval
+// since the step before (its low-water mark); batches put or taken meanwhile wait for a later step.
+TEST(EngineHeapThreads, ADepotSendsHomeWhatNoThreadNeededSinceTheLastStep) {
+    strata::engine_options o = options();
+    o.stash_bytes = 1024;  // a cap of 16 blocks of 64 bytes, batches of 8
+    o.decay_ms = 1u << 20; // only end_frame steps
+    engine_heap h(o);
+    const unsigned c = strata::engine_detail::class_of(64);
+    std::vector<void*> blocks;
+    for (int i = 0; i < 56; ++i)
+        blocks.push_back(h.allocate(64));
+    const auto in_depot = [&] { return h.class_stats(c).depot_blocks; };
+    std::thread([&] {
+        void* own = h.allocate(64);
+        turn_stash_on(h);
+        for (int i = 0; i < 40; ++i) // frees 17, 25 and 33 make batches
+            h.deallocate(blocks[static_cast<std::size_t>(i)]);
+        EXPECT_EQ(in_depot(), 24u);
+        (void)h.end_frame(); // nothing was there all through: all three stay
+        EXPECT_EQ(in_depot(), 24u);
+        for (int i = 40; i < 56; ++i) // frees 41 and 49 make batches
+            h.deallocate(blocks[static_cast<std::size_t>(i)]);
+        EXPECT_EQ(in_depot(), 40u);
+        std::vector<void*> got;
+        for (int i = 0; i < 17; ++i) // the stash's 16, then the newest batch (free 49's)
+            got.push_back(h.allocate(64));
+        EXPECT_EQ(got.back(), blocks[48]);
+        EXPECT_EQ(in_depot(), 32u);
+        (void)h.end_frame(); // the three batches held since the last step go home
+        EXPECT_EQ(in_depot(), 8u);
+        EXPECT_TRUE(h.check());
+        for (int i = 0; i < 8; ++i) // the rest of free 49's batch, then free 41's
+            got.push_back(h.allocate(64));
+        EXPECT_EQ(got.back(), blocks[40]);
+        EXPECT_EQ(in_depot(), 0u);
+        EXPECT_EQ(h.class_stats(c).depot_batches, 5u);
+        for (void* p : got)
+            h.deallocate(p);
+        h.deallocate(own);
+        h.flush_thread_cache();
+    }).join();
+    h.trim();
+    EXPECT_EQ(in_depot(), 0u);
+    EXPECT_EQ(h.stats().live_allocations, 0u);
+    EXPECT_TRUE(h.check());
+}
+
+// A depot holds depot_bytes of a class, and at least one batch; a free that finds the stash full
+// and the depot full goes home. With the depot off, every such free does.
+TEST(EngineHeapThreads, AFullDepotSendsTheFreeHome) {
+    for (const std::size_t depot : {std::size_t{1}, std::size_t{0}}) {
         strata::engine_options o = options();
         o.stash_bytes = 1024;
-        o.depot_bytes = depot;
-        o.decay_ms = 1u << 20; // only end_frame steps
+        o.depot_bytes = depot; // 1: one batch
+        o.decay_ms = 1u << 20;
         engine_heap h(o);
         const unsigned c = strata::engine_detail::class_of(64);
         std::vector<void*> blocks;
@@ -649,27 +695,15 @@ TEST(EngineHeapThreads, AnIdleDepotGoesHomeAtTheNextStep) {
         std::thread([&] {
             void* own = h.allocate(64);
             turn_stash_on(h);
-            for (void* p : blocks)
+            for (void* p : blocks) // free 17 makes the one batch; frees 25-40 find both full
                 h.deallocate(p);
-            EXPECT_EQ(h.class_stats(c).depot_blocks, depot != 0 ? 24u : 0u);
-            if (depot != 0) {
-                std::vector<void*> got;
-                for (int i = 0; i < 17; ++i) // the stash's 16, then a batch from the depot
-                    got.push_back(h.allocate(64));
-                EXPECT_EQ(h.class_stats(c).depot_blocks, 16u);
-                (void)h.end_frame(); // taken from since the last step: it stays
-                EXPECT_EQ(h.class_stats(c).depot_blocks, 16u);
-                (void)h.end_frame(); // idle since: home
-                EXPECT_EQ(h.class_stats(c).depot_blocks, 0u);
-                EXPECT_TRUE(h.check());
-                for (void* p : got)
-                    h.deallocate(p);
-            }
+            EXPECT_EQ(h.class_stats(c).depot_blocks, depot != 0 ? 8u : 0u);
+            EXPECT_EQ(h.class_stats(c).depot_batches, depot != 0 ? 1u : 0u);
+            EXPECT_TRUE(h.check());
             h.deallocate(own);
             h.flush_thread_cache();
         }).join();
         h.trim();
-        EXPECT_EQ(h.class_stats(c).depot_blocks, 0u);
         EXPECT_EQ(h.stats().live_allocations, 0u);
         EXPECT_TRUE(h.check());
         expect_all_came_home(h, blocks, 64);
@@ -988,6 +1022,15 @@ TEST(EngineHeapThreads, SharedSlotsStress) {
         EXPECT_EQ(torn.load(), 0u) << "stash " << stash;
         EXPECT_TRUE(h.check());
         EXPECT_EQ(h.stats().live_allocations, 0u);
+        std::size_t batches = 0;
+        for (unsigned c = 0; c < engine_heap::class_count; ++c)
+            batches += h.class_stats(c).depot_batches;
+        if (stash == 1024) {
+            EXPECT_GT(batches, 0u) << "the 1 KiB stashes traded through the depots";
+        }
+        if (stash == 0) {
+            EXPECT_EQ(batches, 0u);
+        }
     }
 }
 

@@ -104,10 +104,11 @@ struct engine_options {
     /// half a stash (at most 32 blocks); a thread whose stash runs dry takes a batch from the depot
     /// before it turns to its own runs. Blocks then move between a thread that frees more of a
     /// class than it allocates and one that allocates more, at one lock per batch, instead of an
-    /// atomic push per block onto its owner's run and a walk when the owner collects it. A class's
-    /// depot that no thread took a batch from between two maintenance steps hands its blocks to
-    /// their runs (a step's share at a time); trim() empties every depot. A full depot sends the
-    /// free to the owning run. 0: off.
+    /// atomic push per block onto its owner's run and a walk when the owner collects it. A depot
+    /// holds at least one batch. Each maintenance step hands the batches a depot held through the
+    /// whole interval since the last step to their runs (about 1,024 blocks a step over all
+    /// classes); trim() empties every depot. A full depot sends the free to the owning run.
+    /// 0: off.
     std::size_t depot_bytes = std::size_t{256} << 10;
     /// Empty runs a thread keeps for itself before handing them back to the shared span pool. Kept
     /// runs above one granule of a class that allocated nothing in the thread's last 1024 slow
@@ -148,6 +149,7 @@ struct engine_class_stats {
     std::size_t live_bytes = 0;      ///< (allocations - frees) * block_size
     std::size_t committed_bytes = 0; ///< bytes of the runs of this class
     std::size_t depot_blocks = 0;    ///< freed blocks waiting in the class's depot (counted in frees)
+    std::size_t depot_batches = 0;   ///< batches full stashes handed to the depot since construction
 };
 
 /// Counters of the calling thread's cache.
@@ -475,10 +477,14 @@ private:
         if (!tag_is_small(tag) || !h->stash_on || stash_choice_due(h)) return false;
         const auto c = static_cast<unsigned>(tag_class(tag));
         run* st = &h->stash[c];
+        // Full: a batch of its newest blocks, this one on top, to the depot. Over its cap (a dry
+        // stash took its parked run's whole list) it keeps the thread's own blocks, and the free
+        // goes home.
+        if (const std::uint16_t n = stash_count(st); n >= stash_cap_[c])
+            return n == stash_cap_[c] && depot_batch_[c] != 0 &&
+                   depot_put(h, c, static_cast<free_block*>(p), remote);
         // A class the thread does not allocate (no current run) is not stashed: nothing would
         // take the blocks back out, and they would stay pinned (a consumer that only frees).
-        if (stash_count(st) >= stash_cap_[c]) // full: half of it to the depot, this block on top
-            return depot_batch_[c] != 0 && depot_put(h, c, static_cast<free_block*>(p), remote);
         if (h->current[c] == &empty_run) return false;
         ++h->window_frees[remote];
         h->frees[c].add(1);
@@ -747,19 +753,24 @@ private:
     std::atomic<std::size_t> kept_granules_{0}; // every thread's kept span (written under span_lock_)
     std::uint16_t stash_cap_[engine_detail::class_count] = {}; // blocks a thread stashes per class
 
-    // Depot (depot.cpp): per class, a stack of batches of free blocks that full stashes handed
-    // over. A batch is depot_batch_[c] blocks linked through their first word; the first block's
-    // second word links the next batch. Its blocks stay counted in their runs' `used`, as stashed
-    // ones do, so no run can empty or change class under them.
+    // Depot (depot.cpp): per class, batches of free blocks that full stashes handed over, newest
+    // on top; stashes take from the top, maintenance steps send the bottom home. A batch is
+    // depot_batch_[c] (>= 8) blocks linked through their first word; the first block's second word
+    // links the batch below, the second block's second word the batch above. Its blocks stay
+    // counted in their runs' `used`, as stashed ones do, so no run can empty or change class under
+    // them.
     struct alignas(64) depot_slot {
         spinlock lock;
-        bool taken = false;                       // a batch was taken since the last step's look
-        std::atomic<std::uint32_t> batches{0};    // on `top` (read without the lock as a hint)
-        engine_detail::free_block* top = nullptr; // the newest batch's first block
+        std::uint32_t low = 0;                       // fewest batches held since the last step
+        std::atomic<std::uint32_t> batches{0};       // held (read without the lock as a hint)
+        std::atomic<std::uint64_t> puts{0};          // batches ever put (engine_class_stats)
+        engine_detail::free_block* top = nullptr;    // the newest batch's first block
+        engine_detail::free_block* bottom = nullptr; // the oldest batch's first block
     };
     depot_slot depot_[engine_detail::class_count];
     std::uint16_t depot_batch_[engine_detail::class_count] = {}; // blocks a batch (0: no depot)
     std::uint32_t depot_max_[engine_detail::class_count] = {};   // batches a depot holds at most
+    std::atomic<unsigned> depot_drain_from_{0};                  // class a step's drain starts at
 
     // Decay (purge.cpp).
     std::uint64_t clock_origin_ = 0;              // clock_ms() at construction
