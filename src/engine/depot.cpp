@@ -161,16 +161,8 @@ bool engine_heap::check_depots() const noexcept {
         for (const free_block* b = d.top; b != nullptr; newer = b, b = below(b)) {
             if (++batches > depot_max_[c] || b->next == nullptr || above(b) != newer) return false;
             std::size_t count = 0;
-            for (const free_block* x = b; x != nullptr; x = x->next) {
-                const std::uintptr_t off = reinterpret_cast<std::uintptr_t>(x) - data_;
-                if (off >= top_ << granule_shift || ++count > depot_batch_[c]) return false;
-                const run* r = head_of(x);
-                const std::uintptr_t at =
-                    reinterpret_cast<std::uintptr_t>(x) - reinterpret_cast<std::uintptr_t>(address_of(r));
-                if (r->kind != span_kind::small || r->cls != c || at % r->block_size != 0 ||
-                    at / r->block_size >= r->carved || r->used == 0)
-                    return false;
-            }
+            for (const free_block* x = b; x != nullptr; x = x->next)
+                if (++count > depot_batch_[c] || !cached_block_ok(x, c)) return false;
             if (count != depot_batch_[c]) return false;
         }
         if (d.bottom != newer || batches != d.batches.load(std::memory_order_relaxed) || d.low > batches)

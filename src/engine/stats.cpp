@@ -258,6 +258,18 @@ bool engine_heap::check_run_lists(std::size_t owned, std::size_t unowned) const 
     return ok && listed == owned + unowned && abandoned == unowned;
 }
 
+/// Returns: whether `b`, a free block cached out of its run (on a stash or in a depot), lies in the
+/// heap on the block grid of the carved part of a small run of class `c` that counts blocks out.
+bool engine_heap::cached_block_ok(const free_block* b, unsigned c) const noexcept {
+    const std::uintptr_t off = reinterpret_cast<std::uintptr_t>(b) - data_;
+    if (off >= top_ << granule_shift) return false;
+    const run* d = head_of(b);
+    const std::uintptr_t at =
+        reinterpret_cast<std::uintptr_t>(b) - reinterpret_cast<std::uintptr_t>(address_of(d));
+    return d->kind == span_kind::small && d->cls == c && at % d->block_size == 0 &&
+           at / d->block_size < d->carved && d->used != 0;
+}
+
 /// Returns: whether the stash of `h` holds its count of blocks, each on the block grid of a small
 /// run of its class, and is current exactly while it holds blocks (or until the next slow path).
 bool engine_heap::check_stash(const thread_heap* h) const noexcept {
@@ -265,16 +277,8 @@ bool engine_heap::check_stash(const thread_heap* h) const noexcept {
         const run* st = &h->stash[c];
         if (h->current[c] != st && (st->free != nullptr || h->parked[c] != nullptr)) return false;
         std::size_t count = 0;
-        for (const free_block* b = st->free; b != nullptr; b = b->next) {
-            const std::uintptr_t off = reinterpret_cast<std::uintptr_t>(b) - data_;
-            if (off >= top_ << granule_shift || ++count > stash_count(st)) return false;
-            const run* d = head_of(b);
-            const std::uintptr_t at =
-                reinterpret_cast<std::uintptr_t>(b) - reinterpret_cast<std::uintptr_t>(address_of(d));
-            if (d->kind != span_kind::small || d->cls != c || at % d->block_size != 0 ||
-                at / d->block_size >= d->carved || d->used == 0)
-                return false;
-        }
+        for (const free_block* b = st->free; b != nullptr; b = b->next)
+            if (++count > stash_count(st) || !cached_block_ok(b, c)) return false;
         if (count != stash_count(st)) return false;
     }
     return true;

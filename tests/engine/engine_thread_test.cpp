@@ -576,20 +576,33 @@ TEST(EngineHeapThreads, TrimAndFlushHandTheStashBack) {
     }
 }
 
+// Options for the depot tests: stashes of 16 blocks of 64 bytes (batches of 8), a depot of
+// `depot_bytes` a class, and no maintenance step but end_frame's (a step sends batches home).
+strata::engine_options depot_options(std::size_t depot_bytes = std::size_t{256} << 10) {
+    strata::engine_options o = options();
+    o.stash_bytes = 1024;
+    o.depot_bytes = depot_bytes;
+    o.decay_ms = 1u << 20;
+    return o;
+}
+
+// `n` blocks of `size` from `h`.
+std::vector<void*> blocks_of(engine_heap& h, std::size_t n, std::size_t size) {
+    std::vector<void*> blocks;
+    for (std::size_t i = 0; i < n; ++i)
+        blocks.push_back(h.allocate(size));
+    return blocks;
+}
+
 // A full stash hands half of itself, its newest blocks with the one just freed on top, to the depot
 // as one batch (stash_bytes 1024: a cap of 16 blocks of 64 bytes, batches of 8). Another thread whose
 // stash runs dry takes the newest batch and hands its blocks out in order; trim() sends the rest to
 // their runs, whose owner gets every block back. (No step runs meanwhile: it would send an idle
 // depot home.)
 TEST(EngineHeapThreads, AFullStashHandsABatchToTheDepotForADryOne) {
-    strata::engine_options o = options();
-    o.stash_bytes = 1024;
-    o.decay_ms = 1u << 20;
-    engine_heap h(o);
+    engine_heap h(depot_options());
     const unsigned c = strata::engine_detail::class_of(64);
-    std::vector<void*> blocks;
-    for (int i = 0; i < 40; ++i)
-        blocks.push_back(h.allocate(64));
+    const std::vector<void*> blocks = blocks_of(h, 40, 64);
     // Frees 17, 25 and 33 find the stash full: 3 batches; the stash keeps the first 9 freed and the
     // last 7. The thread waits before it exits, which would hand its stash back.
     std::promise<void> freed, done;
@@ -635,14 +648,9 @@ TEST(EngineHeapThreads, AFullStashHandsABatchToTheDepotForADryOne) {
 // A maintenance step sends home, oldest first, the batches a depot held all through the interval
 // since the step before (its low-water mark); batches put or taken meanwhile wait for a later step.
 TEST(EngineHeapThreads, ADepotSendsHomeWhatNoThreadNeededSinceTheLastStep) {
-    strata::engine_options o = options();
-    o.stash_bytes = 1024;  // a cap of 16 blocks of 64 bytes, batches of 8
-    o.decay_ms = 1u << 20; // only end_frame steps
-    engine_heap h(o);
+    engine_heap h(depot_options());
     const unsigned c = strata::engine_detail::class_of(64);
-    std::vector<void*> blocks;
-    for (int i = 0; i < 56; ++i)
-        blocks.push_back(h.allocate(64));
+    const std::vector<void*> blocks = blocks_of(h, 56, 64);
     const auto in_depot = [&] { return h.class_stats(c).depot_blocks; };
     std::thread([&] {
         void* own = h.allocate(64);
@@ -682,16 +690,10 @@ TEST(EngineHeapThreads, ADepotSendsHomeWhatNoThreadNeededSinceTheLastStep) {
 // A depot holds depot_bytes of a class, and at least one batch; a free that finds the stash full
 // and the depot full goes home. With the depot off, every such free does.
 TEST(EngineHeapThreads, AFullDepotSendsTheFreeHome) {
-    for (const std::size_t depot : {std::size_t{1}, std::size_t{0}}) {
-        strata::engine_options o = options();
-        o.stash_bytes = 1024;
-        o.depot_bytes = depot; // 1: one batch
-        o.decay_ms = 1u << 20;
-        engine_heap h(o);
+    for (const std::size_t depot : {std::size_t{1}, std::size_t{0}}) { // 1: one batch
+        engine_heap h(depot_options(depot));
         const unsigned c = strata::engine_detail::class_of(64);
-        std::vector<void*> blocks;
-        for (int i = 0; i < 40; ++i)
-            blocks.push_back(h.allocate(64));
+        const std::vector<void*> blocks = blocks_of(h, 40, 64);
         std::thread([&] {
             void* own = h.allocate(64);
             turn_stash_on(h);

@@ -531,6 +531,7 @@ private:
         return (h->window_frees[1] + 1 == stash_window) | (h->window_frees[0] + 1 == own_window);
     }
     [[nodiscard]] bool check_stash(const thread_heap* h) const noexcept; // stats.cpp
+    [[nodiscard]] bool cached_block_ok(const engine_detail::free_block* b, unsigned c) const noexcept;
 
     // Depot (depot.cpp).
     [[nodiscard]] STRATA_NOINLINE bool depot_put(thread_heap* h, unsigned c, engine_detail::free_block* b,
