@@ -109,6 +109,14 @@ free_block* engine_heap::depot_take(thread_heap* h, unsigned c) noexcept {
 /// further round each step; the mark starts again at what is left. A batch goes home while its depot's lock
 /// is held, so that a fork (which takes every lock) never finds blocks between the depot and their runs.
 void engine_heap::drain_depots(bool all) noexcept {
+    // One drain at a time: a step that overlapped another would take the other's fresh low-water
+    // marks for a whole interval's. trim() waits its turn; a step skips.
+    bool idle = false;
+    for (spin_backoff wait; !depot_draining_.compare_exchange_weak(idle, true, std::memory_order_acquire);
+         wait.wait()) {
+        if (!all) return;
+        idle = false;
+    }
     std::size_t budget = all ? SIZE_MAX : drain_step_blocks;
     // Each step starts one class further, so that no class waits behind the budget for long.
     const unsigned first = depot_drain_from_.fetch_add(1, std::memory_order_relaxed) % class_count;
@@ -143,6 +151,7 @@ void engine_heap::drain_depots(bool all) noexcept {
         }
         if (budget == 0) break;
     }
+    depot_draining_.store(false, std::memory_order_release);
 }
 
 // -------------------------------------------------------------------------------------------------

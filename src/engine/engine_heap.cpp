@@ -316,6 +316,7 @@ void engine_heap::after_fork_child() noexcept {
             e->thread_running_.store(false, std::memory_order_relaxed);
             e->thread_stop_.store(false, std::memory_order_relaxed);
             e->handoff_open_.store(false, std::memory_order_relaxed);
+            e->depot_draining_.store(false, std::memory_order_relaxed); // its drainer is not here
         }
     after_fork_parent();
     // Blocks walks handed the parent's purge thread go home (purged) here: no thread takes them.

