@@ -10,7 +10,7 @@
 # Environment:
 #   RUNS=5                     runs per (program, malloc); the median wall time is reported
 #   STRATA_SCALE=2             input size multiplier handed to tests/programs/gen/workload.sh
-#   PROGRAMS="sqlite3 python3 git gxx abc z3 shell ruby lua"   which workloads
+#   PROGRAMS="sqlite3 python3 git gxx abc z3 shell ruby lua convert"   which workloads
 #   MALLOCS="glibc mimalloc tcmalloc jemalloc tbbmalloc strata"   which mallocs
 #   STRATA_MALLOC=path         libstrata_malloc.so (default: the first one under BUILD_DIR)
 # Runs are interleaved (run 1 of every malloc, then run 2, ...) so a burst of load on a shared
@@ -47,7 +47,7 @@ for peer in "mimalloc=$lib/libmimalloc.so.2" "tcmalloc=$lib/libtcmalloc_minimal.
 done
 
 /usr/bin/python3 - "$root/tests/programs/gen/workload.sh" "$work" "${RUNS:-5}" \
-    "${PROGRAMS:-sqlite3 python3 git gxx abc z3 shell ruby lua}" "${MALLOCS:-glibc mimalloc tcmalloc jemalloc tbbmalloc strata}" \
+    "${PROGRAMS:-sqlite3 python3 git gxx abc z3 shell ruby lua convert}" "${MALLOCS:-glibc mimalloc tcmalloc jemalloc tbbmalloc strata}" \
     "${peers[@]}" <<'PY'
 import hashlib
 import os
@@ -74,7 +74,8 @@ for name in wanted:
 binary = {"sqlite3": os.environ.get("SQLITE3", "sqlite3"), "python3": os.environ.get("PYTHON3", "/usr/bin/python3"),
           "git": os.environ.get("GIT", "git"), "gxx": os.environ.get("GXX", "g++"),
           "abc": os.environ.get("ABC", "berkeley-abc"), "z3": os.environ.get("Z3", "z3"), "shell": "bash",
-          "ruby": os.environ.get("RUBY", "ruby"), "lua": os.environ.get("LUA", "lua5.4")}
+          "ruby": os.environ.get("RUBY", "ruby"), "lua": os.environ.get("LUA", "lua5.4"),
+          "convert": os.environ.get("CONVERT", "/usr/bin/convert-im6.q16")}
 present = []
 for program in programs:
     if program in binary and shutil.which(binary[program]) is None:

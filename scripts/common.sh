@@ -9,7 +9,7 @@ STRATA_JOBS="${STRATA_JOBS:-2}"
 STRATA_DEB_PACKAGES=(cmake g++ make libgtest-dev libbenchmark-dev libcli11-dev clang libboost-dev
     libmimalloc-dev libjemalloc-dev libgoogle-perftools-dev libtbb-dev libplf-colony-dev libzstd-dev python3 libclang-rt-14-dev sqlite3
     nlohmann-json3-dev git pkg-config
-    berkeley-abc z3 ruby lua5.4 # real programs the tests run under the malloc (tests/programs)
+    berkeley-abc z3 ruby lua5.4 imagemagick # real programs the tests run under the malloc (tests/programs)
     libvulkan-dev mesa-vulkan-drivers vulkan-validationlayers) # the Vulkan test: loader, lavapipe, validation
 
 strata_log() { printf 'strata: %s\n' "$*" >&2; }

@@ -4,8 +4,9 @@
 // decay_ms, oldest first, and whatever exceeds the caps (retain_bytes, medium_retain_bytes).
 //
 // Exports: engine_heap::now_ms, now_tick, purge_medium, purge_free_medium, purge_spans, span_return,
-// purge_for_big_call, oldest_dirty_spans, purge_run_blocks, hand_off, purge_handed, decay_step, maybe_decay,
-// walk_runs_asked, end_frame, start_purge_thread, stop_purge_thread, purge_thread_main, purge_stats, trim.
+// purge_for_big_call, quiet_big_call, oldest_dirty_spans, purge_run_blocks, hand_off, purge_handed,
+// decay_step, maybe_decay, walk_runs_asked, end_frame, start_purge_thread, stop_purge_thread,
+// purge_thread_main, purge_stats, trim.
 #include <sys/mman.h>
 #include <time.h>
 
@@ -406,17 +407,34 @@ void engine_heap::span_return(run* r) noexcept {
 
 /// Effects: for a large request or free of `granules` granules, with span_lock_ held (let go while
 /// the OS drops pages): purges the dirty free spans past span_cap() (span_free purges at most two
-/// pieces within the lock) and, when `decayed` and the program does not call end_frame(), up to
-/// `granules` granules of those freed decay_ms ago or more, oldest first. Maintenance steps purge
-/// about 2.6 MiB each (200 µs of madvise on this machine) at slow paths; a program that calls
-/// malloc seldom (an image converter: seconds of work between buffers of a hundred MiB) would keep
-/// its decayed spans for seconds, and a replay of one such peaked at 1.19x mimalloc's RSS. The
-/// call's own work is of the same size: it faults in, or was handed, as many pages as this purges.
-/// A steady churn reuses its spans before they decay, so it purges nothing here.
-void engine_heap::purge_for_big_call(std::size_t granules, bool decayed) noexcept {
+/// pieces within the lock) and, when the program does not call end_frame(), up to `granules`
+/// granules of free spans, oldest first: those freed decay_ms ago or more (`decayed`), or of any
+/// age (`any_age`). Maintenance steps purge about 2.6 MiB each (200 us of madvise on this machine)
+/// at slow paths; a program that calls malloc seldom (an image converter: seconds of work between
+/// buffers of a hundred MiB) would keep what it freed for seconds. The call's own work is of the
+/// same size: it faults in, or was handed, as many pages as this purges. A steady churn reuses its
+/// spans before they decay and does not grow the heap, so it purges nothing here.
+void engine_heap::purge_for_big_call(std::size_t granules, big_purge what) noexcept {
     if (dirty_free_ > span_cap()) (void)purge_spans(purge_pass::cap, now_tick(), 0, SIZE_MAX, true);
-    if (decayed && frames_.load(std::memory_order_relaxed) == 0) // else purges go to end_frame()
-        (void)purge_spans(purge_pass::decay, now_tick(), 0, granules, true);
+    if (what == big_purge::cap_only || frames_.load(std::memory_order_relaxed) != 0) return; // end_frame()'s
+    (void)purge_spans(what == big_purge::any_age ? purge_pass::all : purge_pass::decay, now_tick(), 0,
+                      granules, true);
+}
+
+/// Returns: whether the quiet_calls-th large call (allocate, free or resize in place) before this
+/// one came decay_ms or more ago, in a program that does not call end_frame(): one that makes big
+/// blocks seldom, a few at a time (an image converter: seconds of work between its buffers), where
+/// keeping a freed span resident for its next request saves a fault now and then at the cost of
+/// its footprint. A churn makes thousands of such calls a second. The heap's first quiet_calls
+/// large calls are not quiet. Notes this call's tick.
+bool engine_heap::quiet_big_call() noexcept {
+    const std::uint32_t now = now_tick();
+    const std::uint32_t k = big_calls_.fetch_add(1, std::memory_order_relaxed);
+    const std::uint32_t then = big_call_ticks_[k % quiet_calls].exchange(now, std::memory_order_relaxed);
+    // The first calls have no such call before them: a program's start (loading its input) is no
+    // sign of the pace of its big blocks.
+    return k >= quiet_calls && tick_age(now, then) >= options_.decay_ms &&
+           frames_.load(std::memory_order_relaxed) == 0;
 }
 
 // -------------------------------------------------------------------------------------------------

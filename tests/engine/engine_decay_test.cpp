@@ -95,12 +95,12 @@ TEST(EngineDecay, ASpanReusedBeforeItDecaysStaysWarm) {
         char* p = written(h, 20 * mib);
         ASSERT_NE(p, nullptr);
         h.deallocate(p);
-        advance(60); // each reuse comes before the decay
+        advance(20); // each reuse comes before the decay, four large calls in 40 ms: not quiet
         char* q = static_cast<char*>(h.allocate(18 * mib));
         ASSERT_EQ(q, p) << "round " << i;                  // the warm span, best fit
         EXPECT_EQ(resident(q, 18 * mib), 18 * mib / page); // nothing to fault in
         h.deallocate(q);
-        advance(60);
+        advance(20);
     }
     EXPECT_EQ(h.purge_stats().purged_bytes, 0u);
     EXPECT_TRUE(h.check());
@@ -246,6 +246,69 @@ TEST(EngineDecay, ALargeFreePurgesAsManyDecayedPagesUnlessFramesPaceThePurges) {
         EXPECT_TRUE(h.check());
         h.deallocate(s1);
         h.deallocate(s2);
+        EXPECT_TRUE(h.check());
+    }
+}
+
+// A program whose fourth large call before this one came decay_ms ago or more (it makes big blocks
+// seldom, a few at a time) does not keep what it frees: a large free gives back as many pages, of
+// any age, oldest first, and a request that grows the heap as many. With end_frame() calls the
+// frames pace the purges.
+TEST(EngineDecay, AQuietProgramsLargeFreeIsGivenBackAtOnce) {
+    for (const bool frames : {false, true}) {
+        engine_heap h(decay_options(100)); // the thread keeps the span of its last large free
+        if (frames) (void)h.end_frame(std::chrono::microseconds{1});
+        char* a = written(h, 8 * mib);
+        char* b = written(h, 8 * mib); // a cannot merge with the top
+        char* c = written(h, 2 * mib);
+        char* d = written(h, 2 * mib); // four calls: the heap's first ones are never quiet
+        ASSERT_NE(d, nullptr);
+        advance(200);    // seconds of work in an image converter
+        h.deallocate(a); // quiet
+        if (!frames) {
+            EXPECT_EQ(resident(a, 8 * mib), 0u);
+            EXPECT_EQ(h.purge_stats().retained_span_bytes, 0u);
+        } else {
+            EXPECT_EQ(resident(a, 8 * mib), 8 * mib / page);
+        }
+        h.deallocate(b); // two calls in 0 ms, but the fourth before b's came 200 ms earlier
+        EXPECT_EQ(resident(b, 8 * mib), frames ? 8 * mib / page : 0u);
+        EXPECT_TRUE(h.check());
+        h.deallocate(c);
+        h.deallocate(d);
+        char* e = written(h, 8 * mib); // the fourth call before it came just now: not quiet
+        ASSERT_NE(e, nullptr);
+        h.deallocate(e);
+        EXPECT_EQ(resident(e, 8 * mib), 8 * mib / page) << "kept warm";
+        EXPECT_TRUE(h.check());
+    }
+}
+
+TEST(EngineDecay, AQuietProgramsRequestThatGrowsTheHeapPurgesAsManyYoungPages) {
+    for (const bool quiet : {false, true}) {
+        engine_heap h(big_call_options());
+        char* a = written(h, 4 * mib);
+        char* s1 = written(h, 2 * mib); // no two of a, b, c merge, nor c with the top
+        char* b = written(h, 4 * mib);
+        char* s2 = written(h, 2 * mib);
+        char* c = written(h, 4 * mib);
+        char* s3 = written(h, 2 * mib);
+        ASSERT_NE(s3, nullptr);
+        h.deallocate(a);
+        h.deallocate(b);
+        advance(quiet ? 200 : 50);
+        h.deallocate(c); // quiet: gives back 4 MiB, a's (the oldest)
+        EXPECT_EQ(resident(a, 4 * mib), quiet ? 0u : 4 * mib / page);
+        char* d = written(h, 40 * mib); // fits no free span: the heap grows
+        ASSERT_NE(d, nullptr);
+        // Quiet: 40 MiB of any age, b's and c's too (c was freed just now). Else what decayed
+        // (nothing after 50 ms).
+        EXPECT_EQ(resident(c, 4 * mib), quiet ? 0u : 4 * mib / page);
+        EXPECT_EQ(resident(b, 4 * mib), quiet ? 0u : 4 * mib / page);
+        EXPECT_EQ(h.purge_stats().retained_span_bytes, quiet ? 0u : 12 * mib);
+        EXPECT_TRUE(h.check());
+        for (char* p : {s1, s2, s3, d})
+            h.deallocate(p);
         EXPECT_TRUE(h.check());
     }
 }

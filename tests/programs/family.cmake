@@ -18,11 +18,13 @@ find_program(STRATA_PROGRAMS_ABC berkeley-abc)
 find_program(STRATA_PROGRAMS_Z3 z3)
 find_program(STRATA_PROGRAMS_RUBY ruby)
 find_program(STRATA_PROGRAMS_LUA lua5.4)
+# ImageMagick 6's own name: /usr/bin/convert may be GraphicsMagick's, or a wrapper earlier on PATH.
+find_program(STRATA_PROGRAMS_CONVERT convert-im6.q16 PATHS /usr/bin NO_DEFAULT_PATH)
 set(_strata_programs_defs
     STRATA_PROGRAMS_MALLOC_LIB="${_strata_programs_lib}"
     STRATA_PROGRAMS_SANITIZE="${STRATA_SANITIZE}"
     STRATA_PROGRAMS_WORKLOAD="${CMAKE_CURRENT_LIST_DIR}/gen/workload.sh")
-foreach(_program IN ITEMS BASH SQLITE3 PYTHON3 GIT GXX NM ABC Z3 RUBY LUA)
+foreach(_program IN ITEMS BASH SQLITE3 PYTHON3 GIT GXX NM ABC Z3 RUBY LUA CONVERT)
     if(STRATA_PROGRAMS_${_program})
         list(APPEND _strata_programs_defs STRATA_PROGRAMS_${_program}="${STRATA_PROGRAMS_${_program}}")
     else()

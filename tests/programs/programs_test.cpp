@@ -1,5 +1,5 @@
 // Real programs from Debian (sqlite3, python3, git, g++, Berkeley ABC, z3, a bash script of short
-// processes, a Ruby script, a Lua script), which nobody here wrote, run once
+// processes, a Ruby script, a Lua script, ImageMagick), which nobody here wrote, run once
 // on the C library's malloc and once with LD_PRELOAD=libstrata_malloc.so: the two runs must exit 0 and print
 // byte-identical output. A crash, a hang (past the timeout) or one differing byte fails the test.
 // The workloads (input generators and the exact commands) live in tests/programs/gen/workload.sh,
@@ -276,5 +276,9 @@ TEST_F(Programs, ShellScriptOfShortProcessesMatches) { check_workload("shell", S
 TEST_F(Programs, RubyScriptOutputMatches) { check_workload("ruby", STRATA_PROGRAMS_RUBY); }
 
 TEST_F(Programs, LuaScriptOutputMatches) { check_workload("lua", STRATA_PROGRAMS_LUA); }
+
+// An image converter (ImageMagick, OpenMP threads): pixel buffers of several MiB, a few at a time,
+// with stretches of work between them.
+TEST_F(Programs, ImageMagickConvertPixelsMatch) { check_workload("convert", STRATA_PROGRAMS_CONVERT); }
 
 } // namespace

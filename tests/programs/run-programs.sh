@@ -47,13 +47,14 @@ echo "preloading $lib; work in $work"
 
 step_workloads() {
     local name
-    for name in sqlite3 python3 git gxx abc z3 shell ruby lua; do
+    for name in sqlite3 python3 git gxx abc z3 shell ruby lua convert; do
         local dir="$work/$name"
         case "$name" in # the ones that Debian's base image lacks most often
         abc) command -v "${ABC:-berkeley-abc}" >/dev/null || { skip abc "berkeley-abc is not installed"; continue; } ;;
         z3) command -v "${Z3:-z3}" >/dev/null || { skip z3 "z3 is not installed"; continue; } ;;
         ruby) command -v "${RUBY:-ruby}" >/dev/null || { skip ruby "ruby is not installed"; continue; } ;;
         lua) command -v "${LUA:-lua5.4}" >/dev/null || { skip lua "lua5.4 is not installed"; continue; } ;;
+        convert) command -v "${CONVERT:-/usr/bin/convert-im6.q16}" >/dev/null || { skip convert "imagemagick is not installed"; continue; } ;;
         esac
         STRATA_SCALE="${SCALE:-4}" bash "$here/gen/workload.sh" "$name" prepare "$dir" || { fail "$name" "prepare failed"; continue; }
         local t0=$SECONDS

@@ -602,7 +602,11 @@ private:
     std::size_t purge_spans(purge_pass pass, std::uint32_t now, std::uint64_t deadline_ns,
                             std::size_t max_granules = SIZE_MAX, bool let_go = false) noexcept;
     void span_return(run* r) noexcept;
-    void purge_for_big_call(std::size_t granules, bool decayed) noexcept;
+    /// What a large call gives back besides a cap's excess (purge_for_big_call): nothing, as many
+    /// decayed granules as it took or freed, or as many free granules of any age.
+    enum class big_purge : std::uint8_t { cap_only, decayed, any_age };
+    void purge_for_big_call(std::size_t granules, big_purge what) noexcept;
+    [[nodiscard]] bool quiet_big_call() noexcept;
     std::size_t oldest_dirty_spans(run** out, std::size_t max) const noexcept;
     run* oldest_dirty_span() noexcept;
     template <class F>
@@ -784,11 +788,16 @@ private:
     std::atomic<std::size_t> big_peak_{0};        // most live medium + large bytes this window
     std::atomic<std::size_t> big_peak_before_{0}; // ... in the window before
     std::atomic<std::uint32_t> window_start_{0};  // tick the current window began
-    std::atomic<bool> thread_stop_{false};        // purge thread
-    std::atomic<bool> thread_running_{false};     //
-    pthread_t thread_{};                          //
-    std::chrono::milliseconds thread_period_{};   //
-    std::chrono::microseconds thread_budget_{};   //
+    // Ticks of the last quiet_calls large calls (allocate, free, resize in place), the oldest next
+    // to be replaced (quiet_big_call).
+    static constexpr unsigned quiet_calls = 4;
+    std::atomic<std::uint32_t> big_call_ticks_[quiet_calls] = {};
+    std::atomic<std::uint32_t> big_calls_{0};
+    std::atomic<bool> thread_stop_{false};      // purge thread
+    std::atomic<bool> thread_running_{false};   //
+    pthread_t thread_{};                        //
+    std::chrono::milliseconds thread_period_{}; //
+    std::chrono::microseconds thread_budget_{}; //
     // Bumped by each purge thread step: a thread whose runs_asked differs walks its own runs at its
     // next small refill, free of its own that empties a run or lands in a full one, or medium or
     // large free (the purge thread cannot walk them: they are the owner's). On a line of its own:

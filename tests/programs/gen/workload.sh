@@ -5,16 +5,17 @@
 #   bash workload.sh NAME prepare WORKDIR    generate NAME's inputs into WORKDIR (plain, never preloaded)
 #   bash workload.sh NAME run WORKDIR        run the program on them; everything it prints goes to stdout
 #
-# NAME: sqlite3 | python3 | git | gxx | abc | z3 | shell | ruby | lua.  `run` puts $STRATA_PRELOAD (empty: the C library's malloc)
+# NAME: sqlite3 | python3 | git | gxx | abc | z3 | shell | ruby | lua | convert.  `run` puts $STRATA_PRELOAD (empty: the C library's malloc)
 # into LD_PRELOAD of the measured program only, never of this shell or the generators, so a
 # difference is the program's; the program's own children (git gc -> pack-objects, g++ -> cc1plus,
 # as, ld) inherit it. Environment, each optional:
 #   STRATA_PRELOAD   the malloc library to preload into the program (default none)
 #   STRATA_SCALE     input size multiplier (default 1; the CI test uses 1)
 #   STRATA_PYTHONMALLOC  PYTHONMALLOC for the python3 workload (the CI test: malloc)
-#   SQLITE3 PYTHON3 GIT GXX NM ABC Z3 RUBY LUA   the programs (default: sqlite3, /usr/bin/python3,
-#                    git, g++, nm, berkeley-abc, z3, ruby, lua5.4 from PATH; python3 is Debian's
-#                    /usr/bin/python3, not a pyenv shim)
+#   SQLITE3 PYTHON3 GIT GXX NM ABC Z3 RUBY LUA CONVERT   the programs (default: sqlite3,
+#                    /usr/bin/python3, git, g++, nm, berkeley-abc, z3, ruby, lua5.4 from PATH, and
+#                    ImageMagick's /usr/bin/convert-im6.q16; python3 is Debian's /usr/bin/python3,
+#                    not a pyenv shim)
 # The output never contains paths, times or addresses: `run` under any malloc must print the same bytes.
 set -euo pipefail
 unset CDPATH # a cd into a relative path would echo it, or go elsewhere
@@ -39,6 +40,7 @@ ABC="${ABC:-berkeley-abc}"
 Z3="${Z3:-z3}"
 RUBY="${RUBY:-ruby}"
 LUA="${LUA:-lua5.4}"
+CONVERT="${CONVERT:-/usr/bin/convert-im6.q16}"
 export LC_ALL=C TZ=UTC PYTHONHASHSEED=0
 mkdir -p "$work"
 cd "$work"
@@ -171,8 +173,18 @@ lua:run)
     # Every Lua object is a malloc block (lua_Alloc over realloc), freed by the incremental collector.
     under "$LUA" workload.lua "$scale"
     ;;
+convert:prepare) ;;
+convert:run)
+    # An image converter: a few pixel buffers of 6-60 MiB (Q16, 1000x750 pixels at scale 1), each
+    # allocated after a stretch of work on its threads (OpenMP) and freed soon after the next. The
+    # source is a gradient, which is drawn the same way every time (plasma: is random); the pixels
+    # go out raw, so the output holds no date or name.
+    w=$((1000 * scale)) h=$((750 * scale))
+    under "$CONVERT" -size "${w}x$h" gradient:red-blue -swirl 90 -blur 0x2 -resize 130% -rotate 17 -sharpen 0x1 \
+        -depth 8 rgb:- | cksum
+    ;;
 *)
-    echo "workload.sh: unknown workload/mode '$name $mode' (names: sqlite3 python3 git gxx abc z3 shell ruby lua; modes: prepare run)" >&2
+    echo "workload.sh: unknown workload/mode '$name $mode' (names: sqlite3 python3 git gxx abc z3 shell ruby lua convert; modes: prepare run)" >&2
     exit 2
     ;;
 esac
