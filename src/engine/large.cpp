@@ -5,8 +5,9 @@
 // for the last span, in place.
 // A thread keeps the span of the last large block it freed for its own next large request
 // (thread_heap::kept): in the shared pool, another thread's request would often take it, and write
-// memory whose lines sit in the first thread's caches. A program that makes big blocks seldom
-// (quiet_big_call) keeps none: its frees give back as many pages at once.
+// memory whose lines sit in the first thread's caches. In a program that makes big blocks seldom
+// (quiet_big_call), a request the kept span does not serve gives back as many pages of the free
+// spans, of any age.
 //
 // Exports: engine_heap::large_allocate, large_deallocate, large_resize_in_place, cut_tail, take_kept,
 // keep, release_kept, release_kept_of.
@@ -39,10 +40,8 @@ void* engine_heap::large_allocate(std::size_t size, std::size_t align, bool* cle
     }
     lock_guard g(span_lock_);
     bool was_clean = false;
-    const std::size_t top = top_;
     run* head = span_alloc(n + extra, span_kind::large, &was_clean);
     if (head == nullptr) return nullptr;
-    const bool grew = top_ != top;
     if (extra != 0) {
         const auto addr = reinterpret_cast<std::uintptr_t>(address_of(head));
         const std::size_t front = ((((addr + align - 1) & ~(align - 1)) - addr) >> granule_shift);
@@ -64,12 +63,12 @@ void* engine_heap::large_allocate(std::size_t size, std::size_t align, bool* cle
     large_live_.fetch_add(1, std::memory_order_relaxed);
     large_total_.fetch_add(1, std::memory_order_relaxed);
     if (clean != nullptr) *clean = was_clean;
-    // Pages to fault in: give back as many decayed ones; in a quiet program whose heap grew for
-    // them, as many of any age (its free spans were too small for the request, and would stay
-    // resident beside it).
-    purge_for_big_call(n + extra, grew && quiet ? big_purge::any_age
-                                  : was_clean   ? big_purge::decayed
-                                                : big_purge::cap_only);
+    // Pages to fault in: give back as many decayed ones. In a quiet program, as many of any age:
+    // what the request left of the free spans (too small for it, or the rest of the one it took)
+    // would stay resident beside it while the program works, and its next request is far off.
+    purge_for_big_call(n + extra, quiet       ? big_purge::any_age
+                                  : was_clean ? big_purge::decayed
+                                              : big_purge::cap_only);
     return address_of(head);
 }
 
@@ -77,28 +76,18 @@ void* engine_heap::large_allocate(std::size_t size, std::size_t align, bool* cle
 /// then takes a maintenance step when due; a pointer inside the span is ignored.
 void engine_heap::large_deallocate(void* p, run* head) noexcept {
     if (p != address_of(head)) return; // not a block start: ignored like any foreign pointer
-    const bool quiet = quiet_big_call();
-    thread_heap* own = nullptr;
-    if (quiet) {
-        // The thread's kept span joins the pool too, where the purge below sees it by its age.
-        if (thread_heap* t = existing_thread_cache(); t != nullptr && t->kept.load(std::memory_order_relaxed))
-            release_kept_of(t);
-    } else if (head->granules <= keep_granules_) {
-        own = thread_cache();
-    }
+    (void)quiet_big_call();            // notes the call's tick
+    thread_heap* own = head->granules <= keep_granules_ ? thread_cache() : nullptr;
     {
         lock_guard g(span_lock_);
         const std::size_t n = head->granules;
         large_bytes_.fetch_sub(n << granule_shift, std::memory_order_relaxed);
         large_live_.fetch_sub(1, std::memory_order_relaxed);
-        // In a quiet program the block goes to the pool and as many pages go back, of any age,
-        // oldest first: one that frees a big block now and then (an image converter) would
-        // otherwise keep it resident beside its next one.
         if (own != nullptr)
             keep(own, head);
         else
             span_free(head, true);
-        purge_for_big_call(n, quiet ? big_purge::any_age : big_purge::decayed);
+        purge_for_big_call(n, big_purge::decayed);
     }
     thread_heap* t = existing_thread_cache();
     maybe_decay(t); // its step walks this thread's runs too

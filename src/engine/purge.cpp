@@ -423,10 +423,10 @@ void engine_heap::purge_for_big_call(std::size_t granules, big_purge what) noexc
 
 /// Returns: whether the quiet_calls-th large call (allocate, free or resize in place) before this
 /// one came decay_ms or more ago, in a program that does not call end_frame(): one that makes big
-/// blocks seldom, a few at a time (an image converter: seconds of work between its buffers), where
-/// keeping a freed span resident for its next request saves a fault now and then at the cost of
-/// its footprint. A churn makes thousands of such calls a second. The heap's first quiet_calls
-/// large calls are not quiet. Notes this call's tick.
+/// blocks seldom, a few at a time (an image converter: seconds of work between its buffers). Its
+/// large requests give back as many pages of any age (large_allocate): what it leaves free would
+/// otherwise stay resident beside its new block while it works. A churn makes thousands of large
+/// calls a second; the heap's first quiet_calls large calls are not quiet. Notes this call's tick.
 bool engine_heap::quiet_big_call() noexcept {
     const std::uint32_t now = now_tick();
     const std::uint32_t k = big_calls_.fetch_add(1, std::memory_order_relaxed);

@@ -95,12 +95,12 @@ TEST(EngineDecay, ASpanReusedBeforeItDecaysStaysWarm) {
         char* p = written(h, 20 * mib);
         ASSERT_NE(p, nullptr);
         h.deallocate(p);
-        advance(20); // each reuse comes before the decay, four large calls in 40 ms: not quiet
+        advance(60); // each reuse comes before the decay
         char* q = static_cast<char*>(h.allocate(18 * mib));
         ASSERT_EQ(q, p) << "round " << i;                  // the warm span, best fit
         EXPECT_EQ(resident(q, 18 * mib), 18 * mib / page); // nothing to fault in
         h.deallocate(q);
-        advance(20);
+        advance(60);
     }
     EXPECT_EQ(h.purge_stats().purged_bytes, 0u);
     EXPECT_TRUE(h.check());
@@ -251,42 +251,17 @@ TEST(EngineDecay, ALargeFreePurgesAsManyDecayedPagesUnlessFramesPaceThePurges) {
 }
 
 // A program whose fourth large call before this one came decay_ms ago or more (it makes big blocks
-// seldom, a few at a time) does not keep what it frees: a large free gives back as many pages, of
-// any age, oldest first, and a request that grows the heap as many. With end_frame() calls the
-// frames pace the purges.
-TEST(EngineDecay, AQuietProgramsLargeFreeIsGivenBackAtOnce) {
-    for (const bool frames : {false, true}) {
-        engine_heap h(decay_options(100)); // the thread keeps the span of its last large free
-        if (frames) (void)h.end_frame(std::chrono::microseconds{1});
-        char* a = written(h, 8 * mib);
-        char* b = written(h, 8 * mib); // a cannot merge with the top
-        char* c = written(h, 2 * mib);
-        char* d = written(h, 2 * mib); // four calls: the heap's first ones are never quiet
-        ASSERT_NE(d, nullptr);
-        advance(200);    // seconds of work in an image converter
-        h.deallocate(a); // quiet
-        if (!frames) {
-            EXPECT_EQ(resident(a, 8 * mib), 0u);
-            EXPECT_EQ(h.purge_stats().retained_span_bytes, 0u);
-        } else {
-            EXPECT_EQ(resident(a, 8 * mib), 8 * mib / page);
-        }
-        h.deallocate(b); // two calls in 0 ms, but the fourth before b's came 200 ms earlier
-        EXPECT_EQ(resident(b, 8 * mib), frames ? 8 * mib / page : 0u);
-        EXPECT_TRUE(h.check());
-        h.deallocate(c);
-        h.deallocate(d);
-        char* e = written(h, 8 * mib); // the fourth call before it came just now: not quiet
-        ASSERT_NE(e, nullptr);
-        h.deallocate(e);
-        EXPECT_EQ(resident(e, 8 * mib), 8 * mib / page) << "kept warm";
-        EXPECT_TRUE(h.check());
-    }
-}
-
-TEST(EngineDecay, AQuietProgramsRequestThatGrowsTheHeapPurgesAsManyYoungPages) {
-    for (const bool quiet : {false, true}) {
-        engine_heap h(big_call_options());
+// seldom, a few at a time) gives back, at a large request the kept span does not serve, as many
+// pages of free spans of any age, oldest first: what it left free would stay resident beside the
+// new block while it works. Its frees keep their spans warm as any program's do, and a busier
+// program (four large calls in 50 ms) purges only what decayed. With end_frame() calls the frames
+// pace the purges.
+TEST(EngineDecay, AQuietProgramsLargeRequestPurgesAsManyPagesOfAnyAge) {
+    for (const int mode : {0, 1, 2}) { // quiet, busy, quiet with frames
+        engine_options o = decay_options(100);
+        o.large_keep_bytes = 0; // every free goes to the pool
+        engine_heap h(o);
+        if (mode == 2) (void)h.end_frame(std::chrono::microseconds{1});
         char* a = written(h, 4 * mib);
         char* s1 = written(h, 2 * mib); // no two of a, b, c merge, nor c with the top
         char* b = written(h, 4 * mib);
@@ -294,18 +269,25 @@ TEST(EngineDecay, AQuietProgramsRequestThatGrowsTheHeapPurgesAsManyYoungPages) {
         char* c = written(h, 4 * mib);
         char* s3 = written(h, 2 * mib);
         ASSERT_NE(s3, nullptr);
-        h.deallocate(a);
-        h.deallocate(b);
-        advance(quiet ? 200 : 50);
-        h.deallocate(c); // quiet: gives back 4 MiB, a's (the oldest)
-        EXPECT_EQ(resident(a, 4 * mib), quiet ? 0u : 4 * mib / page);
-        char* d = written(h, 40 * mib); // fits no free span: the heap grows
+        advance(mode == 1 ? 50 : 200); // seconds of work in an image converter
+        for (char* p : {a, b, c}) {
+            h.deallocate(p); // a free keeps its span warm, quiet or not
+            advance(1);
+        }
+        EXPECT_EQ(resident(a, 4 * mib), 4 * mib / page);
+        EXPECT_EQ(h.purge_stats().retained_span_bytes, 12 * mib);
+        char* d = written(h, 6 * mib); // fits no free span: fresh pages
         ASSERT_NE(d, nullptr);
-        // Quiet: 40 MiB of any age, b's and c's too (c was freed just now). Else what decayed
-        // (nothing after 50 ms).
-        EXPECT_EQ(resident(c, 4 * mib), quiet ? 0u : 4 * mib / page);
-        EXPECT_EQ(resident(b, 4 * mib), quiet ? 0u : 4 * mib / page);
-        EXPECT_EQ(h.purge_stats().retained_span_bytes, quiet ? 0u : 12 * mib);
+        if (mode == 0) { // 6 MiB of any age, oldest first: a, then half of b (from its end)
+            EXPECT_EQ(resident(a, 4 * mib), 0u);
+            EXPECT_EQ(resident(b, 2 * mib), 2 * mib / page);
+            EXPECT_EQ(resident(b + 2 * mib, 2 * mib), 0u);
+            EXPECT_EQ(resident(c, 4 * mib), 4 * mib / page) << "the newest stays";
+            EXPECT_EQ(h.purge_stats().retained_span_bytes, 6 * mib);
+        } else { // busy: only what decayed (nothing, 3 ms after the frees); frames: the frames'
+            EXPECT_EQ(resident(a, 4 * mib), 4 * mib / page);
+            EXPECT_EQ(h.purge_stats().retained_span_bytes, 12 * mib);
+        }
         EXPECT_TRUE(h.check());
         for (char* p : {s1, s2, s3, d})
             h.deallocate(p);

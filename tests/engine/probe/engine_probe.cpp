@@ -371,8 +371,7 @@ int no_heap_checks() {
 }
 
 // Run with STRATA_MALLOC_DECAY_MS=10 (and, for "purge-thread", STRATA_MALLOC_PURGE_THREAD_MS=5): a
-// 16 MiB block freed among other large calls stays resident at first, and is given back by
-// strata_malloc_end_frame
+// freed 16 MiB block stays resident at first, and is given back by strata_malloc_end_frame
 // ("decay") or by the purge thread with no call at all ("purge-thread") within a second.
 int decay_checks(bool frames) {
     using end_frame_fn = std::size_t (*)(unsigned);
@@ -399,16 +398,6 @@ int decay_checks(bool frames) {
             k += c & 1u;
         return k;
     };
-    // Four large calls just before the free: a program whose fourth large call before a free came
-    // decay_ms ago or more (the memset may take that long) gives the block back at once.
-    for (int i = 0; i < 2; ++i) {
-        auto* q = static_cast<unsigned char*>(std::malloc(opaque(std::size_t{2} << 20)));
-        PROBE(q != nullptr);
-        if (q == nullptr) return 1;
-        q[0] = 1;
-        PROBE(owns(q)); // the heap's block, used: the pair is not optimized away
-        std::free(q);
-    }
     std::free(p);
     PROBE(resident() == n / 2 / 4096); // freed, warm
     for (int i = 0; i < 100 && resident() != 0; ++i) {

@@ -175,7 +175,7 @@ lua:run)
     ;;
 convert:prepare) ;;
 convert:run)
-    # An image converter: a few pixel buffers of 6-60 MiB (Q16, 1000x750 pixels at scale 1), each
+    # An image converter: a few pixel buffers of 6-16 MiB (Q16, 1000x750 pixels at scale 1), each
     # allocated after a stretch of work on its threads (OpenMP) and freed soon after the next. The
     # source is a gradient, which is drawn the same way every time (plasma: is random); the pixels
     # go out raw, so the output holds no date or name.
