@@ -63,9 +63,10 @@ void* engine_heap::large_allocate(std::size_t size, std::size_t align, bool* cle
     large_live_.fetch_add(1, std::memory_order_relaxed);
     large_total_.fetch_add(1, std::memory_order_relaxed);
     if (clean != nullptr) *clean = was_clean;
-    // Pages to fault in: give back as many decayed ones. In a quiet program, as many of any age:
-    // what the request left of the free spans (too small for it, or the rest of the one it took)
-    // would stay resident beside it while the program works, and its next request is far off.
+    // Clean pages to fault in: give back as many decayed ones. In a quiet program, as many of any
+    // age whatever the request took: what it left of the free spans (too small for it, or the rest
+    // of the one it took) would stay resident beside it while the program works, and its next
+    // request is far off.
     purge_for_big_call(n + extra, quiet       ? big_purge::any_age
                                   : was_clean ? big_purge::decayed
                                               : big_purge::cap_only);

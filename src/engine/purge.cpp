@@ -413,7 +413,7 @@ void engine_heap::span_return(run* r) noexcept {
 /// at slow paths; a program that calls malloc seldom (an image converter: seconds of work between
 /// buffers of a hundred MiB) would keep what it freed for seconds. The call's own work is of the
 /// same size: it faults in, or was handed, as many pages as this purges. A steady churn reuses its
-/// spans before they decay and does not grow the heap, so it purges nothing here.
+/// spans before they decay, so it purges nothing here.
 void engine_heap::purge_for_big_call(std::size_t granules, big_purge what) noexcept {
     if (dirty_free_ > span_cap()) (void)purge_spans(purge_pass::cap, now_tick(), 0, SIZE_MAX, true);
     if (what == big_purge::cap_only || frames_.load(std::memory_order_relaxed) != 0) return; // end_frame()'s

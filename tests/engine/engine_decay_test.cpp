@@ -254,8 +254,8 @@ TEST(EngineDecay, ALargeFreePurgesAsManyDecayedPagesUnlessFramesPaceThePurges) {
 // seldom, a few at a time) gives back, at a large request the kept span does not serve, as many
 // pages of free spans of any age, oldest first: what it left free would stay resident beside the
 // new block while it works. Its frees keep their spans warm as any program's do, and a busier
-// program (four large calls in 50 ms) purges only what decayed. With end_frame() calls the frames
-// pace the purges.
+// program (its fourth large call before the request 53 ms earlier) purges only what decayed. With end_frame()
+// calls the frames pace the purges.
 TEST(EngineDecay, AQuietProgramsLargeRequestPurgesAsManyPagesOfAnyAge) {
     for (const int mode : {0, 1, 2}) { // quiet, busy, quiet with frames
         engine_options o = decay_options(100);
@@ -284,7 +284,7 @@ TEST(EngineDecay, AQuietProgramsLargeRequestPurgesAsManyPagesOfAnyAge) {
             EXPECT_EQ(resident(b + 2 * mib, 2 * mib), 0u);
             EXPECT_EQ(resident(c, 4 * mib), 4 * mib / page) << "the newest stays";
             EXPECT_EQ(h.purge_stats().retained_span_bytes, 6 * mib);
-        } else { // busy: only what decayed (nothing, 3 ms after the frees); frames: the frames'
+        } else { // busy: only what decayed (nothing: the frees came 1-3 ms before); frames: the frames'
             EXPECT_EQ(resident(a, 4 * mib), 4 * mib / page);
             EXPECT_EQ(h.purge_stats().retained_span_bytes, 12 * mib);
         }
