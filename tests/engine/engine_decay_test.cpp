@@ -295,6 +295,32 @@ TEST(EngineDecay, AQuietProgramsLargeRequestPurgesAsManyPagesOfAnyAge) {
     }
 }
 
+// A quiet request served from the front of a free span purges the span's young rest (what it leaves
+// there would stay resident beside it); one the thread's kept span serves purges nothing.
+TEST(EngineDecay, AQuietRequestPurgesTheRestOfTheSpanItTookButNotAKeptOne) {
+    engine_heap h(decay_options(100)); // the thread keeps the span of its last large free
+    char* a = written(h, 8 * mib);
+    char* s1 = written(h, 2 * mib); // a cannot merge with the top
+    char* b = written(h, 4 * mib);
+    char* s2 = written(h, 2 * mib);
+    ASSERT_NE(s2, nullptr);
+    advance(200);
+    h.deallocate(a); // kept by the thread
+    h.deallocate(b); // kept now; a goes to the pool
+    advance(1);
+    char* c = written(h, 4 * mib); // quiet (the fourth call before it came 201 ms ago): b's kept span
+    EXPECT_EQ(c, b);
+    EXPECT_EQ(resident(a, 8 * mib), 8 * mib / page) << "the kept span served it: nothing purged";
+    char* d = written(h, 5 * mib); // quiet too, no kept span: from a's front (1 ms old), warm
+    ASSERT_EQ(d, a);
+    EXPECT_EQ(resident(d, 5 * mib), 5 * mib / page);
+    EXPECT_EQ(resident(a + 5 * mib, 3 * mib), 0u) << "a's rest, though young, is purged";
+    EXPECT_TRUE(h.check());
+    for (char* p : {s1, s2, c, d})
+        h.deallocate(p);
+    EXPECT_TRUE(h.check());
+}
+
 TEST(EngineDecay, EndFrameStopsAtItsBudget) {
     engine_heap h(decay_options(100));
     std::vector<char*> blocks, spacers;
