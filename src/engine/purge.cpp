@@ -23,8 +23,9 @@ namespace strata {
 using namespace engine_detail;
 
 // A maintenance step runs from end_frame(), from the purge thread, or from a slow path (medium and
-// large frees, run changes) once step_interval_ has passed since the last (a quarter of that after
-// a slow path's step that spent its budget, in a program that never calls end_frame()). It purges,
+// large frees, new runs, frees that empty a run, every 64th small refill) once step_interval_ has
+// passed since the last (a quarter of that, in wall time, after a slow path's step that spent its
+// budget, in a program that never calls end_frame()). It purges,
 // oldest first:
 //   - free spans: each dirty free span carries the tick it was freed at (a merge keeps the newer)
 //     and its clean tail, the granules at its end purged since: a purge takes 1 MiB pieces off
@@ -496,12 +497,20 @@ void engine_heap::maybe_decay(thread_heap* own) noexcept {
     if (static_cast<std::int32_t>(now - due) < 0) return;
     if (!next_step_.compare_exchange_strong(due, now + step_interval_, std::memory_order_relaxed)) return;
     const std::uint64_t deadline = purge_batch::now_ns() + std::uint64_t{options_.purge_step_us} * 1000;
-    // A step that spent its budget leaves a backlog (a program that just shrank): the next comes
-    // after a quarter of the interval (3 ms at the default decay_ms), so the backlog goes at about
-    // purge_step_us per step_interval_ / 4. Not in a program that paces its purges with
-    // end_frame(): its slow paths stay out of its frames.
-    if (decay_step(deadline, own) != 0 && past(deadline) && frames_.load(std::memory_order_relaxed) == 0)
-        next_step_.store(now_tick() + step_interval_ / 4, std::memory_order_relaxed);
+    // A step that spent its budget leaves a backlog (a program that just shrank): the next is due a
+    // quarter of the interval (3 ms at the default decay_ms) after this one was due, so the backlog
+    // goes at about purge_step_us per step_interval_ / 4 of wall time. A program that calls in
+    // bursts (a frame's work, then a sleep) takes the steps of the last step_interval_ it slept
+    // through at its next slow paths (at most step_interval_ / quarter + 1 more: 6, 1.2 ms at
+    // 200 us each, in a burst after 20 ms), as one that calls all the time would have. Not in a
+    // program that paces its purges with end_frame(): its slow paths stay out of its frames.
+    if (decay_step(deadline, own) != 0 && past(deadline) && frames_.load(std::memory_order_relaxed) == 0) {
+        const std::uint32_t after = now_tick();
+        std::uint32_t next = due + step_interval_ / 4;
+        if (static_cast<std::int32_t>(after - next) > static_cast<std::int32_t>(step_interval_))
+            next = after - step_interval_;
+        next_step_.store(next, std::memory_order_relaxed);
+    }
 }
 
 /// Effects: a walk of h's runs, bounded by purge_step_us, for the purge thread (which cannot walk
@@ -528,9 +537,9 @@ std::size_t engine_heap::end_frame(std::chrono::microseconds budget) noexcept {
 // its class's free list, which a class whose live count swings reuses at each swing (a strategy
 // game server's 60 KiB class, strata-mt's trickle, reaches into its tail every few hundred ms):
 //   - only the owner thread walks its runs (its free lists are its own; nothing is locked): its
-//     end_frame() steps and the steps of its every 64th small refill and of its medium and large
-//     frees walk them (a run change's step does not: it may come mid-way through a list's change),
-//     and while a purge thread runs, its first small refill after each of that thread's steps;
+//     end_frame() steps and the steps of its every 64th small refill, of its frees that empty a run
+//     (once the run is relisted) and of its medium and large frees walk them, and while a purge
+//     thread runs, its first small refill after each of that thread's steps;
 //   - a free block's first bytes keep the free-list link and a mark: word 1 holds a tag (the block's
 //     address xor a constant), word 2 the tick a walk first saw it free and a purged bit;
 //   - a block seen free for 32 * decay_ms is purged: madvise(MADV_DONTNEED) of its whole pages past the

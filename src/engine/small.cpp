@@ -269,7 +269,6 @@ void engine_heap::retire(thread_heap* h, run* r) noexcept {
         lock_guard g(span_lock_);
         span_free(r, true);
     }
-    maybe_decay();
 }
 
 /// Effects: before a request of `n` granules of `kind` from the span pool: when the free span it
@@ -465,10 +464,18 @@ engine_heap::run* engine_heap::adopt(thread_heap* h, unsigned c) noexcept {
 /// front of the full list (take_freed relists the marked front when the class runs dry, so a run
 /// gathers frees for a while before it is allocated from again); relists an empty one, keeps one
 /// empty run per class as a spare and retires the others (relist). Then the walk a purge thread asked for
-/// (walk_runs_if_asked): a thread whose allocations seldom refill still walks its runs.
+/// (walk_runs_if_asked): a thread whose allocations seldom refill still walks its runs; and when a run
+/// other than the current (or parked) one emptied, a maintenance step when one is due (maybe_decay),
+/// which walks h's runs too.
 void engine_heap::local_free_slow(thread_heap* h, run* d) noexcept {
+    const bool emptied = d->used == 0;
+    // A loop whose every free empties the run it allocates from: nothing to relist, no clock read.
+    if (emptied && (d == h->current[d->cls] || d == h->parked[d->cls])) return walk_runs_if_asked(h);
     relist(h, d);
     walk_runs_if_asked(h); // after: the walk may relist runs it finds empty, `d` among them
+    // Another run emptied: a program that shrinks (its frees empty runs, its allocations pop what
+    // it freed and never refill) takes its maintenance steps here, its runs walked too.
+    if (emptied) maybe_decay(h);
 }
 
 /// Effects: local_free_slow's work on h's run `d` once a free marked it full or emptied it, or a

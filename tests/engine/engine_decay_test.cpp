@@ -687,6 +687,47 @@ TEST(EngineDecay, ABacklogBringsTheNextStepForward) { backlog_steps(false); }
 
 TEST(EngineDecay, ABacklogKeepsTheIntervalWhenTheProgramCallsEndFrame) { backlog_steps(true); }
 
+// A program that calls in bursts and sleeps between them (a frame loop without end_frame) takes,
+// at its next burst, the backlog steps of the last interval it slept through, as one that called
+// all the time would have taken them, and no more; one that calls end_frame() takes one step.
+void burst_steps(bool frames) {
+    engine_options o = decay_options(800); // a step every 100 ms; a backlog's every 25 ms
+    o.purge_step_us = 1;                   // one piece per step
+    engine_heap h(o);
+    std::vector<char*> blocks, spacers;
+    for (int i = 0; i < 16; ++i) {
+        blocks.push_back(written(h, 4 * mib));
+        spacers.push_back(written(h, 2 * mib));
+    }
+    for (char* b : blocks)
+        h.deallocate(b);
+    if (frames) (void)h.end_frame(std::chrono::microseconds{1});
+    const auto slow_call = [&] { h.deallocate(written(h, 256 * 1024)); };
+    advance(800);
+    slow_call(); // a step: 64 MiB decayed, one piece goes; the next is due 25 ms later
+    const std::size_t steps = h.purge_stats().steps;
+    const std::size_t purged = h.purge_stats().purged_bytes;
+    advance(500); // asleep for 20 backlog steps' time
+    for (int i = 0; i < 20; ++i)
+        slow_call();
+    // The steps due 100, 75, 50, 25 and 0 ms ago, and the one missed at the sleep's start.
+    EXPECT_EQ(h.purge_stats().steps, steps + (frames ? 1 : 6));
+    EXPECT_GE(h.purge_stats().purged_bytes, purged + (frames ? 1 : 6) * mib);
+    advance(24);
+    slow_call();
+    EXPECT_EQ(h.purge_stats().steps, steps + (frames ? 1 : 6));
+    advance(1);
+    slow_call(); // the backlog's pace again
+    EXPECT_EQ(h.purge_stats().steps, steps + (frames ? 1 : 7));
+    for (char* p : spacers)
+        h.deallocate(p);
+    EXPECT_TRUE(h.check());
+}
+
+TEST(EngineDecay, ABurstAfterASleepTakesTheBacklogStepsOfTheLastInterval) { burst_steps(false); }
+
+TEST(EngineDecay, ABurstAfterASleepTakesOneStepWhenTheProgramCallsEndFrame) { burst_steps(true); }
+
 // A step that had nothing to purge keeps the plain interval, however small its budget.
 TEST(EngineDecay, AStepWithNothingDueKeepsTheInterval) {
     engine_options o = decay_options(800);
@@ -1673,6 +1714,46 @@ TEST(EngineDecay, FreeBlocksInsideUsedRunsDecayWhenMediumFreesTakeTheSteps) {
 
 TEST(EngineDecay, FreeBlocksInsideUsedRunsDecayWhenLargeFreesTakeTheSteps) {
     run_blocks_decay_when_steps_free(8 * mib);
+}
+
+// A free that empties a run (not the one the thread allocates from) takes a step that walks the
+// thread's runs: a program that shrinks, whose allocations pop what it freed and never refill,
+// still gives back the free blocks inside its runs without frame calls.
+TEST(EngineDecay, FreeBlocksInsideUsedRunsDecayWhenFreesThatEmptyRunsTakeTheSteps) {
+    engine_heap h(decay_options(100));
+    constexpr std::size_t n = 24 * 1024;
+    const std::vector<char*> blocks = every_other_freed(h, n, 32);
+    // Runs of 1 KiB blocks, whole (64 blocks in a run's 64 KiB), grouped by run; the last one made
+    // is the thread's current run and stays.
+    constexpr std::size_t small = 1024;
+    std::vector<std::vector<char*>> runs;
+    std::uintptr_t last = 0;
+    while (runs.size() < 4) {
+        char* p = written(h, small);
+        ASSERT_NE(p, nullptr);
+        const std::uintptr_t run = reinterpret_cast<std::uintptr_t>(p) >> 16;
+        if (runs.empty() || run != last) runs.emplace_back();
+        runs.back().push_back(p);
+        last = run;
+    }
+    ASSERT_EQ(runs[1].size(), 64u);
+    ASSERT_EQ(runs[2].size(), 64u);
+    const std::size_t steps = h.purge_stats().steps;
+    const auto empty_run = [&](std::vector<char*>& run) {
+        for (char* p : run)
+            h.deallocate(p);
+        run.clear();
+    };
+    advance(100);       // the first step comes decay_ms after the heap was made
+    empty_run(runs[1]); // its last free: a step, whose walk sees the 24 KiB blocks free
+    EXPECT_EQ(h.purge_stats().steps, steps + 1);
+    advance(steady_wait_ms);
+    empty_run(runs[2]); // a step: they decayed (32 * decay_ms)
+    EXPECT_EQ(h.purge_stats().steps, steps + 2);
+    expect_freed_purged_then_free_live(h, blocks, n);
+    empty_run(runs[0]);
+    empty_run(runs[3]);
+    EXPECT_TRUE(h.check());
 }
 
 // Only a run's owner walks its free list: another thread's end_frame leaves the blocks alone.

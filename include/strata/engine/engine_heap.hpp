@@ -48,11 +48,12 @@ struct engine_options {
     /// for decay_ms (free blocks inside runs of a steady class for 32 * decay_ms, see
     /// purge_run_blocks), then go back to the OS (madvise(MADV_DONTNEED)), oldest first, by the
     /// heap's maintenance: end_frame(), the purge thread, or a step of at most purge_step_us that the slow
-    /// paths (medium and large frees, run changes) take every decay_ms / 8, the first decay_ms after
-    /// construction (every decay_ms / 32 while a step's budget leaves a backlog, unless the program calls
-    /// end_frame()). A program that reuses its memory within decay_ms never faults; one that shrinks gives it
-    /// back within about decay_ms plus what the budgets need for the backlog. 0: at the next
-    /// maintenance step (the slow paths then step on every call). At most 2^29 (six days; more is
+    /// paths (medium and large frees, new runs, frees that empty a run) take every decay_ms / 8, the first
+    /// decay_ms after construction (every decay_ms / 32 of wall time while a step's budget leaves a
+    /// backlog, unless the program calls end_frame(): a program that slept takes the steps of the last
+    /// decay_ms / 8 at its next slow paths). A program that reuses its memory within decay_ms never faults;
+    /// one that shrinks gives it back within about decay_ms plus what the budgets need for the backlog. 0: at
+    /// the next maintenance step (the slow paths then step on every call). At most 2^29 (six days; more is
     /// taken as that).
     std::uint32_t decay_ms = 125;
     /// Time the slow paths' maintenance step may spend purging (batches of at most 1 MiB: the last
@@ -83,9 +84,9 @@ struct engine_options {
     /// hold more than twice as many free blocks as live ones has shrunk beyond such swings: its
     /// free blocks wait decay_ms, as spans do. Only the run's
     /// owner thread walks its runs: its end_frame() calls and the steps of its every 64th small
-    /// refill and of its medium and large frees do, and while a purge thread runs, its first slow
-    /// call after each of that thread's steps; the owner then hands the due blocks to the purge
-    /// thread, which purges them and frees them back. false: such pages stay resident until their
+    /// refill, of its frees that empty a run and of its medium and large frees do, and while a purge thread
+    /// runs, its first slow call after each of that thread's steps; the owner then hands the due blocks to
+    /// the purge thread, which purges them and frees them back. false: such pages stay resident until their
     /// run empties.
     bool purge_run_blocks = true;
     /// Milliseconds of a monotonic clock; nullptr: CLOCK_MONOTONIC_COARSE. Tests give a fake one.
