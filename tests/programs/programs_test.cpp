@@ -89,6 +89,9 @@ std::vector<std::string> child_environment(const fs::path& home, const std::stri
         std::string("NM=") + STRATA_PROGRAMS_NM,
         std::string("ABC=") + STRATA_PROGRAMS_ABC,
         std::string("Z3=") + STRATA_PROGRAMS_Z3,
+        std::string("RUBY=") + STRATA_PROGRAMS_RUBY,
+        std::string("LUA=") + STRATA_PROGRAMS_LUA,
+        std::string("CONVERT=") + STRATA_PROGRAMS_CONVERT,
     };
     if (const char* tmp = std::getenv("TMPDIR"); tmp != nullptr) env.push_back(std::string("TMPDIR=") + tmp);
     return env;
