@@ -25,7 +25,8 @@ using namespace engine_detail;
 // A maintenance step runs from end_frame(), from the purge thread, or from a slow path (medium and
 // large frees, new runs, frees that empty a run, every 64th small refill) once step_interval_ has
 // passed since the last (a quarter of that, in wall time, after a slow path's step that spent its
-// budget, in a program that never calls end_frame()). It purges,
+// budget, in a program that never calls end_frame()); in a program that calls end_frame(), only
+// once decay_ms has passed since its last. It purges,
 // oldest first:
 //   - free spans: each dirty free span carries the tick it was freed at (a merge keeps the newer)
 //     and its clean tail, the granules at its end purged since: a purge takes 1 MiB pieces off
@@ -445,7 +446,7 @@ bool engine_heap::quiet_big_call() noexcept {
 /// Effects: one maintenance step: purges decayed medium blocks, then decayed spans, until the
 /// deadline (0: none), at least one piece when anything is due. Returns: bytes purged.
 /// Requires: no lock of the heap held.
-std::size_t engine_heap::decay_step(std::uint64_t deadline_ns, thread_heap* own) noexcept {
+std::size_t engine_heap::decay_step(std::uint64_t deadline_ns, thread_heap* own, bool drain) noexcept {
     const std::uint32_t now = now_tick();
     next_step_.store(now + step_interval_, std::memory_order_relaxed);
     // A new window of the recent peak every decay_ms (big_recent()).
@@ -457,7 +458,10 @@ std::size_t engine_heap::decay_step(std::uint64_t deadline_ns, thread_heap* own)
         big_peak_.store(big_live(), std::memory_order_relaxed);
     }
     release_kept(false, now); // kept spans decay as free ones do: from when they were kept
-    drain_depots(false);      // blocks no thread took from a depot since the last step go home
+    if (drain) {              // blocks no thread took from a depot since the last drain go home
+        drained_at_.store(now, std::memory_order_relaxed);
+        drain_depots(false);
+    }
     std::size_t purged = 0;
     {
         lock_guard m(medium_lock_);
@@ -489,8 +493,9 @@ std::size_t engine_heap::decay_step(std::uint64_t deadline_ns, thread_heap* own)
     return purged;
 }
 
-/// Effects: a step bounded by purge_step_us when step_interval_ has passed since the last one (one
-/// thread takes it; the others go on).
+/// Effects: a step bounded by purge_step_us when one is due: step_interval_ after the last step
+/// began, or while a backlog lasts a quarter of that after the last one was due (one thread takes
+/// it; the others go on).
 void engine_heap::maybe_decay(thread_heap* own) noexcept {
     const std::uint32_t now = now_tick();
     std::uint32_t due = next_step_.load(std::memory_order_relaxed);
@@ -501,10 +506,16 @@ void engine_heap::maybe_decay(thread_heap* own) noexcept {
     // quarter of the interval (3 ms at the default decay_ms) after this one was due, so the backlog
     // goes at about purge_step_us per step_interval_ / 4 of wall time. A program that calls in
     // bursts (a frame's work, then a sleep) takes the steps of the last step_interval_ it slept
-    // through at its next slow paths (at most step_interval_ / quarter + 1 more: 6, 1.2 ms at
-    // 200 us each, in a burst after 20 ms), as one that calls all the time would have. Not in a
-    // program that paces its purges with end_frame(): its slow paths stay out of its frames.
-    if (decay_step(deadline, own) != 0 && past(deadline) && frames_.load(std::memory_order_relaxed) == 0) {
+    // through at its next slow paths, as one that calls all the time would have: at the default
+    // decay_ms, six more after the one due first, 1.4 ms in all at 200 us each. Below a decay_ms of
+    // 32 the quarter is 0 and every slow path steps while the backlog lasts. Not in a program that
+    // paces its purges with end_frame(): once its frames stop, its slow paths keep the plain
+    // interval (while they come, end_frame keeps the slow paths from stepping at all).
+    // The steps a burst catches up on come microseconds apart: a depot's low-water mark needs some
+    // time to say which blocks no thread wanted, so those steps leave the depots alone.
+    const bool drain = tick_age(now, drained_at_.load(std::memory_order_relaxed)) >= step_interval_ / 4;
+    if (decay_step(deadline, own, drain) != 0 && past(deadline) &&
+        frames_.load(std::memory_order_relaxed) == 0) {
         const std::uint32_t after = now_tick();
         std::uint32_t next = due + step_interval_ / 4;
         if (static_cast<std::int32_t>(after - next) > static_cast<std::int32_t>(step_interval_))
@@ -524,7 +535,19 @@ void engine_heap::walk_runs_asked(thread_heap* h) noexcept {
 std::size_t engine_heap::end_frame(std::chrono::microseconds budget) noexcept {
     frames_.fetch_add(1, std::memory_order_relaxed);
     const auto us = static_cast<std::uint64_t>(std::max<std::int64_t>(budget.count(), 1));
-    return decay_step(purge_batch::now_ns() + us * 1000, existing_thread_cache());
+    // The free blocks inside other threads' runs are theirs to walk: at most every step_interval_,
+    // each is asked to walk its runs at its next slow call (walk_runs_if_asked). This thread's own
+    // walk in the step below answers the ask for it.
+    const std::uint32_t now = now_tick();
+    if (std::uint32_t at = frame_asked_at_.load(std::memory_order_relaxed);
+        tick_age(now, at) >= step_interval_ &&
+        frame_asked_at_.compare_exchange_strong(at, now, std::memory_order_relaxed))
+        runs_asked_.fetch_add(1, std::memory_order_relaxed);
+    const std::size_t purged = decay_step(purge_batch::now_ns() + us * 1000, existing_thread_cache());
+    // The frames pace the purges: the slow paths take no step in them, only once the program has
+    // not called end_frame for decay_ms (its frames stopped: a loading screen).
+    next_step_.store(now_tick() + options_.decay_ms, std::memory_order_relaxed);
+    return purged;
 }
 
 // -------------------------------------------------------------------------------------------------
@@ -538,8 +561,8 @@ std::size_t engine_heap::end_frame(std::chrono::microseconds budget) noexcept {
 // game server's 60 KiB class, strata-mt's trickle, reaches into its tail every few hundred ms):
 //   - only the owner thread walks its runs (its free lists are its own; nothing is locked): its
 //     end_frame() steps and the steps of its every 64th small refill, of its frees that empty a run
-//     (once the run is relisted) and of its medium and large frees walk them, and while a purge
-//     thread runs, its first small refill after each of that thread's steps;
+//     (once the run is relisted) and of its medium and large frees walk them, and its first slow
+//     call after a purge thread's step or another thread's end_frame() asked (walk_runs_if_asked);
 //   - a free block's first bytes keep the free-list link and a mark: word 1 holds a tag (the block's
 //     address xor a constant), word 2 the tick a walk first saw it free and a purged bit;
 //   - a block seen free for 32 * decay_ms is purged: madvise(MADV_DONTNEED) of its whole pages past the

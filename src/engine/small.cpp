@@ -472,10 +472,12 @@ void engine_heap::local_free_slow(thread_heap* h, run* d) noexcept {
     // A loop whose every free empties the run it allocates from: nothing to relist, no clock read.
     if (emptied && (d == h->current[d->cls] || d == h->parked[d->cls])) return walk_runs_if_asked(h);
     relist(h, d);
-    walk_runs_if_asked(h); // after: the walk may relist runs it finds empty, `d` among them
-    // Another run emptied: a program that shrinks (its frees empty runs, its allocations pop what
-    // it freed and never refill) takes its maintenance steps here, its runs walked too.
-    if (emptied) maybe_decay(h);
+    // After the relist: a walk may relist runs it finds empty, `d` among them. Another run emptied:
+    // a program that shrinks (its frees empty runs, its allocations pop what it freed and never
+    // refill) takes its maintenance steps here, its runs walked too (which answers an ask), but not
+    // a thread giving its runs up (abandon's flush_stash).
+    if (emptied && !h->giving_up) maybe_decay(h);
+    walk_runs_if_asked(h);
 }
 
 /// Effects: local_free_slow's work on h's run `d` once a free marked it full or emptied it, or a

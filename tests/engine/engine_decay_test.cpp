@@ -728,6 +728,52 @@ TEST(EngineDecay, ABurstAfterASleepTakesTheBacklogStepsOfTheLastInterval) { burs
 
 TEST(EngineDecay, ABurstAfterASleepTakesOneStepWhenTheProgramCallsEndFrame) { burst_steps(true); }
 
+// A loop whose free empties the run it allocates from (one block out at a time) takes no step
+// there, due or not: that free reads no clock. A free that empties another run steps.
+TEST(EngineDecay, AFreeThatEmptiesTheCurrentRunTakesNoStep) {
+    engine_heap h(decay_options(100));
+    std::vector<char*> full; // 1 KiB blocks: a run of 64
+    while (full.size() < 64)
+        full.push_back(written(h, 1024));
+    char* x = written(h, 1024); // the first block of the next run, now the current one
+    ASSERT_NE(reinterpret_cast<std::uintptr_t>(x) >> 16, reinterpret_cast<std::uintptr_t>(full[63]) >> 16);
+    advance(100); // a step is due
+    const std::size_t steps = h.purge_stats().steps;
+    h.deallocate(x); // the current run empties
+    for (int i = 0; i < 3; ++i)
+        h.deallocate(written(h, 1024)); // and again
+    EXPECT_EQ(h.purge_stats().steps, steps);
+    for (char* p : full)
+        h.deallocate(p); // the full run empties: a step
+    EXPECT_EQ(h.purge_stats().steps, steps + 1);
+    EXPECT_TRUE(h.check());
+}
+
+// A program that calls end_frame paces its purges with it: its slow paths take no step of their
+// own, however long its frames (here longer than their interval), until end_frame has not been
+// called for decay_ms.
+TEST(EngineDecay, SlowPathsTakeNoStepWhileTheProgramCallsEndFrame) {
+    engine_heap h(decay_options(800)); // the slow paths' interval: 100 ms
+    const auto slow_call = [&] { h.deallocate(written(h, 256 * 1024)); };
+    advance(800);
+    for (int frame = 0; frame < 10; ++frame) {
+        (void)h.end_frame(std::chrono::microseconds{100});
+        const std::size_t steps = h.purge_stats().steps;
+        advance(150);
+        slow_call();
+        EXPECT_EQ(h.purge_stats().steps, steps) << frame;
+    }
+    (void)h.end_frame(std::chrono::microseconds{100}); // the last frame
+    const std::size_t steps = h.purge_stats().steps;
+    advance(799);
+    slow_call();
+    EXPECT_EQ(h.purge_stats().steps, steps);
+    advance(1);
+    slow_call(); // the frames stopped decay_ms ago: the slow paths step again
+    EXPECT_EQ(h.purge_stats().steps, steps + 1);
+    EXPECT_TRUE(h.check());
+}
+
 // A step that had nothing to purge keeps the plain interval, however small its budget.
 TEST(EngineDecay, AStepWithNothingDueKeepsTheInterval) {
     engine_options o = decay_options(800);
@@ -1803,6 +1849,51 @@ TEST(EngineDecay, APurgeThreadHasOwnersWalkTheirRunsAtTheirNextRefill) {
     expect_freed_purged_then_free_live(h, blocks, n);
     for (void* p : firsts)
         h.deallocate(p);
+    EXPECT_TRUE(h.check());
+}
+
+// The free blocks inside another thread's runs are that thread's to walk: end_frame asks it (at
+// most every decay_ms / 8) to walk them at its next slow call, since that call takes no step of
+// its own while the program calls end_frame.
+TEST(EngineDecay, EndFrameHasOtherThreadsWalkTheirRunsAtTheirNextSlowCall) {
+    engine_heap h(decay_options(100)); // asks at most every 12 ms
+    constexpr std::size_t n = 24 * 1024;
+    std::vector<char*> blocks;
+    std::atomic<int> go{0};
+    std::atomic<int> done{0};
+    const auto wait_for = [](const std::atomic<int>& a, int v) {
+        while (a.load() < v)
+            std::this_thread::yield();
+    };
+    std::thread worker([&] {
+        blocks = numbered_blocks(h, n, 64);
+        for (std::size_t i = 0; i < blocks.size(); ++i)
+            if (i % 4 != 3) h.deallocate(blocks[i]); // 48 free, 16 live: the class shrank
+        done = 1;
+        for (int call = 1; call <= 2; ++call) {
+            wait_for(go, call);
+            h.deallocate(written(h, 256 * 1024)); // a slow call: a medium free
+            done = call + 1;
+        }
+    });
+    wait_for(done, 1);
+    const std::size_t bs = h.usable_size(blocks[0]);
+    advance(12);
+    (void)h.end_frame(std::chrono::seconds{1});
+    go = 1; // the worker's walk sees the blocks free
+    wait_for(done, 2);
+    advance(100);
+    (void)h.end_frame(std::chrono::seconds{1});
+    go = 2; // its walk: they decayed (decay_ms, a shrunk class)
+    worker.join();
+    for (std::size_t i = 0; i < blocks.size(); ++i) {
+        if (i % 4 != 3) {
+            EXPECT_EQ(purgeable_resident(blocks[i], bs), 0u) << i;
+        } else {
+            EXPECT_TRUE(filled_with(blocks[i], n, numbered(i))) << i;
+            h.deallocate(blocks[i]);
+        }
+    }
     EXPECT_TRUE(h.check());
 }
 

@@ -48,10 +48,12 @@ struct engine_options {
     /// for decay_ms (free blocks inside runs of a steady class for 32 * decay_ms, see
     /// purge_run_blocks), then go back to the OS (madvise(MADV_DONTNEED)), oldest first, by the
     /// heap's maintenance: end_frame(), the purge thread, or a step of at most purge_step_us that the slow
-    /// paths (medium and large frees, new runs, frees that empty a run) take every decay_ms / 8, the first
+    /// paths (medium and large frees, new runs, frees that empty a run other than the current one, every
+    /// 64th small refill) take every decay_ms / 8, the first
     /// decay_ms after construction (every decay_ms / 32 of wall time while a step's budget leaves a
     /// backlog, unless the program calls end_frame(): a program that slept takes the steps of the last
-    /// decay_ms / 8 at its next slow paths). A program that reuses its memory within decay_ms never faults;
+    /// decay_ms / 8 at its next slow paths; none while the program calls end_frame() at least every
+    /// decay_ms). A program that reuses its memory within decay_ms never faults;
     /// one that shrinks gives it back within about decay_ms plus what the budgets need for the backlog. 0: at
     /// the next maintenance step (the slow paths then step on every call). At most 2^29 (six days; more is
     /// taken as that).
@@ -84,10 +86,10 @@ struct engine_options {
     /// hold more than twice as many free blocks as live ones has shrunk beyond such swings: its
     /// free blocks wait decay_ms, as spans do. Only the run's
     /// owner thread walks its runs: its end_frame() calls and the steps of its every 64th small
-    /// refill, of its frees that empty a run and of its medium and large frees do, and while a purge thread
-    /// runs, its first slow call after each of that thread's steps; the owner then hands the due blocks to
-    /// the purge thread, which purges them and frees them back. false: such pages stay resident until their
-    /// run empties.
+    /// refill, of its frees that empty a run (not the current one) and of its medium and large frees do, and
+    /// its first slow call after a purge thread's step or another thread's end_frame() asked; the owner hands
+    /// the due blocks to a running purge thread, which purges them and frees them back. false: such pages
+    /// stay resident until their run empties.
     bool purge_run_blocks = true;
     /// Milliseconds of a monotonic clock; nullptr: CLOCK_MONOTONIC_COARSE. Tests give a fake one.
     std::uint64_t (*clock_ms)() noexcept = nullptr;
@@ -381,8 +383,11 @@ public:
 
     /// Effects: this frame's maintenance: purges free memory (spans and big medium blocks) that has
     /// been free for decay_ms or longer, oldest first, and whatever exceeds the caps, until `budget`
-    /// is spent (purges go in 1 MiB pieces, so it overruns by at most one piece). Call it once per
-    /// frame where the frame has time to spare: the slow paths then find nothing left to do.
+    /// is spent (purges go in 1 MiB pieces, so it overruns by at most one piece), walking the
+    /// calling thread's runs for decayed free blocks too; at most every decay_ms / 8 it asks the
+    /// other threads to walk theirs at their next slow call. Call it once per frame where the frame
+    /// has time to spare: the slow paths then take no maintenance step of their own until end_frame
+    /// has not been called for decay_ms (the frames stopped).
     /// Returns: bytes purged. Complexity: O(free spans + big free medium blocks) plus the purging.
     std::size_t end_frame(std::chrono::microseconds budget = std::chrono::microseconds{500}) noexcept;
 
@@ -626,10 +631,12 @@ private:
         }
     }
     /// Effects: a maintenance step; `own` (the calling thread's cache, or nullptr) also purges the
-    /// decayed free blocks inside its runs.
-    std::size_t decay_step(std::uint64_t deadline_ns, thread_heap* own = nullptr) noexcept;
-    /// Effects: a maintenance step when one is due; call with no lock of the heap held. `own`: as
-    /// decay_step.
+    /// decayed free blocks inside its runs; `drain`: the depots send home what no thread needed
+    /// since the last drain (drain_depots).
+    std::size_t decay_step(std::uint64_t deadline_ns, thread_heap* own = nullptr, bool drain = true) noexcept;
+    /// Effects: a maintenance step when one is due (step_interval_ after the last step, a quarter of
+    /// that after the one before was due while a backlog lasts); call with no lock of the heap held.
+    /// `own`: as decay_step.
     void maybe_decay(thread_heap* own = nullptr) noexcept;
     static void* purge_thread_main(void* self) noexcept;
 
@@ -778,6 +785,7 @@ private:
     std::uint32_t depot_max_[engine_detail::class_count] = {};   // batches a depot holds at most
     std::atomic<unsigned> depot_drain_from_{0};                  // class a step's drain starts at
     std::atomic<bool> depot_draining_{false};                    // a drain runs (one at a time)
+    std::atomic<std::uint32_t> drained_at_{0};                   // tick of the last step's drain
 
     // Decay (purge.cpp).
     std::uint64_t clock_origin_ = 0;              // clock_ms() at construction
@@ -794,15 +802,17 @@ private:
     static constexpr unsigned quiet_calls = 4;
     std::atomic<std::uint32_t> big_call_ticks_[quiet_calls] = {};
     std::atomic<std::uint32_t> big_calls_{0};
-    std::atomic<bool> thread_stop_{false};      // purge thread
-    std::atomic<bool> thread_running_{false};   //
-    pthread_t thread_{};                        //
-    std::chrono::milliseconds thread_period_{}; //
-    std::chrono::microseconds thread_budget_{}; //
-    // Bumped by each purge thread step: a thread whose runs_asked differs walks its own runs at its
-    // next small refill, free of its own that empties a run or lands in a full one, or medium or
-    // large free (the purge thread cannot walk them: they are the owner's). On a line of its own:
-    // those paths read it, and the counters around it change often.
+    std::atomic<bool> thread_stop_{false};         // purge thread
+    std::atomic<bool> thread_running_{false};      //
+    pthread_t thread_{};                           //
+    std::chrono::milliseconds thread_period_{};    //
+    std::chrono::microseconds thread_budget_{};    //
+    std::atomic<std::uint32_t> frame_asked_at_{0}; // tick an end_frame last bumped runs_asked_
+    // Bumped by each purge thread step and by end_frame (at most every step_interval_): a thread
+    // whose runs_asked differs walks its own runs at its next small refill, free of its own that
+    // empties a run or lands in a full one, or medium or large free (the purge thread and the
+    // thread calling end_frame cannot walk them: they are the owner's). On a line of its own: those
+    // paths read it, and the counters around it change often.
     alignas(64) std::atomic<std::uint32_t> runs_asked_{0};
     // Due free blocks that owners' walks took off their runs' free lists for the purge thread to
     // purge (hand_off, purge_handed): a stack linked through the blocks. The purge thread holds
