@@ -495,9 +495,12 @@ std::size_t engine_heap::decay_step(std::uint64_t deadline_ns, thread_heap* own,
 
 /// Effects: a step bounded by purge_step_us when one is due: step_interval_ after the last step
 /// began, or while a backlog lasts a quarter of that after the last one was due (one thread takes
-/// it; the others go on).
+/// it; the others go on); none within decay_ms of an end_frame() call.
 void engine_heap::maybe_decay(thread_heap* own) noexcept {
     const std::uint32_t now = now_tick();
+    if (frames_.load(std::memory_order_relaxed) != 0 &&
+        tick_age(now, last_frame_.load(std::memory_order_relaxed)) < options_.decay_ms)
+        return; // end_frame paces the purges
     std::uint32_t due = next_step_.load(std::memory_order_relaxed);
     if (static_cast<std::int32_t>(now - due) < 0) return;
     if (!next_step_.compare_exchange_strong(due, now + step_interval_, std::memory_order_relaxed)) return;
@@ -524,8 +527,9 @@ void engine_heap::maybe_decay(thread_heap* own) noexcept {
     }
 }
 
-/// Effects: a walk of h's runs, bounded by purge_step_us, for the purge thread (which cannot walk
-/// them: each run's free list is its owner's). Requires: the calling thread owns h.
+/// Effects: a walk of h's runs, bounded by purge_step_us, asked by the purge thread or another
+/// thread's end_frame() (which cannot walk them: each run's free list is its owner's). Requires: the
+/// calling thread owns h.
 void engine_heap::walk_runs_asked(thread_heap* h) noexcept {
     const std::uint64_t deadline = purge_batch::now_ns() + std::uint64_t{options_.purge_step_us} * 1000;
     (void)purge_run_blocks(h, now_tick(), deadline);
@@ -536,17 +540,21 @@ std::size_t engine_heap::end_frame(std::chrono::microseconds budget) noexcept {
     frames_.fetch_add(1, std::memory_order_relaxed);
     const auto us = static_cast<std::uint64_t>(std::max<std::int64_t>(budget.count(), 1));
     // The free blocks inside other threads' runs are theirs to walk: at most every step_interval_,
-    // each is asked to walk its runs at its next slow call (walk_runs_if_asked). This thread's own
-    // walk in the step below answers the ask for it.
+    // each is asked to walk its runs at its next slow call (walk_runs_if_asked). This thread
+    // answers the ask itself, with its walk in the step below or its next frame's.
     const std::uint32_t now = now_tick();
     if (std::uint32_t at = frame_asked_at_.load(std::memory_order_relaxed);
         tick_age(now, at) >= step_interval_ &&
         frame_asked_at_.compare_exchange_strong(at, now, std::memory_order_relaxed))
         runs_asked_.fetch_add(1, std::memory_order_relaxed);
-    const std::size_t purged = decay_step(purge_batch::now_ns() + us * 1000, existing_thread_cache());
-    // The frames pace the purges: the slow paths take no step in them, only once the program has
-    // not called end_frame for decay_ms (its frames stopped: a loading screen).
-    next_step_.store(now_tick() + options_.decay_ms, std::memory_order_relaxed);
+    // The frames pace the purges: the slow paths take no step until the program has not called
+    // end_frame for decay_ms (its frames stopped: a loading screen), whoever stepped last.
+    last_frame_.store(now, std::memory_order_relaxed);
+    thread_heap* own = existing_thread_cache();
+    const std::size_t purged = decay_step(purge_batch::now_ns() + us * 1000, own);
+    // A step whose budget went on spans and medium blocks walks no runs: the ask is this thread's
+    // next frame's to answer, not its next slow call's, inside the frame.
+    if (own != nullptr) own->runs_asked = runs_asked_.load(std::memory_order_relaxed);
     return purged;
 }
 

@@ -112,7 +112,8 @@ bool engine_heap::walk_full(thread_heap* h, unsigned c) noexcept {
 /// batch from the depot, else the parked run's free list; then carves more of the current run,
 /// else takes a partial run, a full run the owner freed into, a full run other threads freed into,
 /// an abandoned run, a new run (in that order). Every 64th call takes a maintenance step when one
-/// is due, and a call after a purge thread's step walks h's runs (walk_runs_if_asked).
+/// is due, and a call after a purge thread's step or another thread's end_frame() asked walks h's
+/// runs (walk_runs_if_asked).
 void* engine_heap::small_slow(thread_heap* h, unsigned c) noexcept {
     // Now and then a maintenance step, so that a program of small blocks gives back what decayed,
     // and a note of which big classes allocated since the last one (release_idle_runs).
@@ -463,10 +464,10 @@ engine_heap::run* engine_heap::adopt(thread_heap* h, unsigned c) noexcept {
 /// Effects: the owner's free emptied `d`, or hit a full run: marks a full run and moves it to the
 /// front of the full list (take_freed relists the marked front when the class runs dry, so a run
 /// gathers frees for a while before it is allocated from again); relists an empty one, keeps one
-/// empty run per class as a spare and retires the others (relist). Then the walk a purge thread asked for
-/// (walk_runs_if_asked): a thread whose allocations seldom refill still walks its runs; and when a run
-/// other than the current (or parked) one emptied, a maintenance step when one is due (maybe_decay),
-/// which walks h's runs too.
+/// empty run per class as a spare and retires the others (relist). Then, when a run other than the
+/// current (or parked) one emptied, a maintenance step when one is due (maybe_decay), which walks
+/// h's runs; else the walk a purge thread or an end_frame() asked for (walk_runs_if_asked): a thread
+/// whose allocations seldom refill still walks its runs.
 void engine_heap::local_free_slow(thread_heap* h, run* d) noexcept {
     const bool emptied = d->used == 0;
     // A loop whose every free empties the run it allocates from: nothing to relist, no clock read.

@@ -653,8 +653,8 @@ TEST(EngineDecay, TheFirstStepWaitsTheDecayTime) {
 }
 
 // A slow path's step that spends its budget with more decayed than it could purge brings the next
-// step forward to a quarter of the interval, until the backlog is gone; a program that calls
-// end_frame() keeps the plain interval (its slow paths stay out of its frames).
+// step forward to a quarter of the interval, until the backlog is gone; a program that has called
+// end_frame() keeps the plain interval once its frames stop.
 void backlog_steps(bool frames) {
     engine_options o = decay_options(800); // a step every 100 ms; a backlog's every 25 ms
     o.purge_step_us = 1;                   // one piece per step
@@ -1849,6 +1849,29 @@ TEST(EngineDecay, APurgeThreadHasOwnersWalkTheirRunsAtTheirNextRefill) {
     expect_freed_purged_then_free_live(h, blocks, n);
     for (void* p : firsts)
         h.deallocate(p);
+    EXPECT_TRUE(h.check());
+}
+
+// A purge thread's steps do not bring the slow paths' steps back while the program calls
+// end_frame: a step of any kind restarts their interval, but end_frame's pacing lasts decay_ms.
+TEST(EngineDecay, APurgeThreadLeavesTheSlowPathsPacedByEndFrame) {
+    engine_heap h(decay_options(800)); // the slow paths' interval: 100 ms
+    const auto slow_call = [&] { h.deallocate(written(h, 256 * 1024)); };
+    advance(800);
+    (void)h.end_frame(std::chrono::microseconds{100});
+    const std::size_t before = h.purge_stats().steps;
+    ASSERT_TRUE(h.start_purge_thread(std::chrono::milliseconds{1}));
+    for (int i = 0; i < 5000 && h.purge_stats().steps == before; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds{1});
+    h.stop_purge_thread();
+    ASSERT_GT(h.purge_stats().steps, before);
+    const std::size_t steps = h.purge_stats().steps;
+    advance(100); // the interval since the thread's last step, within decay_ms of the frame
+    slow_call();
+    EXPECT_EQ(h.purge_stats().steps, steps);
+    advance(700); // decay_ms since the frame: the slow paths step again
+    slow_call();
+    EXPECT_EQ(h.purge_stats().steps, steps + 1);
     EXPECT_TRUE(h.check());
 }
 

@@ -49,11 +49,10 @@ struct engine_options {
     /// purge_run_blocks), then go back to the OS (madvise(MADV_DONTNEED)), oldest first, by the
     /// heap's maintenance: end_frame(), the purge thread, or a step of at most purge_step_us that the slow
     /// paths (medium and large frees, new runs, frees that empty a run other than the current one, every
-    /// 64th small refill) take every decay_ms / 8, the first
-    /// decay_ms after construction (every decay_ms / 32 of wall time while a step's budget leaves a
-    /// backlog, unless the program calls end_frame(): a program that slept takes the steps of the last
-    /// decay_ms / 8 at its next slow paths; none while the program calls end_frame() at least every
-    /// decay_ms). A program that reuses its memory within decay_ms never faults;
+    /// 64th small refill) take every decay_ms / 8, the first decay_ms after construction, none within
+    /// decay_ms of an end_frame() call (every decay_ms / 32 of wall time while a step's budget leaves a
+    /// backlog in a program that never called end_frame(): one that slept takes the steps of the last
+    /// decay_ms / 8 at its next slow paths). A program that reuses its memory within decay_ms never faults;
     /// one that shrinks gives it back within about decay_ms plus what the budgets need for the backlog. 0: at
     /// the next maintenance step (the slow paths then step on every call). At most 2^29 (six days; more is
     /// taken as that).
@@ -622,7 +621,8 @@ private:
                   std::size_t bytes) noexcept;
     std::size_t purge_handed(std::uint64_t deadline_ns) noexcept;
     STRATA_NOINLINE void walk_runs_asked(thread_heap* h) noexcept;
-    /// Effects: walk_runs_asked(h) when a purge thread stepped since h's last such walk.
+    /// Effects: walk_runs_asked(h) when a purge thread's step or another thread's end_frame() asked
+    /// since h's last such walk.
     void walk_runs_if_asked(thread_heap* h) noexcept {
         if (const std::uint32_t asked = runs_asked_.load(std::memory_order_relaxed);
             STRATA_UNLIKELY(asked != h->runs_asked)) {
@@ -808,6 +808,7 @@ private:
     std::chrono::milliseconds thread_period_{};    //
     std::chrono::microseconds thread_budget_{};    //
     std::atomic<std::uint32_t> frame_asked_at_{0}; // tick an end_frame last bumped runs_asked_
+    std::atomic<std::uint32_t> last_frame_{0};     // tick of the last end_frame (frames_ != 0)
     // Bumped by each purge thread step and by end_frame (at most every step_interval_): a thread
     // whose runs_asked differs walks its own runs at its next small refill, free of its own that
     // empties a run or lands in a full one, or medium or large free (the purge thread and the
