@@ -20,6 +20,7 @@
 #include <gtest/gtest.h>
 
 #include "strata/engine/detail/purge_batch.hpp"
+#include "strata/engine/detail/size_class.hpp"
 #include "strata/engine/engine_heap.hpp"
 
 #include "support/build_kind.hpp"
@@ -746,6 +747,62 @@ TEST(EngineDecay, AFreeThatEmptiesTheCurrentRunTakesNoStep) {
     for (char* p : full)
         h.deallocate(p); // the full run empties: a step
     EXPECT_EQ(h.purge_stats().steps, steps + 1);
+    EXPECT_TRUE(h.check());
+}
+
+// The steps a burst catches up on come microseconds apart, so they leave the depots alone: a
+// depot sends home what it held all through the time since its last drain (its low-water mark),
+// which needs time to mean that no thread wanted it. The first step of the burst drains as usual.
+TEST(EngineDecay, CatchUpStepsLeaveTheDepotsAlone) {
+    engine_options o = decay_options(800); // the slow paths' interval: 100 ms, a backlog's 25 ms
+    o.purge_step_us = 1;                   // one piece per step: the backlog lasts
+    o.stash_bytes = 1024;                  // stashes of 16 blocks of 64 bytes, batches of 8
+    engine_heap h(o);
+    std::vector<char*> spacers;
+    for (int i = 0; i < 16; ++i) {
+        h.deallocate(written(h, 4 * mib));
+        spacers.push_back(written(h, 2 * mib));
+    }
+    std::vector<void*> blocks;
+    for (int i = 0; i < 3000; ++i)
+        blocks.push_back(h.allocate(64));
+    std::thread([&] {
+        void* own = h.allocate(64); // a cache of its own
+        std::vector<void*> theirs;  // a third thread's blocks: their frees turn its stash on
+        std::thread([&] {
+            for (int i = 0; i < 512; ++i)
+                theirs.push_back(h.allocate(16));
+        }).join();
+        for (void* p : theirs)
+            h.deallocate(p);
+        for (void* p : blocks) // a full stash hands batches to the depot
+            h.deallocate(p);
+        h.deallocate(own);
+    }).join();
+    const auto in_depots = [&] {
+        return h.class_stats(strata::engine_detail::class_of(16)).depot_blocks +
+               h.class_stats(strata::engine_detail::class_of(64)).depot_blocks;
+    };
+    const auto slow_call = [&] { h.deallocate(written(h, 256 * 1024)); };
+    advance(800);
+    slow_call(); // a step: the backlog starts; the depots' marks start at what they hold
+    const std::size_t held = in_depots();
+    ASSERT_GT(held, 2500u);
+    advance(500);
+    const std::size_t steps = h.purge_stats().steps;
+    for (int i = 0; i < 20; ++i)
+        slow_call();
+    ASSERT_EQ(h.purge_stats().steps, steps + 6); // one due, five caught up
+    const std::size_t left = in_depots();
+    EXPECT_LT(left, held);        // the first step of the burst drained
+    EXPECT_GT(left + 1100, held); // and only that one: about 1,024 blocks
+    advance(25);
+    slow_call(); // a quarter interval later: a step that drains again
+    EXPECT_LT(in_depots(), left);
+    for (char* p : spacers)
+        h.deallocate(p);
+    h.trim();
+    EXPECT_EQ(in_depots(), 0u);
     EXPECT_TRUE(h.check());
 }
 
