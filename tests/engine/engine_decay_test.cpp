@@ -24,6 +24,7 @@
 #include "strata/engine/engine_heap.hpp"
 
 #include "support/build_kind.hpp"
+#include "support/engine_stash.hpp"
 #include "support/residency.hpp"
 
 namespace {
@@ -653,22 +654,47 @@ TEST(EngineDecay, TheFirstStepWaitsTheDecayTime) {
     EXPECT_TRUE(h.check());
 }
 
+/// A heap (decay_ms 800: the slow paths step every 100 ms, a backlog's every 25 ms) holding 64 MiB
+/// of freed 4 MiB spans between live 2 MiB ones, with a budget of one piece a step: a backlog that
+/// lasts 64 steps. `frames`: end_frame() was called once. The destructor frees the spacers and
+/// checks the heap.
+struct backlog_heap {
+    engine_heap heap;
+    std::vector<char*> spacers;
+    explicit backlog_heap(bool frames, std::size_t stash_bytes = engine_options{}.stash_bytes)
+        : heap([&] {
+              engine_options o = decay_options(800);
+              o.purge_step_us = 1;
+              o.stash_bytes = stash_bytes;
+              return o;
+          }()) {
+        std::vector<char*> blocks;
+        for (int i = 0; i < 16; ++i) {
+            blocks.push_back(written(heap, 4 * mib));
+            spacers.push_back(written(heap, 2 * mib));
+        }
+        for (char* b : blocks)
+            heap.deallocate(b);
+        if (frames) (void)heap.end_frame(std::chrono::microseconds{1});
+    }
+    backlog_heap(const backlog_heap&) = delete;
+    backlog_heap& operator=(const backlog_heap&) = delete;
+    ~backlog_heap() {
+        for (char* p : spacers)
+            heap.deallocate(p);
+        EXPECT_TRUE(heap.check());
+    }
+    /// Effects: a slow path: a medium block allocated and freed.
+    void slow_call() { heap.deallocate(written(heap, 256 * 1024)); }
+};
+
 // A slow path's step that spends its budget with more decayed than it could purge brings the next
 // step forward to a quarter of the interval, until the backlog is gone; a program that has called
 // end_frame() keeps the plain interval once its frames stop.
 void backlog_steps(bool frames) {
-    engine_options o = decay_options(800); // a step every 100 ms; a backlog's every 25 ms
-    o.purge_step_us = 1;                   // one piece per step
-    engine_heap h(o);
-    std::vector<char*> blocks, spacers;
-    for (int i = 0; i < 16; ++i) {
-        blocks.push_back(written(h, 4 * mib));
-        spacers.push_back(written(h, 2 * mib));
-    }
-    for (char* b : blocks)
-        h.deallocate(b);
-    if (frames) (void)h.end_frame(std::chrono::microseconds{1});
-    const auto slow_call = [&] { h.deallocate(written(h, 256 * 1024)); };
+    backlog_heap b(frames);
+    engine_heap& h = b.heap;
+    const auto slow_call = [&] { b.slow_call(); };
     advance(800);
     const std::size_t steps = h.purge_stats().steps;
     slow_call(); // a step: 64 MiB decayed, one piece goes
@@ -679,9 +705,6 @@ void backlog_steps(bool frames) {
     advance(75);
     slow_call();
     EXPECT_EQ(h.purge_stats().steps, steps + (frames ? 2 : 3));
-    for (char* p : spacers)
-        h.deallocate(p);
-    EXPECT_TRUE(h.check());
 }
 
 TEST(EngineDecay, ABacklogBringsTheNextStepForward) { backlog_steps(false); }
@@ -692,18 +715,9 @@ TEST(EngineDecay, ABacklogKeepsTheIntervalWhenTheProgramCallsEndFrame) { backlog
 // at its next burst, the backlog steps of the last interval it slept through, as one that called
 // all the time would have taken them, and no more; one that calls end_frame() takes one step.
 void burst_steps(bool frames) {
-    engine_options o = decay_options(800); // a step every 100 ms; a backlog's every 25 ms
-    o.purge_step_us = 1;                   // one piece per step
-    engine_heap h(o);
-    std::vector<char*> blocks, spacers;
-    for (int i = 0; i < 16; ++i) {
-        blocks.push_back(written(h, 4 * mib));
-        spacers.push_back(written(h, 2 * mib));
-    }
-    for (char* b : blocks)
-        h.deallocate(b);
-    if (frames) (void)h.end_frame(std::chrono::microseconds{1});
-    const auto slow_call = [&] { h.deallocate(written(h, 256 * 1024)); };
+    backlog_heap b(frames);
+    engine_heap& h = b.heap;
+    const auto slow_call = [&] { b.slow_call(); };
     advance(800);
     slow_call(); // a step: 64 MiB decayed, one piece goes; the next is due 25 ms later
     const std::size_t steps = h.purge_stats().steps;
@@ -720,9 +734,6 @@ void burst_steps(bool frames) {
     advance(1);
     slow_call(); // the backlog's pace again
     EXPECT_EQ(h.purge_stats().steps, steps + (frames ? 1 : 7));
-    for (char* p : spacers)
-        h.deallocate(p);
-    EXPECT_TRUE(h.check());
 }
 
 TEST(EngineDecay, ABurstAfterASleepTakesTheBacklogStepsOfTheLastInterval) { burst_steps(false); }
@@ -754,27 +765,14 @@ TEST(EngineDecay, AFreeThatEmptiesTheCurrentRunTakesNoStep) {
 // depot sends home what it held all through the time since its last drain (its low-water mark),
 // which needs time to mean that no thread wanted it. The first step of the burst drains as usual.
 TEST(EngineDecay, CatchUpStepsLeaveTheDepotsAlone) {
-    engine_options o = decay_options(800); // the slow paths' interval: 100 ms, a backlog's 25 ms
-    o.purge_step_us = 1;                   // one piece per step: the backlog lasts
-    o.stash_bytes = 1024;                  // stashes of 16 blocks of 64 bytes, batches of 8
-    engine_heap h(o);
-    std::vector<char*> spacers;
-    for (int i = 0; i < 16; ++i) {
-        h.deallocate(written(h, 4 * mib));
-        spacers.push_back(written(h, 2 * mib));
-    }
+    backlog_heap b(false, 1024); // stashes of 16 blocks of 64 bytes, batches of 8
+    engine_heap& h = b.heap;
     std::vector<void*> blocks;
     for (int i = 0; i < 3000; ++i)
         blocks.push_back(h.allocate(64));
     std::thread([&] {
-        void* own = h.allocate(64); // a cache of its own
-        std::vector<void*> theirs;  // a third thread's blocks: their frees turn its stash on
-        std::thread([&] {
-            for (int i = 0; i < 512; ++i)
-                theirs.push_back(h.allocate(16));
-        }).join();
-        for (void* p : theirs)
-            h.deallocate(p);
+        void* own = h.allocate(64); // a run of the class: the class is stashed
+        strata::test::turn_stash_on(h);
         for (void* p : blocks) // a full stash hands batches to the depot
             h.deallocate(p);
         h.deallocate(own);
@@ -783,7 +781,7 @@ TEST(EngineDecay, CatchUpStepsLeaveTheDepotsAlone) {
         return h.class_stats(strata::engine_detail::class_of(16)).depot_blocks +
                h.class_stats(strata::engine_detail::class_of(64)).depot_blocks;
     };
-    const auto slow_call = [&] { h.deallocate(written(h, 256 * 1024)); };
+    const auto slow_call = [&] { b.slow_call(); };
     advance(800);
     slow_call(); // a step: the backlog starts; the depots' marks start at what they hold
     const std::size_t held = in_depots();
@@ -799,11 +797,8 @@ TEST(EngineDecay, CatchUpStepsLeaveTheDepotsAlone) {
     advance(25);
     slow_call(); // a quarter interval later: a step that drains again
     EXPECT_LT(in_depots(), left);
-    for (char* p : spacers)
-        h.deallocate(p);
     h.trim();
     EXPECT_EQ(in_depots(), 0u);
-    EXPECT_TRUE(h.check());
 }
 
 // A program that calls end_frame paces its purges with it: its slow paths take no step of their

@@ -20,6 +20,8 @@
 
 #include "strata/engine/engine_heap.hpp"
 
+#include "support/engine_stash.hpp"
+
 namespace {
 
 using strata::engine_heap;
@@ -89,17 +91,7 @@ void expect_all_came_home(engine_heap& h, const std::vector<void*>& blocks, std:
     EXPECT_TRUE(h.check());
 }
 
-// Makes the calling thread free 512 blocks of 16 bytes another thread allocated: its stash turns on
-// (the second window of 256 remote frees has no free of its own).
-void turn_stash_on(engine_heap& h) {
-    std::vector<void*> theirs;
-    std::thread([&] {
-        for (int i = 0; i < 512; ++i)
-            theirs.push_back(h.allocate(16));
-    }).join();
-    for (void* p : theirs)
-        h.deallocate(p);
-}
+using strata::test::turn_stash_on;
 
 // Another thread that allocates `count` blocks of `size` and stays alive until this object is
 // destroyed: its run keeps its owner, so the calling thread never adopts it.
