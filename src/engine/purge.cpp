@@ -539,12 +539,13 @@ void engine_heap::walk_runs_asked(thread_heap* h) noexcept {
 std::size_t engine_heap::end_frame(std::chrono::microseconds budget) noexcept {
     frames_.fetch_add(1, std::memory_order_relaxed);
     const auto us = static_cast<std::uint64_t>(std::max<std::int64_t>(budget.count(), 1));
-    // The free blocks inside other threads' runs are theirs to walk: at most every step_interval_,
-    // each is asked to walk its runs at its next slow call (walk_runs_if_asked). This thread
+    // The free blocks inside other threads' runs are theirs to walk: at most every decay_ms (the
+    // least a free block waits once a walk saw it), each is asked to walk its runs at its next slow
+    // call (walk_runs_if_asked). This thread
     // answers the ask itself, with its walk in the step below or its next frame's.
     const std::uint32_t now = now_tick();
     if (std::uint32_t at = frame_asked_at_.load(std::memory_order_relaxed);
-        tick_age(now, at) >= step_interval_ &&
+        tick_age(now, at) >= options_.decay_ms &&
         frame_asked_at_.compare_exchange_strong(at, now, std::memory_order_relaxed))
         runs_asked_.fetch_add(1, std::memory_order_relaxed);
     // The frames pace the purges: the slow paths take no step until the program has not called

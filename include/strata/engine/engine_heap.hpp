@@ -383,7 +383,7 @@ public:
     /// Effects: this frame's maintenance: purges free memory (spans and big medium blocks) that has
     /// been free for decay_ms or longer, oldest first, and whatever exceeds the caps, until `budget`
     /// is spent (purges go in 1 MiB pieces, so it overruns by at most one piece), walking the
-    /// calling thread's runs for decayed free blocks too; at most every decay_ms / 8 it asks the
+    /// calling thread's runs for decayed free blocks too; at most every decay_ms it asks the
     /// other threads to walk theirs at their next slow call. Call it once per frame where the frame
     /// has time to spare: the slow paths then take no maintenance step of their own until end_frame
     /// has not been called for decay_ms (the frames stopped).
@@ -809,7 +809,7 @@ private:
     std::chrono::microseconds thread_budget_{};    //
     std::atomic<std::uint32_t> frame_asked_at_{0}; // tick an end_frame last bumped runs_asked_
     std::atomic<std::uint32_t> last_frame_{0};     // tick of the last end_frame (frames_ != 0)
-    // Bumped by each purge thread step and by end_frame (at most every step_interval_): a thread
+    // Bumped by each purge thread step and by end_frame (at most every decay_ms): a thread
     // whose runs_asked differs walks its own runs at its next small refill, free of its own that
     // empties a run or lands in a full one, or medium or large free (the purge thread and the
     // thread calling end_frame cannot walk them: they are the owner's). On a line of its own: those
