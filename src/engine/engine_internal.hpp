@@ -39,6 +39,8 @@ static_assert(
         return true;
     }(),
     "a run's block count must fit the thread_free word's 16 bits");
+/// A growing run's fill counts its granules below fill_whole.
+static_assert(fill_growing(class_granules(class_count - 1)) < fill_whole);
 
 /// Returns: milliseconds from tick `then` to tick `now` (engine_heap::now_tick, wrapping), 0 when
 /// `then` is later: a step takes its tick before its lock, and another thread may stamp a block

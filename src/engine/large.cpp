@@ -239,7 +239,7 @@ bool engine_heap::large_resize_in_place(run* d, std::size_t new_size) noexcept {
                 tail->dirty = rest_dirty;
                 tail->clean_tail = rest_dirty ? clean_tail : 0;
                 tail->freed_at = freed_at;
-                tail->populated = false;
+                tail->fill = fill_lazy;
                 mark_span(tail, rest, span_kind::free);
                 bin_insert(tail);
             }

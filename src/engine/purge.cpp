@@ -357,7 +357,7 @@ std::size_t engine_heap::purge_spans(purge_pass pass, std::uint32_t now, std::ui
         }
         const auto lo = reinterpret_cast<std::uintptr_t>(address_of(r + (d - c)));
         const bool full = batch.add(lo, lo + (c << granule_shift));
-        r->populated = false;
+        r->fill = fill_lazy;
         r->clean_tail += c;
         if (r->clean_tail == r->granules) {
             r->dirty = false;

@@ -15,7 +15,7 @@
 //
 // Exports: engine_heap::small_slow, refill_stash, local_free_slow, relist, deallocate_slow,
 // free_without_cache, push_thread_free, flush_stash, collect, retire, prefer_resident, note_busy_classes,
-// release_idle_runs, new_run, adopt, populate, thread_populates, sweep_abandoned.
+// release_idle_runs, new_run, adopt, fill_ahead, thread_populates, sweep_abandoned.
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -136,18 +136,19 @@ void* engine_heap::small_slow(thread_heap* h, unsigned c) noexcept {
         if (r != &empty_run) {
             if (r->free == nullptr) collect(h, r);
             if (r->free == nullptr && r->carved < r->capacity) {
-                // A lazy run whose class grows on after the heap passed the populate threshold
-                // is faulted in whole, once.
-                if (const std::size_t carved = std::size_t{r->carved} * r->block_size;
-                    !r->populated &&
-                    thread_populates(h, c, 2 * carved >= std::size_t{r->granules} << granule_shift))
-                    populate(r, carved);
                 // Thread the next never-used blocks, 2 KiB of them (one block above 2 KiB): a fresh run is
                 // written a piece at a time, and each slow path touches at most one new page or so.
                 const std::size_t bs = r->block_size;
                 const std::size_t k =
                     std::min<std::size_t>(r->capacity - r->carved, std::max<std::size_t>(1, 2048 / bs));
-                std::byte* first = address_of(r) + std::size_t{r->carved} * bs;
+                const std::size_t carved = std::size_t{r->carved} * bs;
+                // A growing run faults in the granules these blocks reach; so does a lazy run whose
+                // class grows on after the heap passed the populate threshold, from now on.
+                if (r->fill != fill_whole &&
+                    (r->fill != fill_lazy ||
+                     thread_populates(h, c, 2 * carved >= std::size_t{r->granules} << granule_shift)))
+                    fill_ahead(r, carved, carved + k * bs);
+                std::byte* first = address_of(r) + carved;
                 r->free = thread_blocks(first, bs, k);
                 r->carved = static_cast<std::uint16_t>(r->carved + k);
                 // The next carve of this run writes the block after these, often on a page this
@@ -301,7 +302,7 @@ void engine_heap::note_busy_classes(thread_heap* h) noexcept {
     }
 }
 
-/// Effects: hands back to the span pool the faulted-in (populated) empty runs of more than one
+/// Effects: hands back to the span pool the faulted-in (whole or growing) empty runs of more than one
 /// granule (classes above 4 KiB: 80 KiB to 1 MiB each) that h keeps for classes that allocated
 /// nothing in h's last 1024 slow calls or more (the spare, an empty current run), and such runs in
 /// its cache when none left it in that time. A class that is busy again makes a run anew. Lazy runs
@@ -313,13 +314,13 @@ bool engine_heap::release_idle_runs(thread_heap* h) noexcept {
     run* idle = nullptr;
     for (unsigned c = first_multi_granule_class; c < class_count; ++c) {
         if (h->slow_calls - h->class_seen[c] <= window) continue;
-        if (run* s = h->spare[c]; s != nullptr && s->populated) {
+        if (run* s = h->spare[c]; s != nullptr && s->fill != fill_lazy) {
             unlink(h->partial[c], s);
             h->spare[c] = nullptr;
             push(idle, s);
         }
         run* r = h->current[c];
-        if (r != &empty_run && r != &h->stash[c] && r->used == 0 && r->populated) {
+        if (r != &empty_run && r != &h->stash[c] && r->used == 0 && r->fill != fill_lazy) {
             h->current[c] = &empty_run;
             push(idle, r);
         }
@@ -330,7 +331,7 @@ bool engine_heap::release_idle_runs(thread_heap* h) noexcept {
     if (h->slow_calls - h->cache_seen > window) {
         for (run* r = h->cache; r != nullptr;) {
             run* next = r->next;
-            if (r->granules > 1 && r->populated) {
+            if (r->granules > 1 && r->fill != fill_lazy) {
                 unlink(h->cache, r);
                 --h->cache_count;
                 push(idle, r);
@@ -350,31 +351,44 @@ bool engine_heap::release_idle_runs(thread_heap* h) noexcept {
     return true;
 }
 
-/// Effects: faults every page of `r` in (MADV_POPULATE_WRITE, or a write per page above the first
-/// `carved_bytes`).
-void engine_heap::populate(run* r, std::size_t carved_bytes) noexcept {
-    std::byte* at = address_of(r);
-    const std::size_t bytes = std::size_t{r->granules} << granule_shift;
-    // Recycled memory is often resident already (it has not decayed): asking costs less than
-    // populating pages that are there.
+/// Effects: faults in the granules of run `r` that its carve of bytes [from, to) reaches and its
+/// fill does not cover yet (a lazy run's from the first page at or above `from`: its carves until
+/// now faulted nothing in ahead), with MADV_POPULATE_WRITE, else a write per page; the first fill
+/// of a run whose rest is resident (recycled memory that has not decayed) only looks. Records the
+/// fill (growing, or whole once it reaches the end). Requires: no block of `r` at or above `from`
+/// is out.
+void engine_heap::fill_ahead(run* r, std::size_t from, std::size_t to) noexcept {
+    const std::size_t need = (to + granule - 1) >> granule_shift;
+    const std::size_t have = r->fill == fill_lazy ? 0 : fill_granules(r->fill);
+    if (need <= have) return; // a run carved afresh (collected whole, or cached) up to its old fill
     const std::size_t page = virtual_memory::page_size();
-    unsigned char resident[256];
-    if (bytes / page <= sizeof resident && ::mincore(at, bytes, resident) == 0 &&
-        std::all_of(resident, resident + bytes / page, [](unsigned char v) { return (v & 1u) != 0; })) {
-        r->populated = true;
-        return;
+    const std::size_t lo = r->fill == fill_lazy ? (from + page - 1) & ~(page - 1) : have << granule_shift;
+    const std::size_t bytes = std::size_t{r->granules} << granule_shift;
+    r->fill = need == r->granules ? fill_whole : fill_growing(need);
+    if (lo >= need << granule_shift) return; // the carve ends on the granule's last page
+    if (have == 0) {
+        // One look at the rest of the run costs less than populating pages that are there, here
+        // and at its later carves.
+        unsigned char resident[256];
+        const std::size_t pages = (bytes - lo) / page;
+        if (pages <= sizeof resident && ::mincore(address_of(r) + lo, bytes - lo, resident) == 0 &&
+            std::all_of(resident, resident + pages, [](unsigned char v) { return (v & 1u) != 0; })) {
+            r->fill = fill_whole;
+            return;
+        }
     }
+    std::byte* at = address_of(r) + lo;
+    const std::size_t n = (need << granule_shift) - lo; // at most two granules: one block above 2 KiB
 #ifdef MADV_POPULATE_WRITE
-    if (::madvise(at, bytes, MADV_POPULATE_WRITE) != 0) // EINVAL before Linux 5.14
+    if (::madvise(at, n, MADV_POPULATE_WRITE) != 0) // EINVAL before Linux 5.14
 #endif
     {
-        // By hand: a zero byte per page, only on pages above the carved blocks. Below them live
-        // blocks (and remote frees' links) may start on a page boundary; a read-modify-write would
-        // race with those frees, so those pages are left to fault on their own.
-        for (std::size_t off = (carved_bytes + page - 1) & ~(page - 1); off < bytes; off += page)
+        // By hand: a zero byte per page. Every page is above the carved blocks (below them live
+        // blocks and remote frees' links may start on a page boundary, and a write would race with
+        // those frees), and no block on it is out.
+        for (std::size_t off = 0; off < n; off += page)
             *reinterpret_cast<volatile char*>(at + off) = 0;
     }
-    r->populated = true;
 }
 
 bool engine_heap::thread_populates(const thread_heap* h, unsigned c, bool half_carved) const noexcept {
@@ -408,16 +422,17 @@ engine_heap::run* engine_heap::new_run(thread_heap* h, unsigned c) noexcept {
         h->run_bytes.add(std::uint64_t{n} << granule_shift);
         maybe_decay();
     }
-    if (fresh) r->populated = false;
-    // Fault a run in whole (once) when it is recycled memory, partly touched by its last use, or
-    // when this thread's runs are past `populate_after_bytes` and the class already has another
-    // run: otherwise, as runs move between classes and classes reach new highs, carving keeps
-    // reaching untouched pages in the middle of steady churn. Below the threshold fresh runs stay
-    // lazy, so a small program stays small, and so does each of a program's many light threads
-    // (the threshold is per thread for that reason). A class's first run stays lazy until half of it
-    // is carved: a rare class of a big program (a few blocks) would otherwise hold a whole run
+    if (fresh) r->fill = fill_lazy;
+    // Fault a run in when it is recycled memory, partly touched by its last use, or when this
+    // thread's runs are past `populate_after_bytes` and the class already has another run:
+    // otherwise, as runs move between classes and classes reach new highs, carving keeps reaching
+    // untouched pages in the middle of steady churn. Its carves do it, a granule at a time, so that
+    // no allocation pays for a whole run (1 MiB for 64 KiB blocks). Below the threshold fresh runs
+    // stay lazy, so a small program stays small, and so does each of a program's many light threads
+    // (the threshold is per thread for that reason). A class's first run stays lazy until half of
+    // it is carved: a rare class of a big program (a few blocks) would otherwise hold a whole run
     // resident.
-    if (!r->populated && (!fresh || thread_populates(h, c, false))) populate(r, 0); // nothing carved yet
+    if (r->fill == fill_lazy && (!fresh || thread_populates(h, c, false))) r->fill = fill_growing(0);
     const std::size_t bs = class_size(c);
     r->free = nullptr;
     r->used = 0;

@@ -217,7 +217,7 @@ engine_heap::run* engine_heap::span_alloc(std::size_t n, span_kind kind, bool* c
             const std::size_t rn = found->granules - n;
             rest->dirty = found->dirty && found->clean_tail < rn;
             rest->clean_tail = rest->dirty ? found->clean_tail : 0;
-            rest->populated = found->populated;
+            rest->fill = found->fill;
             rest->freed_at = found->freed_at;
             mark_span(rest, rn, span_kind::free);
             bin_insert(rest);
@@ -245,7 +245,7 @@ void engine_heap::append(run* left, const run* right) noexcept {
         left->clean_tail = right->clean_tail;
         left->dirty = true;
     }
-    left->populated = left->populated && right->populated;
+    if (right->fill != fill_whole) left->fill = fill_lazy;
 }
 
 /// Returns: the free span that ends right before granule `g`, or nullptr.
@@ -263,11 +263,10 @@ engine_heap::run* engine_heap::free_before(std::size_t g) const noexcept {
 /// (its holder may be in the middle of a change): the large tier and the maintenance steps purge
 /// the rest with the lock let go (purge_for_big_call, decay_step).
 void engine_heap::span_free(run* head, bool dirty, std::uint32_t freed_at) noexcept {
-    // Only a run is known to have every page touched (it was populated when it was made).
-    if (head->kind != span_kind::small)
-        head->populated = false;
-    else
-        fill_tags(index_of(head), head->granules, not_small_tag);
+    // Only a run faulted in whole is known to have every page touched; a growing one is lazy past
+    // its last carve.
+    if (head->fill != fill_whole) head->fill = fill_lazy;
+    if (head->kind == span_kind::small) fill_tags(index_of(head), head->granules, not_small_tag);
     head->dirty = dirty;
     head->clean_tail = 0;
     if (dirty) head->freed_at = freed_at;
@@ -275,7 +274,7 @@ void engine_heap::span_free(run* head, bool dirty, std::uint32_t freed_at) noexc
     if (dirty_free_ > span_cap()) (void)purge_spans(purge_pass::cap, now_tick(), 0, 2 * purge_piece_granules);
 }
 
-/// Effects: files the span `head`, its flags (dirty, clean_tail, freed_at, populated) set, as a
+/// Effects: files the span `head`, its flags (dirty, clean_tail, freed_at, fill) set, as a
 /// free span: merged with its free neighbours, then binned (`oldest`: see bin_insert; not when it
 /// merged).
 void engine_heap::span_file(run* head, bool oldest) noexcept {

@@ -374,20 +374,22 @@ void deny_populate_write() {
     int bad = 0;
     {
         engine_heap h(o);
-        std::vector<unsigned char*> live;
-        for (int i = 0; i < 8; ++i) { // the 16-byte class's first run: lazy, below the threshold
-            live.push_back(static_cast<unsigned char*>(h.allocate(16)));
-            std::memset(live.back(), 0xA5, 16);
-        }
-        void* other = h.allocate(32);   // another class's run: past the threshold
-        for (int i = 0; i < 400; ++i) { // the next carves of the first run: populate() on it
-            live.push_back(static_cast<unsigned char*>(h.allocate(16)));
-            std::memset(live.back(), 0xA5, 16);
-        }
-        for (unsigned char* p : live)
-            for (int k = 0; k < 16; ++k)
+        std::vector<std::pair<unsigned char*, std::size_t>> live;
+        const auto take = [&](std::size_t n) {
+            live.emplace_back(static_cast<unsigned char*>(h.allocate(n)), n);
+            std::memset(live.back().first, 0xA5, n);
+        };
+        for (int i = 0; i < 8; ++i) // the 16-byte class's first run: lazy, below the threshold
+            take(16);
+        void* other = h.allocate(32);  // another class's run: past the threshold
+        for (int i = 0; i < 3000; ++i) // past half the first run: its next carves fault it in
+            take(16);
+        for (int i = 0; i < 16; ++i) // a 640 KiB run: lazy, then past half, a granule per carve
+            take(40 << 10);
+        for (const auto& [p, n] : live)
+            for (std::size_t k = 0; k < n; ++k)
                 bad += p[k] != 0xA5;
-        for (unsigned char* p : live)
+        for (const auto& [p, n] : live)
             h.deallocate(p);
         h.deallocate(other);
         bad += h.check() ? 0 : 1;
@@ -831,6 +833,48 @@ TEST(EngineHeap, PopulateFromTheStartFaultsFirstRunsInWhole) {
     const auto* run = reinterpret_cast<const char*>(reinterpret_cast<std::uintptr_t>(p) & ~(granule - 1));
     EXPECT_EQ(resident_pages(run, granule), granule / 4096);
     h.deallocate(p);
+    EXPECT_TRUE(h.check());
+}
+
+// A run is faulted in a granule at a time, as its carves reach them: the first allocation from a
+// 1 MiB run of 64 KiB blocks faults in 64 KiB, not the run, so no single call pays for the run.
+TEST(EngineHeap, ARunIsFaultedInAGranuleAtATime) {
+    engine_options o = small_options();
+    o.populate_after_bytes = 0; // every run faulted in when made
+    engine_heap h(o);
+    const std::size_t granule = std::size_t{1} << 16;
+    std::vector<char*> blocks{static_cast<char*>(h.allocate(granule))};
+    ASSERT_NE(blocks[0], nullptr);
+    const std::size_t run_bytes = h.class_stats(engine_heap::class_of(granule)).committed_bytes;
+    ASSERT_EQ(run_bytes, 16 * granule);
+    const char* run = blocks[0]; // a run's first block starts at the run
+    EXPECT_EQ(resident_pages(run, granule), granule / 4096);
+    EXPECT_EQ(resident_pages(run + granule, run_bytes - granule), 0u) << "the whole run was faulted in";
+    for (std::size_t i = 1; i < 16; ++i) { // each carve faults in the next granule, before it is used
+        blocks.push_back(static_cast<char*>(h.allocate(granule)));
+        ASSERT_EQ(blocks.back(), run + i * granule);
+        EXPECT_EQ(resident_pages(run, run_bytes), (i + 1) * granule / 4096) << "block " << i;
+    }
+    for (char* p : blocks)
+        h.deallocate(p);
+    EXPECT_TRUE(h.check());
+    // Recycled memory that was given back (a level loaded again after the last one decayed) too.
+    char* gone = nullptr;
+    std::thread([&] {
+        gone = static_cast<char*>(h.allocate(granule));
+        h.deallocate(gone);
+    }).join();
+    h.trim(); // sweeps the exited thread's empty run into the span pool and gives its pages back
+    ASSERT_EQ(resident_pages(gone, run_bytes), 0u);
+    char* again = nullptr;
+    std::size_t resident = 0;
+    std::thread([&] {
+        again = static_cast<char*>(h.allocate(granule));
+        resident = resident_pages(again, run_bytes);
+        h.deallocate(again);
+    }).join();
+    ASSERT_EQ(again, gone) << "the new run did not reuse the span given back";
+    EXPECT_EQ(resident, granule / 4096) << "a recycled run was faulted in whole";
     EXPECT_TRUE(h.check());
 }
 

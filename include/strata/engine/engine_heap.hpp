@@ -120,11 +120,12 @@ struct engine_options {
     std::size_t medium_arena_bytes = std::size_t{16} << 20;
     /// First block of each thread's frame_arena().
     std::size_t frame_block_bytes = std::size_t{256} << 10;
-    /// Bytes in one thread's size-class runs from which its new runs are faulted in whole when
-    /// made, so steady churn never faults; below it runs are touched lazily (small programs, and
-    /// the light threads of big ones, stay small). A class's first run stays lazy until half of it
-    /// is carved (a rare class holds a few blocks, not a run's pages). Recycled runs are faulted in
-    /// whole. Under 64 KiB (0): every run is faulted in whole when made, first runs included.
+    /// Bytes in one thread's size-class runs from which its new runs are faulted in as they are
+    /// carved, a granule (64 KiB) ahead at a time, so steady churn never faults and no allocation
+    /// pays for a whole run; below it runs are touched lazily (small programs, and the light
+    /// threads of big ones, stay small). A class's first run stays lazy until half of it is carved
+    /// (a rare class holds a few blocks, not a run's pages). Recycled runs are always faulted in.
+    /// Under 64 KiB (0): every run is faulted in from the start, first runs included.
     std::size_t populate_after_bytes = std::size_t{8} << 20;
     /// Largest large block (above 1 MiB) a thread keeps for itself when it frees one: the span of
     /// the last one it freed waits, resident, for its next large request (taken whole when at most
@@ -556,10 +557,10 @@ private:
     /// Effects: collects the remote frees of every abandoned run and frees the empty ones.
     void sweep_abandoned() noexcept;
     /// Returns: true when populate_after_bytes is under one granule, or h's runs have reached it and
-    /// class c has a run besides its current one or that run is `half_carved` (then the run is
-    /// faulted in whole).
+    /// class c has a run besides its current one or that run is `half_carved` (then the run's carves
+    /// fault it in from there on).
     [[nodiscard]] bool thread_populates(const thread_heap* h, unsigned c, bool half_carved) const noexcept;
-    void populate(run* r, std::size_t carved_bytes) noexcept; // faults the run in, sparing carved blocks
+    void fill_ahead(run* r, std::size_t from, std::size_t to) noexcept; // faults in what a carve reaches
 
     // Medium tier (medium.cpp) and its purging (purge.cpp).
     void* medium_allocate(std::size_t size, std::size_t align) noexcept;

@@ -34,6 +34,17 @@ enum class span_kind : std::uint8_t { free, small, medium, large, meta, kept, pu
 /// Which of its owner's lists holds a run. `freed`: a full run the owner freed blocks into since it
 /// filled.
 enum class run_list : std::uint8_t { none, partial, full, freed, cache };
+/// A span's fill: how much of its memory has been faulted in. fill_lazy: pages fault at their first
+/// touch. fill_growing(k) (small runs only): its first k granules were faulted in, and each carve
+/// faults in the granules its blocks reach, so no allocation pays for a whole run. fill_whole: every
+/// page was (free spans are lazy or whole).
+inline constexpr std::uint8_t fill_lazy = 0;
+inline constexpr std::uint8_t fill_whole = 0xff;
+[[nodiscard]] constexpr std::uint8_t fill_growing(std::size_t granules_filled) noexcept {
+    return static_cast<std::uint8_t>(1 + granules_filled);
+}
+/// Returns: the granules a growing run's fill `f` says were faulted in.
+[[nodiscard]] constexpr std::size_t fill_granules(std::uint8_t f) noexcept { return std::size_t{f} - 1; }
 
 /// One descriptor per granule; only the first granule's descriptor of a span (its head) is
 /// meaningful, the others of a small or medium span say how far back the head is.
@@ -59,7 +70,7 @@ struct alignas(64) run {
         bool dirty = false;                    // free span: may hold resident pages
         std::uint8_t walk_round;               // small: the in-run purge's round that saw it last
     };                                         //
-    bool populated = false;                    // every page has been faulted in (runs only)
+    std::uint8_t fill = fill_lazy;             // how much was faulted in (fill_growing, fill_whole)
     std::uint8_t purge_sig = 0;                // small: free list as of its last in-run purge
     std::atomic<thread_heap*> owner{nullptr};  // small: the heap that may pop from `free`
     std::atomic<std::uint64_t> thread_free{0}; // small: frees from other threads (remote_count)
