@@ -45,6 +45,12 @@ constexpr unsigned first_multi_granule_class = [] {
     return c;
 }();
 
+/// Returns: whether most of run `r`'s pages were faulted in: it is whole, or growing over half its
+/// granules (a run barely carved holds mostly untouched pages, as a lazy one does).
+bool mostly_filled(const run* r) noexcept {
+    return r->fill == fill_whole || (r->fill != fill_lazy && 2 * fill_granules(r->fill) >= r->granules);
+}
+
 /// Effects: links the `k` (>= 1) blocks of size `bs` from `first` into a free list in address order.
 /// Returns: its head.
 free_block* thread_blocks(std::byte* first, std::size_t bs, std::size_t k) noexcept {
@@ -302,25 +308,25 @@ void engine_heap::note_busy_classes(thread_heap* h) noexcept {
     }
 }
 
-/// Effects: hands back to the span pool the faulted-in (whole or growing) empty runs of more than one
-/// granule (classes above 4 KiB: 80 KiB to 1 MiB each) that h keeps for classes that allocated
-/// nothing in h's last 1024 slow calls or more (the spare, an empty current run), and such runs in
-/// its cache when none left it in that time. A class that is busy again makes a run anew. Lazy runs
-/// stay (most of their pages were never touched: reusing them would fault as fresh memory does),
-/// and so do one-granule runs (cheap to keep). Requires: the calling thread owns h. Returns: whether
-/// it handed any back.
+/// Effects: hands back to the span pool the mostly faulted-in empty runs of more than one granule
+/// (classes above 4 KiB: 80 KiB to 1 MiB each) that h keeps for classes that allocated nothing in
+/// h's last 1024 slow calls or more (the spare, an empty current run), and such runs in its cache
+/// when none left it in that time. A class that is busy again makes a run anew. Lazy runs and runs
+/// faulted in below half stay (most of their pages were never touched: reusing them would fault as
+/// fresh memory does), and so do one-granule runs (cheap to keep). Requires: the calling thread owns h.
+/// Returns: whether it handed any back.
 bool engine_heap::release_idle_runs(thread_heap* h) noexcept {
     constexpr std::uint32_t window = 1024;
     run* idle = nullptr;
     for (unsigned c = first_multi_granule_class; c < class_count; ++c) {
         if (h->slow_calls - h->class_seen[c] <= window) continue;
-        if (run* s = h->spare[c]; s != nullptr && s->fill != fill_lazy) {
+        if (run* s = h->spare[c]; s != nullptr && mostly_filled(s)) {
             unlink(h->partial[c], s);
             h->spare[c] = nullptr;
             push(idle, s);
         }
         run* r = h->current[c];
-        if (r != &empty_run && r != &h->stash[c] && r->used == 0 && r->fill != fill_lazy) {
+        if (r != &empty_run && r != &h->stash[c] && r->used == 0 && mostly_filled(r)) {
             h->current[c] = &empty_run;
             push(idle, r);
         }
@@ -331,7 +337,7 @@ bool engine_heap::release_idle_runs(thread_heap* h) noexcept {
     if (h->slow_calls - h->cache_seen > window) {
         for (run* r = h->cache; r != nullptr;) {
             run* next = r->next;
-            if (r->granules > 1 && r->fill != fill_lazy) {
+            if (r->granules > 1 && mostly_filled(r)) {
                 unlink(h->cache, r);
                 --h->cache_count;
                 push(idle, r);
@@ -360,7 +366,7 @@ bool engine_heap::release_idle_runs(thread_heap* h) noexcept {
 void engine_heap::fill_ahead(run* r, std::size_t from, std::size_t to) noexcept {
     const std::size_t need = (to + granule - 1) >> granule_shift;
     const std::size_t have = r->fill == fill_lazy ? 0 : fill_granules(r->fill);
-    if (need <= have) return; // a run carved afresh (collected whole, or cached) up to its old fill
+    if (need <= have) return; // the carve stays within the granules faulted in already
     const std::size_t page = virtual_memory::page_size();
     const std::size_t lo = r->fill == fill_lazy ? (from + page - 1) & ~(page - 1) : have << granule_shift;
     const std::size_t bytes = std::size_t{r->granules} << granule_shift;

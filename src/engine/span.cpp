@@ -263,9 +263,9 @@ engine_heap::run* engine_heap::free_before(std::size_t g) const noexcept {
 /// (its holder may be in the middle of a change): the large tier and the maintenance steps purge
 /// the rest with the lock let go (purge_for_big_call, decay_step).
 void engine_heap::span_free(run* head, bool dirty, std::uint32_t freed_at) noexcept {
-    // Only a run faulted in whole is known to have every page touched; a growing one is lazy past
-    // its last carve.
-    if (head->fill != fill_whole) head->fill = fill_lazy;
+    // Only a run faulted in whole is known to have every page touched (a growing one is lazy past
+    // its last carve; a medium arena or a large block says nothing).
+    if (head->kind != span_kind::small || head->fill != fill_whole) head->fill = fill_lazy;
     if (head->kind == span_kind::small) fill_tags(index_of(head), head->granules, not_small_tag);
     head->dirty = dirty;
     head->clean_tail = 0;

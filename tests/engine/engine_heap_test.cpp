@@ -821,9 +821,9 @@ TEST(EngineHeap, ASecondFreeOfAMergedLargeBlockIsIgnored) {
     EXPECT_TRUE(h.check());
 }
 
-// populate_after_bytes = 0: every run is faulted in whole when made, a class's first run too, so
-// an engine that asks for it takes no fault from its first frame.
-TEST(EngineHeap, PopulateFromTheStartFaultsFirstRunsInWhole) {
+// populate_after_bytes = 0: every run is faulted in from its first carve (a one-granule run whole),
+// a class's first run too, so an engine that asks for it takes no fault from its first frame.
+TEST(EngineHeap, PopulateFromTheStartFaultsFirstRunsIn) {
     engine_options o = small_options();
     o.populate_after_bytes = 0;
     engine_heap h(o);
@@ -840,7 +840,7 @@ TEST(EngineHeap, PopulateFromTheStartFaultsFirstRunsInWhole) {
 // 1 MiB run of 64 KiB blocks faults in 64 KiB, not the run, so no single call pays for the run.
 TEST(EngineHeap, ARunIsFaultedInAGranuleAtATime) {
     engine_options o = small_options();
-    o.populate_after_bytes = 0; // every run faulted in when made
+    o.populate_after_bytes = 0; // every run faulted in from its first carve
     engine_heap h(o);
     const std::size_t granule = std::size_t{1} << 16;
     std::vector<char*> blocks{static_cast<char*>(h.allocate(granule))};
@@ -850,7 +850,7 @@ TEST(EngineHeap, ARunIsFaultedInAGranuleAtATime) {
     const char* run = blocks[0]; // a run's first block starts at the run
     EXPECT_EQ(resident_pages(run, granule), granule / 4096);
     EXPECT_EQ(resident_pages(run + granule, run_bytes - granule), 0u) << "the whole run was faulted in";
-    for (std::size_t i = 1; i < 16; ++i) { // each carve faults in the next granule, before it is used
+    for (std::size_t i = 1; i < 16; ++i) { // each carve faults in its block's granule
         blocks.push_back(static_cast<char*>(h.allocate(granule)));
         ASSERT_EQ(blocks.back(), run + i * granule);
         EXPECT_EQ(resident_pages(run, run_bytes), (i + 1) * granule / 4096) << "block " << i;
@@ -858,7 +858,8 @@ TEST(EngineHeap, ARunIsFaultedInAGranuleAtATime) {
     for (char* p : blocks)
         h.deallocate(p);
     EXPECT_TRUE(h.check());
-    // Recycled memory that was given back (a level loaded again after the last one decayed) too.
+    // A run made from memory given back (a level loaded again after the last one decayed), which
+    // the span pool files as clean, too.
     char* gone = nullptr;
     std::thread([&] {
         gone = static_cast<char*>(h.allocate(granule));
@@ -925,17 +926,23 @@ TEST(EngineHeap, ALightThreadsRunsStayLazyInABigProcess) {
     EXPECT_TRUE(h.check());
 }
 
-// An idle class's faulted-in empty run (640 KiB for 40 KiB blocks) goes back to the span pool when
-// another request would otherwise take fresh pages; a lazy one (mostly untouched) stays.
+// An idle class's mostly faulted-in empty run (640 KiB for 40 KiB blocks) goes back to the span
+// pool when another request would otherwise take fresh pages; a lazy one, or one faulted in below
+// half (mostly untouched), stays.
 TEST(EngineHeap, AnIdleClassesEmptyRunIsReusedBeforeFreshPages) {
-    for (const bool populate : {true, false}) {
+    for (const int carved : {8, 1, 0}) { // blocks of 16 carved from a run faulted in as carved; 0: lazy
         engine_options o = small_options();
-        o.populate_after_bytes = populate ? 0 : SIZE_MAX; // every run faulted in, or none
+        o.populate_after_bytes = carved != 0 ? 0 : SIZE_MAX;
+        const bool populate = carved == 8;
         engine_heap h(o);
         const unsigned big = engine_heap::class_of(40 << 10);
-        auto* idle = static_cast<char*>(h.allocate(40 << 10)); // the first block: the run's start
+        std::vector<void*> blocks;
+        for (int i = 0; i < std::max(carved, 1); ++i)
+            blocks.push_back(h.allocate(40 << 10));
+        auto* idle = static_cast<char*>(blocks[0]); // the first block: the run's start
         ASSERT_NE(idle, nullptr);
-        h.deallocate(idle); // the run is empty and stays this class's current run
+        for (void* p : blocks)
+            h.deallocate(p); // the run is empty and stays this class's current run
         const std::size_t run_bytes = h.class_stats(big).committed_bytes;
         ASSERT_GE(run_bytes, std::size_t{640} << 10);
         // 1 KiB blocks: two per slow call, a new one-granule run every 32 slow calls. Past 1024 slow
@@ -954,7 +961,7 @@ TEST(EngineHeap, AnIdleClassesEmptyRunIsReusedBeforeFreshPages) {
             EXPECT_TRUE(reused) << "fresh pages were taken while the idle run stayed resident";
             EXPECT_EQ(h.class_stats(big).committed_bytes, 0u);
         } else {
-            EXPECT_FALSE(reused) << "a lazy run was handed back";
+            EXPECT_FALSE(reused) << "a mostly untouched run was handed back (carved " << carved << ")";
             EXPECT_EQ(h.class_stats(big).committed_bytes, run_bytes);
         }
         void* again = h.allocate(40 << 10); // the class makes a run anew
@@ -1182,7 +1189,7 @@ TEST(EngineHeap, ShrinkInPlaceGivesTheTailBack) {
 #if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
 TEST(EngineHeap, SteadyChurnDoesNotFault) {
     engine_options o = small_options();
-    o.populate_after_bytes = 0; // every run faulted in whole when made (the default waits for 8 MiB)
+    o.populate_after_bytes = 0; // every run faulted in as carved (the default waits for 8 MiB)
     o.decay_ms =
         60000; // the layout's reuse is under test, not the clock (a loaded machine's passes are slow)
     engine_heap h(o);

@@ -121,11 +121,11 @@ struct engine_options {
     /// First block of each thread's frame_arena().
     std::size_t frame_block_bytes = std::size_t{256} << 10;
     /// Bytes in one thread's size-class runs from which its new runs are faulted in as they are
-    /// carved, a granule (64 KiB) ahead at a time, so steady churn never faults and no allocation
-    /// pays for a whole run; below it runs are touched lazily (small programs, and the light
-    /// threads of big ones, stay small). A class's first run stays lazy until half of it is carved
+    /// carved, each carve faulting in the granules (64 KiB) its blocks reach, so steady churn never
+    /// faults and no allocation pays for a whole run; below it runs are touched lazily (small programs, and
+    /// the light threads of big ones, stay small). A class's first run stays lazy until half of it is carved
     /// (a rare class holds a few blocks, not a run's pages). Recycled runs are always faulted in.
-    /// Under 64 KiB (0): every run is faulted in from the start, first runs included.
+    /// Under 64 KiB (0): every run is faulted in from its first carve, first runs included.
     std::size_t populate_after_bytes = std::size_t{8} << 20;
     /// Largest large block (above 1 MiB) a thread keeps for itself when it frees one: the span of
     /// the last one it freed waits, resident, for its next large request (taken whole when at most

@@ -34,10 +34,11 @@ enum class span_kind : std::uint8_t { free, small, medium, large, meta, kept, pu
 /// Which of its owner's lists holds a run. `freed`: a full run the owner freed blocks into since it
 /// filled.
 enum class run_list : std::uint8_t { none, partial, full, freed, cache };
-/// A span's fill: how much of its memory has been faulted in. fill_lazy: pages fault at their first
-/// touch. fill_growing(k) (small runs only): its first k granules were faulted in, and each carve
-/// faults in the granules its blocks reach, so no allocation pays for a whole run. fill_whole: every
-/// page was (free spans are lazy or whole).
+/// A span's fill: how much of its memory was faulted in ahead of use (pages given back since, by an
+/// in-run purge, fault again). fill_lazy: pages fault at their first touch. fill_growing(k) (small
+/// runs only): its carves faulted in its first k granules (past the point where a lazy run turned
+/// growing), and each carve faults in the granules its blocks reach, so no allocation pays for a
+/// whole run. fill_whole: every page was (free spans are lazy or whole).
 inline constexpr std::uint8_t fill_lazy = 0;
 inline constexpr std::uint8_t fill_whole = 0xff;
 [[nodiscard]] constexpr std::uint8_t fill_growing(std::size_t granules_filled) noexcept {
